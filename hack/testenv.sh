@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds the real programs kubewin's tests and local backend run, from Go modules, into
+# $TESTBIN (default .testbin/). Each tool is rebuilt only when its pinned module changes:
+# a stamp file records the sha256 of the go.mod/go.sum it was built from.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${TESTBIN:-$root/.testbin}
+mkdir -p "$bin"
+
+stamp() { cat "$root/tools/$1/go.mod" "$root/tools/$1/go.sum" | sha256sum | cut -c1-16; }
+fresh() { # fresh TOOLDIR BIN... : true when every binary exists and the stamp matches
+	local dir=$1; shift
+	[ "$(cat "$bin/.stamp-$dir" 2>/dev/null)" = "$(stamp "$dir")" ] || return 1
+	for b in "$@"; do [ -x "$bin/$b" ] || return 1; done
+}
+mark() { stamp "$1" >"$bin/.stamp-$1"; }
+modver() { (cd "$root/tools/$1" && go list -m -f '{{.Version}}' "$2"); }
+
+build_kube() {
+	fresh kube kube-apiserver kube-controller-manager kube-scheduler kubeadm kubectl etcd && return
+	local v; v=$(modver kube k8s.io/kubernetes)
+	local minor=${v#v1.}; minor=${minor%%.*}
+	local pkg=k8s.io/component-base/version
+	# A constant build date keeps rebuilds no-ops; kubeadm needs real version fields.
+	local ld="-s -w -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=2000-01-01T00:00:00Z"
+	echo "testenv: building kubernetes $v (kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubectl) and etcd"
+	(cd "$root/tools/kube" && go build -trimpath -ldflags "$ld" -o "$bin/" \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubectl &&
+		go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3)
+	mark kube
+}
+
+build_packer() {
+	fresh packer packer && return
+	local v; v=$(modver packer github.com/hashicorp/packer)
+	echo "testenv: building packer $v"
+	(cd "$root/tools/packer" && go build -trimpath -ldflags "-s -w -X github.com/hashicorp/packer/version.Version=${v#v} -X github.com/hashicorp/packer/version.VersionPrerelease=" -o "$bin/packer" github.com/hashicorp/packer)
+	mark packer
+}
+
+build_tofu() {
+	fresh tofu tofu && return
+	local v; v=$(modver tofu github.com/opentofu/opentofu)
+	echo "testenv: building tofu $v"
+	(cd "$root/tools/tofu" && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$bin/tofu" github.com/opentofu/opentofu/cmd/tofu)
+	mark tofu
+}
+
+build_terraform() {
+	# A terraform already on PATH is used as it is; a fresh machine builds one.
+	if [ -z "${KUBEWIN_BUILD_TERRAFORM:-}" ] && command -v terraform >/dev/null && [ "$(command -v terraform)" != "$bin/terraform" ]; then
+		ln -sf "$(command -v terraform)" "$bin/terraform"
+		return
+	fi
+	fresh terraform terraform && return
+	local v; v=$(modver terraform github.com/hashicorp/terraform)
+	echo "testenv: building terraform $v"
+	(cd "$root/tools/terraform" && go build -trimpath -ldflags "-s -w -X github.com/hashicorp/terraform/version.dev=no" -o "$bin/terraform" github.com/hashicorp/terraform)
+	mark terraform
+}
+
+start=$(date +%s)
+for t in ${*:-kube packer tofu terraform}; do "build_$t"; done
+echo "testenv: ready in $(( $(date +%s) - start ))s at $bin"
+for b in kube-apiserver kubeadm etcd packer tofu terraform; do
+	[ -x "$bin/$b" ] || continue
+	case $b in
+	etcd) printf '  %-16s %s\n' "$b" "$("$bin/$b" --version | head -1)" ;;
+	kubeadm) printf '  %-16s %s\n' "$b" "$("$bin/$b" version -o short)" ;;
+	*) printf '  %-16s %s\n' "$b" "$("$bin/$b" version 2>/dev/null | head -1 || "$bin/$b" --version | head -1)" ;;
+	esac
+done

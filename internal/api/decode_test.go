@@ -1,0 +1,228 @@
+package api
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+)
+
+func readFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestLoadNodeConfig(t *testing.T) {
+	c, err := LoadNodeConfig(readFile(t, "nodeconfig-full.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Network.CNI != v1alpha1.CNIWinBridge || c.Network.Name != "cbr0" || c.Runtime.Endpoint != v1alpha1.ContainerdEndpoint {
+		t.Errorf("defaults not applied: %+v %+v", c.Network, c.Runtime)
+	}
+	if c.Cluster.ClusterDomain != "cluster.local" {
+		t.Errorf("clusterDomain = %q", c.Cluster.ClusterDomain)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	c, err := LoadNodeConfig(readFile(t, "nodeconfig-full.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := EncodeJSON(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadNodeConfig(js)
+	if err != nil {
+		t.Fatalf("re-decoding our own JSON: %v\n%s", err, js)
+	}
+	if !reflect.DeepEqual(c, back) {
+		t.Errorf("round trip changed the config:\n%+v\n%+v", c, back)
+	}
+
+	m, err := LoadImageManifest(readFile(t, "imagemanifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ = EncodeJSON(m)
+	m2, err := LoadImageManifest(js)
+	if err != nil || !reflect.DeepEqual(m, m2) {
+		t.Errorf("manifest round trip: %v\n%+v\n%+v", err, m, m2)
+	}
+}
+
+func TestDecodeStrict(t *testing.T) {
+	tests := []struct {
+		name, doc, wantErr string
+	}{
+		{"unknown field", "apiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\ncluster:\n  apiServerEndpint: x:1\n", `unknown field "apiServerEndpint"`},
+		{"duplicate key", "apiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\nkind: NodeConfig\n", `mapping key "kind" already defined`},
+		{"wrong kind", "apiVersion: kubewin.io/v1alpha1\nkind: ImageManifest\n", `kind is "ImageManifest", want "NodeConfig"`},
+		{"missing apiVersion", "kind: NodeConfig\n", `apiVersion is missing: set apiVersion: kubewin.io/v1alpha1`},
+		{"future apiVersion", "apiVersion: kubewin.io/v9\nkind: NodeConfig\n", `apiVersion "kubewin.io/v9" is not supported`},
+		{"not an object", "[1, 2]", `must be an object`},
+		{"wrong type", `{"apiVersion":"kubewin.io/v1alpha1","kind":"NodeConfig","node":{"maxPods":"many"}}`, `cannot unmarshal string`},
+		{"trailing data", `{"apiVersion":"kubewin.io/v1alpha1","kind":"NodeConfig"} {"x":1}`, `check for trailing data`},
+		{"two YAML documents", "apiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\n---\napiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\n", `more than one YAML document`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeNodeConfig([]byte(tt.doc))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+	if _, err := DecodeNodeConfig(make([]byte, MaxDocumentSize+1)); err == nil || !strings.Contains(err.Error(), "over the limit") {
+		t.Errorf("oversized document: %v", err)
+	}
+}
+
+// A NodeConfig with many mistakes yields one error that lists each of them with its field path.
+func TestLoadNodeConfigReportsEveryMistake(t *testing.T) {
+	doc := `
+apiVersion: kubewin.io/v1alpha1
+kind: NodeConfig
+cluster:
+  apiServerEndpoint: https://10.0.0.4:6443
+  bootstrapToken: ABCDEF.secretsecretsecret
+  clusterCIDR: 10.244.0.0/16
+  serviceCIDR: 10.244.128.0/17
+  clusterDNS: [10.96.0.10]
+node:
+  podCIDR: 10.245.1.0/24
+  labels:
+    kubernetes.io/role: windows
+  taints:
+    - {key: os, value: windows, effect: NoScheduleMaybe}
+network:
+  mode: overlay
+  cni: win-bridge
+  vni: 1
+runtime:
+  name: cri-o
+kubeProxy:
+  mode: userspace
+kubelet:
+  extraArgs:
+    --v: "2"
+`
+	_, err := LoadNodeConfig([]byte(doc))
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"cluster.apiServerEndpoint: Invalid value: \"https://10.0.0.4:6443\": must be host:port without a scheme",
+		"cluster.caCertHashes: Required value: pin the cluster CA",
+		"cluster.bootstrapToken: Invalid value: \"<redacted>\"",
+		"cluster.serviceCIDR: Invalid value: \"10.244.128.0/17\": overlaps clusterCIDR 10.244.0.0/16",
+		"cluster.clusterDNS[0]: Invalid value: \"10.96.0.10\": must be inside serviceCIDR 10.244.128.0/17",
+		"node.podCIDR: Invalid value: \"10.245.1.0/24\": must be inside cluster.clusterCIDR 10.244.0.0/16",
+		"node.labels[kubernetes.io/role]: Forbidden: a kubelet may not set labels in the kubernetes.io namespace",
+		"node.taints[0].effect: Unsupported value: \"NoScheduleMaybe\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"",
+		"network.cni: Unsupported value: \"win-bridge\": supported values: \"win-overlay\"",
+		"network.vni: Invalid value: 1: Windows overlay networks need a VNI from 4096",
+		"runtime.name: Unsupported value: \"cri-o\": supported values: \"containerd\", \"docker\"",
+		"runtime.endpoint: Invalid value: \"\"",
+		"kubeProxy.mode: Unsupported value: \"userspace\"",
+		"kubelet.extraArgs[--v]: Invalid value: \"--v\": must be a flag name without leading dashes",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not mention %q\nfull error: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "secretsecret") {
+		t.Error("the bootstrap token appears in the error")
+	}
+}
+
+func TestImageManifestValidation(t *testing.T) {
+	doc := `{
+  "apiVersion": "kubewin.io/v1alpha1", "kind": "ImageManifest",
+  "windowsBuild": 14393, "kubernetesVersion": "v1.29.0",
+  "runtime": {"name": "docker", "version": "24.0.7"},
+  "pauseImage": {"reference": "Registry.k8s.io/pause 3.10", "digest": "sha256:abc"},
+  "files": [
+    {"path": "bin/kubelet.exe", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1},
+    {"path": "BIN/Kubelet.exe", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1},
+    {"path": "../etc/passwd", "sha256": "XYZ", "size": -1}
+  ]
+}`
+	_, err := LoadImageManifest([]byte(doc))
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{
+		`windowsBuild: Unsupported value: "14393": supported values: "17763", "20348", "26100"`,
+		`kubernetesVersion: Invalid value: "v1.29.0": Kubernetes 1.29.0 is not supported on kubewin nodes: use 1.34 to 1.37`,
+		`runtime.criDockerdVersion: Required value`,
+		`pauseImage.reference: Invalid value`,
+		`pauseImage.digest: Invalid value: "sha256:abc"`,
+		`nodebootVersion: Required value`,
+		`files[1].path: Duplicate value: "BIN/Kubelet.exe (same file as files[0] on Windows)"`,
+		`files[2].path: Invalid value: "../etc/passwd"`,
+		`files[2].sha256: Invalid value: "XYZ"`,
+		`files[2].size: Invalid value: -1`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q\nfull error: %v", want, err)
+		}
+	}
+}
+
+func FuzzDecodeNodeConfig(f *testing.F) {
+	f.Add(readFileF(f, "nodeconfig-full.yaml"))
+	f.Add([]byte(`{"apiVersion":"kubewin.io/v1alpha1","kind":"NodeConfig","node":{"podCIDR":"10.0.0.0/31","maxPods":99999}}`))
+	f.Add([]byte("apiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\nnetwork: {mode: overlay, vni: -5}\nkubeProxy: {sourceVIP: '::1'}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := DecodeNodeConfig(data)
+		if err != nil {
+			return
+		}
+		c.Default()
+		errs := c.Validate()
+		if len(errs) > 0 {
+			return
+		}
+		// A valid config survives encoding unchanged.
+		js, err := EncodeJSON(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := LoadNodeConfig(js)
+		if err != nil {
+			t.Fatalf("valid config did not reload: %v\n%s", err, js)
+		}
+		if !reflect.DeepEqual(c, back) {
+			t.Fatalf("round trip changed a valid config")
+		}
+	})
+}
+
+func FuzzDecodeImageManifest(f *testing.F) {
+	f.Add(readFileF(f, "imagemanifest.json"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := DecodeImageManifest(data)
+		if err != nil {
+			return
+		}
+		_ = m.Validate()
+	})
+}
+
+func readFileF(f *testing.F, name string) []byte {
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,48 @@
+package v1alpha1
+
+// ImageManifest says what a baked kubewin image contains. The Packer plugin writes it into the
+// image; nodeboot verifies the payload against it on first boot; the provider reads it to check
+// version skew and OS build before creating anything.
+type ImageManifest struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+
+	// WindowsBuild is the image's OS build: 17763, 20348 or 26100.
+	WindowsBuild WindowsBuild `json:"windowsBuild"`
+	// KubernetesVersion is the version of kubelet and kube-proxy in the image ("v1.36.2").
+	KubernetesVersion string `json:"kubernetesVersion"`
+	// Runtime is the container runtime in the image.
+	Runtime RuntimeInfo `json:"runtime"`
+	// PauseImage is the sandbox image, imported into the runtime, matching WindowsBuild.
+	PauseImage PauseImage `json:"pauseImage"`
+	// NodebootVersion is the version of nodeboot in the image.
+	NodebootVersion string `json:"nodebootVersion"`
+	// Files lists every file of the payload with its sha256.
+	Files []File `json:"files"`
+}
+
+// RuntimeInfo names a runtime and its version.
+type RuntimeInfo struct {
+	Name    RuntimeName `json:"name"`
+	Version string      `json:"version"`
+	// CRIDockerdVersion is the cri-dockerd version; required with docker.
+	CRIDockerdVersion string `json:"criDockerdVersion,omitempty"`
+}
+
+// PauseImage is the sandbox image: a reference and the digest that was imported.
+type PauseImage struct {
+	Reference string `json:"reference"`
+	Digest    string `json:"digest"`
+}
+
+// File is one file of the payload.
+type File struct {
+	// Path is relative to the payload root, with forward slashes ("bin/kubelet.exe").
+	Path string `json:"path"`
+	// SHA256 is the lower-case hex sha256 of the content.
+	SHA256 string `json:"sha256"`
+	// Size is the content length in bytes.
+	Size int64 `json:"size"`
+	// Source is where the file was fetched from, when it was fetched.
+	Source string `json:"source,omitempty"`
+}
