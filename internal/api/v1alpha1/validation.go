@@ -259,6 +259,9 @@ func (n *Network) validate(p *field.Path, runtime RuntimeName) field.ErrorList {
 	if n.CNI == CNIWinCNI && runtime != RuntimeDocker {
 		errs = append(errs, field.Invalid(p.Child("cni"), n.CNI, "the wincni format works only with the docker runtime: use win-bridge with containerd"))
 	}
+	if n.CNI == CNIWinOverlay && runtime != RuntimeContainerd {
+		errs = append(errs, field.Invalid(p.Child("cni"), n.CNI, "win-overlay needs the containerd runtime: set runtime.name to containerd"))
+	}
 	if !networkNameRE.MatchString(n.Name) {
 		errs = append(errs, field.Invalid(p.Child("name"), n.Name, "must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit"))
 	}
