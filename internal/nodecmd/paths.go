@@ -1,0 +1,37 @@
+// Package nodecmd renders how a Windows node's components run: the kubelet's and kube-proxy's
+// command lines and configuration files, and the container runtime's configuration, for every
+// supported Kubernetes minor and runtime. It is pure: nodeboot writes what it returns.
+package nodecmd
+
+// Paths are where things live on a Windows node. Kubernetes accepts Windows paths in flags and
+// configuration files alike.
+type Paths struct {
+	BinDir               string // kubelet.exe, kube-proxy.exe, nodeboot.exe
+	KubeletConfig        string
+	KubeletKubeconfig    string
+	KubeletCertDir       string
+	ClusterCA            string
+	KubeProxyConfig      string
+	KubeProxyKubeconfig  string
+	CNIBinDir            string
+	CNIConfDir           string
+	ContainerdConfigFile string
+	LogDir               string
+}
+
+// DefaultPaths is the layout nodeboot bakes into every image.
+func DefaultPaths() Paths {
+	return Paths{
+		BinDir:               `C:\k`,
+		KubeletConfig:        `C:\var\lib\kubelet\config.yaml`,
+		KubeletKubeconfig:    `C:\etc\kubernetes\kubelet.conf`,
+		KubeletCertDir:       `C:\var\lib\kubelet\pki`,
+		ClusterCA:            `C:\etc\kubernetes\pki\ca.crt`,
+		KubeProxyConfig:      `C:\var\lib\kube-proxy\config.yaml`,
+		KubeProxyKubeconfig:  `C:\etc\kubernetes\kubelet.conf`,
+		CNIBinDir:            `C:\opt\cni\bin`,
+		CNIConfDir:           `C:\etc\cni\net.d`,
+		ContainerdConfigFile: `C:\Program Files\containerd\config.toml`,
+		LogDir:               `C:\var\log\kubernetes`,
+	}
+}
