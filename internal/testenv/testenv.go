@@ -1,0 +1,99 @@
+// Package testenv gives tests the real programs built by `make testenv` (kube-apiserver,
+// kube-controller-manager, kube-scheduler, kubeadm, kubectl, etcd, terraform, tofu, packer) and a
+// real control plane per test package. A missing program fails the test: run `make testenv`.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kubewin/kubewin/internal/controlplane"
+)
+
+// EnvBinDir overrides where the test environment's binaries are.
+const EnvBinDir = "KUBEWIN_TESTBIN"
+
+// BinDir returns $KUBEWIN_TESTBIN, or .testbin at the root of the module holding the working
+// directory.
+func BinDir() (string, error) {
+	if d := os.Getenv(EnvBinDir); d != "" {
+		return filepath.Abs(d)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "tools", "kube", "go.mod")); err == nil {
+				return filepath.Join(dir, ".testbin"), nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no kubewin module root above the working directory: set %s", EnvBinDir)
+		}
+		dir = parent
+	}
+}
+
+// Binary returns the path of a test environment program, or an error telling how to build it.
+func Binary(name string) (string, error) {
+	dir, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, name)
+	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+		return "", fmt.Errorf("%s is missing from %s: run `make testenv`", name, dir)
+	}
+	return p, nil
+}
+
+// MustBinary is Binary for tests: a missing program fails the test.
+func MustBinary(t testing.TB, name string) string {
+	t.Helper()
+	p, err := Binary(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Main runs a test package's tests against one real control plane, which it stores in *cp, and
+// returns the exit code for os.Exit. When a test fails it prints the tail of every component's
+// log. Use it from TestMain.
+func Main(m *testing.M, cp **controlplane.ControlPlane) int {
+	bin, err := BinDir()
+	if err == nil {
+		_, err = Binary(controlplane.KubeAPIServer)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "kubewin-cp-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	*cp, err = controlplane.Start(ctx, controlplane.Config{Dir: dir, BinDir: bin, Progress: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: start control plane:", err)
+		return 1
+	}
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, (*cp).LogTails(40))
+	}
+	if err := (*cp).Stop(ctx, 10*time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: stop control plane:", err)
+	}
+	return code
+}
