@@ -63,11 +63,12 @@ build_terraform() {
 start=$(date +%s)
 for t in ${*:-kube packer tofu terraform}; do "build_$t"; done
 echo "testenv: ready in $(( $(date +%s) - start ))s at $bin"
-for b in kube-apiserver kubeadm etcd packer tofu terraform; do
+for b in kube-apiserver kubeadm etcd packer tofu terraform; do # versions, as each prints it
 	[ -x "$bin/$b" ] || continue
 	case $b in
 	etcd) printf '  %-16s %s\n' "$b" "$("$bin/$b" --version | head -1)" ;;
+	kube-apiserver) printf '  %-16s %s\n' "$b" "$("$bin/$b" --version)" ;;
 	kubeadm) printf '  %-16s %s\n' "$b" "$("$bin/$b" version -o short)" ;;
-	*) printf '  %-16s %s\n' "$b" "$("$bin/$b" version 2>/dev/null | head -1 || "$bin/$b" --version | head -1)" ;;
+	*) printf '  %-16s %s\n' "$b" "$("$bin/$b" version 2>/dev/null | grep -m1 -E ' v?[0-9]+\.[0-9]+')" ;;
 	esac
 done

@@ -290,3 +290,38 @@ func (in Input) winOverlay() pluginConf {
 	}
 	return c
 }
+
+// FromNodeConfig builds the Input for a node from its (defaulted, valid) NodeConfig and the
+// addresses found at boot.
+func FromNodeConfig(c *v1alpha1.NodeConfig, podCIDR netip.Prefix, nodeIP netip.Addr) (Input, error) {
+	in := Input{
+		Flavour:       c.Network.CNI,
+		Runtime:       c.Runtime.Name,
+		NetworkName:   c.Network.Name,
+		InterfaceName: c.Network.InterfaceName,
+		PodCIDR:       podCIDR,
+		NodeIP:        nodeIP,
+		DNSSearch:     []string{"svc." + c.Cluster.ClusterDomain},
+		LoopbackDSR:   c.KubeProxy.EnableDSR,
+	}
+	var err error
+	if in.ClusterCIDR, err = ipam.ParsePrefix(c.Cluster.ClusterCIDR); err != nil {
+		return Input{}, fmt.Errorf("cluster.clusterCIDR: %w", err)
+	}
+	if in.ServiceCIDR, err = ipam.ParsePrefix(c.Cluster.ServiceCIDR); err != nil {
+		return Input{}, fmt.Errorf("cluster.serviceCIDR: %w", err)
+	}
+	if c.Node.Subnet != "" {
+		if in.NodeSubnet, err = ipam.ParsePrefix(c.Node.Subnet); err != nil {
+			return Input{}, fmt.Errorf("node.subnet: %w", err)
+		}
+	}
+	for _, s := range c.Cluster.ClusterDNS {
+		a, err := ipam.ParseAddr(s)
+		if err != nil {
+			return Input{}, fmt.Errorf("cluster.clusterDNS: %w", err)
+		}
+		in.DNSServers = append(in.DNSServers, a)
+	}
+	return in, nil
+}

@@ -105,3 +105,22 @@ func TestRenderErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestFromNodeConfig(t *testing.T) {
+	c := &v1alpha1.NodeConfig{
+		Cluster: v1alpha1.Cluster{ClusterCIDR: "10.10.0.0/16", ServiceCIDR: "11.0.0.0/8", ClusterDNS: []string{"11.0.0.10"}},
+		Node:    v1alpha1.Node{Subnet: "10.127.132.128/25"},
+		Network: v1alpha1.Network{CNI: v1alpha1.CNIWinCNI, Name: "l2bridge"},
+		Runtime: v1alpha1.Runtime{Name: v1alpha1.RuntimeDocker},
+	}
+	c.Default()
+	in, err := FromNodeConfig(c, netip.MustParsePrefix("10.10.187.64/26"), netip.MustParseAddr("10.127.132.213"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := guidesInput()
+	want.DNSSearch = []string{"svc.cluster.local"}
+	if !reflect.DeepEqual(in, want) {
+		t.Errorf("FromNodeConfig =\n%+v\nwant\n%+v", in, want)
+	}
+}

@@ -94,7 +94,9 @@ type ControlPlane struct {
 const stateFile = "controlplane.json"
 
 // Endpoint is the API server's URL.
-func (cp *ControlPlane) Endpoint() string { return fmt.Sprintf("https://127.0.0.1:%d", cp.Ports.APIServer) }
+func (cp *ControlPlane) Endpoint() string {
+	return fmt.Sprintf("https://127.0.0.1:%d", cp.Ports.APIServer)
+}
 
 // HostPort is the API server as host:port, the form a NodeConfig takes.
 func (cp *ControlPlane) HostPort() string { return fmt.Sprintf("127.0.0.1:%d", cp.Ports.APIServer) }
