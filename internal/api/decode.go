@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"sigs.k8s.io/yaml"
 	goyaml "sigs.k8s.io/yaml/goyaml.v3"
@@ -46,7 +49,7 @@ func LoadNodeConfig(data []byte) (*v1alpha1.NodeConfig, error) {
 	}
 	c.Default()
 	if errs := c.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid %s: %w", v1alpha1.KindNodeConfig, errs.ToAggregate())
+		return nil, &ValidationError{Kind: v1alpha1.KindNodeConfig, Errs: errs}
 	}
 	return c, nil
 }
@@ -58,9 +61,29 @@ func LoadImageManifest(data []byte) (*v1alpha1.ImageManifest, error) {
 		return nil, err
 	}
 	if errs := m.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid %s: %w", v1alpha1.KindImageManifest, errs.ToAggregate())
+		return nil, &ValidationError{Kind: v1alpha1.KindImageManifest, Errs: errs}
 	}
 	return m, nil
+}
+
+// ValidationError lists every problem of a document, one per line, each with its field path.
+type ValidationError struct {
+	Kind string
+	Errs field.ErrorList
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid %s (%d problems):", e.Kind, len(e.Errs))
+	if len(e.Errs) == 1 {
+		b.Reset()
+		fmt.Fprintf(&b, "invalid %s:", e.Kind)
+	}
+	for _, err := range e.Errs {
+		b.WriteString("\n- ")
+		b.WriteString(err.Error())
+	}
+	return b.String()
 }
 
 // EncodeJSON writes a document as indented JSON, the form kubewin writes to disk and custom data.

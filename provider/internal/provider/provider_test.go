@@ -1,0 +1,38 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+
+	"github.com/kubewin/kubewin/internal/testenv"
+)
+
+var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"kubewin": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// TestMain runs the acceptance tests against the real terraform CLI from the test environment,
+// or the CLI named by TF_ACC_TERRAFORM_PATH (OpenTofu's tofu, with
+// TF_ACC_PROVIDER_HOST=registry.opentofu.org).
+func TestMain(m *testing.M) {
+	os.Setenv("TF_ACC", "1")
+	if os.Getenv("TF_ACC_TERRAFORM_PATH") == "" {
+		tf, err := testenv.Binary("terraform")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Setenv("TF_ACC_TERRAFORM_PATH", tf)
+	}
+	// A CLI configuration file that does not exist only adds warnings to every run.
+	if f := os.Getenv("TF_CLI_CONFIG_FILE"); f != "" {
+		if _, err := os.Stat(f); err != nil {
+			os.Unsetenv("TF_CLI_CONFIG_FILE")
+		}
+	}
+	os.Exit(m.Run())
+}
