@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the real programs kubewin's tests and local backend run, from Go modules, into
+# Builds the real programs kubewin's tests and local backend run (and the documentation and
+# release tools), from Go modules, into
 # $TESTBIN (default .testbin/). Each tool is rebuilt only when its pinned module changes:
 # a stamp file records the sha256 of the go.mod/go.sum it was built from.
 set -euo pipefail
@@ -60,8 +61,22 @@ build_terraform() {
 	mark terraform
 }
 
+build_docs() {
+	fresh docs tfplugindocs && return
+	echo "testenv: building tfplugindocs $(modver docs github.com/hashicorp/terraform-plugin-docs)"
+	(cd "$root/tools/docs" && go build -trimpath -ldflags "-s -w" -o "$bin/tfplugindocs" github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs)
+	mark docs
+}
+
+build_release() {
+	fresh release goreleaser && return
+	echo "testenv: building goreleaser $(modver release github.com/goreleaser/goreleaser/v2)"
+	(cd "$root/tools/release" && go build -trimpath -ldflags "-s -w" -o "$bin/goreleaser" github.com/goreleaser/goreleaser/v2)
+	mark release
+}
+
 start=$(date +%s)
-for t in ${*:-kube packer tofu terraform}; do "build_$t"; done
+for t in ${*:-kube packer tofu terraform docs release}; do "build_$t"; done
 echo "testenv: ready in $(( $(date +%s) - start ))s at $bin"
 for b in kube-apiserver kubeadm etcd packer tofu terraform; do # versions, as each prints it
 	[ -x "$bin/$b" ] || continue

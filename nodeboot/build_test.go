@@ -1,0 +1,30 @@
+package main
+
+import (
+	"debug/pe"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// nodeboot runs on Windows Server: its windows/amd64 build must succeed and be a PE32+ executable.
+func TestWindowsBuild(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "nodeboot.exe")
+	cmd := exec.Command("go", "build", "-o", exe, ".")
+	cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("windows build: %v\n%s", err, out)
+	}
+	f, err := pe.Open(exe)
+	if err != nil {
+		t.Fatalf("not a PE file: %v", err)
+	}
+	defer f.Close()
+	if _, ok := f.OptionalHeader.(*pe.OptionalHeader64); !ok {
+		t.Errorf("optional header is %T, not PE32+", f.OptionalHeader)
+	}
+	if f.Machine != pe.IMAGE_FILE_MACHINE_AMD64 {
+		t.Errorf("machine is %#x, not amd64", f.Machine)
+	}
+}

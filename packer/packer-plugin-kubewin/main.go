@@ -1,0 +1,25 @@
+// Command packer-plugin-kubewin is the kubewin Packer plugin: it bakes Windows Server images
+// with everything a Kubernetes node needs, so that first boot downloads nothing.
+//
+// The plugin lives in a directory named packer-plugin-kubewin because packer-sdc finds a
+// plugin's root by that prefix.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/packer-plugin-sdk/plugin"
+	packerversion "github.com/hashicorp/packer-plugin-sdk/version"
+
+	"github.com/kubewin/kubewin/internal/version"
+)
+
+func main() {
+	set := plugin.NewSet()
+	set.SetVersion(packerversion.NewRawVersion(version.Version))
+	if err := set.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
