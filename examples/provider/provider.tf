@@ -1,0 +1,9 @@
+terraform {
+  required_providers {
+    kubewin = {
+      source = "kubewin/kubewin"
+    }
+  }
+}
+
+provider "kubewin" {}
