@@ -49,11 +49,14 @@ build_tofu() {
 }
 
 build_terraform() {
-	# A terraform already on PATH is used as it is; a fresh machine builds one.
-	if [ -z "${KUBEWIN_BUILD_TERRAFORM:-}" ] && command -v terraform >/dev/null && [ "$(command -v terraform)" != "$bin/terraform" ]; then
-		ln -sf "$(command -v terraform)" "$bin/terraform"
+	# A terraform already on PATH (outside $bin) is used as it is; a fresh machine builds one.
+	local onpath
+	onpath=$(PATH=$(tr ':' '\n' <<<"$PATH" | grep -vxF "$bin" | paste -sd:) command -v terraform || true)
+	if [ -z "${KUBEWIN_BUILD_TERRAFORM:-}" ] && [ -n "$onpath" ]; then
+		ln -sfn "$onpath" "$bin/terraform"
 		return
 	fi
+	[ -L "$bin/terraform" ] && rm -f "$bin/terraform"
 	fresh terraform terraform && return
 	local v; v=$(modver terraform github.com/hashicorp/terraform)
 	echo "testenv: building terraform $v"

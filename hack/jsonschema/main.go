@@ -30,10 +30,10 @@ func main() {
 func run(dir string) error {
 	r := &jsonschema.Reflector{
 		// Strict decoding rejects unknown fields; the schema says so too.
-		AllowAdditionalProperties: false,
+		AllowAdditionalProperties:  false,
 		RequiredFromJSONSchemaTags: true,
-		DoNotReference:            false,
-		Mapper:                    enums,
+		DoNotReference:             false,
+		Mapper:                     enums,
 	}
 	if err := r.AddGoComments("github.com/kubewin/kubewin", "./internal/api/v1alpha1"); err != nil {
 		return err

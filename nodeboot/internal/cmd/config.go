@@ -173,4 +173,3 @@ func writePlan(dir string, p *nodefiles.Plan, c *cobra.Command) error {
 func localPath(win string) string {
 	return strings.ReplaceAll(strings.Replace(win, ":", "", 1), `\`, "/")
 }
-

@@ -33,7 +33,8 @@ func (p *kubewinProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 	}
 }
 
-func (p *kubewinProvider) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {}
+func (p *kubewinProvider) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {
+}
 
 func (p *kubewinProvider) Resources(context.Context) []func() resource.Resource { return nil }
 
