@@ -17,6 +17,11 @@ type Paths struct {
 	CNIConfDir           string
 	ContainerdConfigFile string
 	LogDir               string
+	// NodebootDir holds nodeboot's state, its copy of the NodeConfig and the cluster CA pin result.
+	NodebootDir string
+	// ImageManifest is the manifest baked into the image; its file paths are relative to PayloadRoot.
+	ImageManifest string
+	PayloadRoot   string
 }
 
 // DefaultPaths is the layout nodeboot bakes into every image.
@@ -33,5 +38,8 @@ func DefaultPaths() Paths {
 		CNIConfDir:           `C:\etc\cni\net.d`,
 		ContainerdConfigFile: `C:\Program Files\containerd\config.toml`,
 		LogDir:               `C:\var\log\kubernetes`,
+		NodebootDir:          `C:\ProgramData\kubewin\nodeboot`,
+		ImageManifest:        `C:\ProgramData\kubewin\image-manifest.json`,
+		PayloadRoot:          `C:\`,
 	}
 }

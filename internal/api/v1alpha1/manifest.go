@@ -37,7 +37,7 @@ type PauseImage struct {
 
 // File is one file of the payload.
 type File struct {
-	// Path is relative to the payload root, with forward slashes ("bin/kubelet.exe").
+	// Path is relative to the system drive (C:\), with forward slashes ("k/kubelet.exe").
 	Path string `json:"path"`
 	// SHA256 is the lower-case hex sha256 of the content.
 	SHA256 string `json:"sha256"`

@@ -1,0 +1,81 @@
+// Package bootstraptoken mints and removes the short-lived, pool-scoped bootstrap tokens nodes
+// join with. A token is a kubeadm-format Secret in kube-system: it authenticates as
+// system:bootstrap:<id> in kubeadm's default node group (so kubeadm's RBAC lets it request and
+// auto-approve a kubelet certificate) and in the pool's own group (which may write the pool's
+// join reports), and it signs cluster-info for discovery.
+package bootstraptoken
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+
+	"github.com/kubewin/kubewin/internal/nodestatus"
+)
+
+// DefaultNodeGroup is kubeadm's group for node bootstrap tokens; kubeadm binds the node
+// bootstrapper role and CSR auto-approval to it.
+const DefaultNodeGroup = "system:bootstrappers:kubeadm:default-node-token"
+
+// Create mints a token for pool that expires after ttl and returns it ("id.secret").
+func Create(ctx context.Context, c kubernetes.Interface, pool string, ttl time.Duration) (string, error) {
+	token, err := bootstraputil.GenerateBootstrapToken()
+	if err != nil {
+		return "", err
+	}
+	id, secret, _ := strings.Cut(token, ".")
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      bootstraputil.BootstrapTokenSecretName(id),
+			Namespace: metav1.NamespaceSystem,
+			Labels:    map[string]string{nodestatus.PoolLabel: pool},
+		},
+		Type: bootstrapapi.SecretTypeBootstrapToken,
+		StringData: map[string]string{
+			bootstrapapi.BootstrapTokenIDKey:               id,
+			bootstrapapi.BootstrapTokenSecretKey:           secret,
+			bootstrapapi.BootstrapTokenDescriptionKey:      "kubewin node pool " + pool,
+			bootstrapapi.BootstrapTokenExpirationKey:       time.Now().Add(ttl).UTC().Format(time.RFC3339),
+			bootstrapapi.BootstrapTokenUsageAuthentication: "true",
+			bootstrapapi.BootstrapTokenUsageSigningKey:     "true",
+			bootstrapapi.BootstrapTokenExtraGroupsKey:      DefaultNodeGroup + "," + nodestatus.PoolGroup(pool),
+		},
+	}
+	if _, err := c.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("create bootstrap token for pool %s: %w", pool, err)
+	}
+	return token, nil
+}
+
+// ID returns the public part of a token.
+func ID(token string) string {
+	id, _, _ := strings.Cut(token, ".")
+	return id
+}
+
+// Delete removes a token; a token already gone is not an error.
+func Delete(ctx context.Context, c kubernetes.Interface, token string) error {
+	err := c.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, bootstraputil.BootstrapTokenSecretName(ID(token)), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete bootstrap token %s: %w", ID(token), err)
+	}
+	return nil
+}
+
+// DeletePool removes every token of a pool.
+func DeletePool(ctx context.Context, c kubernetes.Interface, pool string) error {
+	err := c.CoreV1().Secrets(metav1.NamespaceSystem).DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: nodestatus.PoolLabel + "=" + pool, FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete bootstrap tokens of pool %s: %w", pool, err)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package nodestatus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Namespace holds the reports.
+const Namespace = "kubewin-system"
+
+// DataKey is the ConfigMap key holding the report as JSON.
+const DataKey = "report.json"
+
+// ObjectName is the name of a node's report ConfigMap.
+func ObjectName(node string) string { return "nodeboot-" + node }
+
+// State is where a node's join stands.
+type State string
+
+// States of a report and of each phase.
+const (
+	StateRunning State = "Running"
+	StateFailed  State = "Failed"
+	StateDone    State = "Done"
+)
+
+// PhaseRecord is one join phase as nodeboot ran it.
+type PhaseRecord struct {
+	Name     string        `json:"name"`
+	State    State         `json:"state"`
+	Started  time.Time     `json:"started,omitzero"`
+	Duration time.Duration `json:"durationNanos,omitempty"`
+	Code     Code          `json:"code,omitempty"`
+	Message  string        `json:"message,omitempty"`
+}
+
+// Report is a node's join status.
+type Report struct {
+	Node            string        `json:"node"`
+	State           State         `json:"state"`
+	Phase           string        `json:"phase,omitempty"`
+	Code            Code          `json:"code,omitempty"`
+	Message         string        `json:"message,omitempty"`
+	Phases          []PhaseRecord `json:"phases"`
+	NodebootVersion string        `json:"nodebootVersion"`
+	Updated         time.Time     `json:"updated"`
+}
+
+// Failure returns a one-line description of a failed report: node, phase, code and message.
+func (r *Report) Failure() string {
+	return fmt.Sprintf("node %s failed in phase %s with code %s: %s", r.Node, r.Phase, r.Code, r.Message)
+}
+
+// ErrNotPrepared is returned when the node's report object does not exist: the provisioner did
+// not prepare it (a node joined by hand), so there is nobody to report to.
+var ErrNotPrepared = fmt.Errorf("report object %s/%s does not exist", Namespace, "nodeboot-<node>")
+
+// Write stores r in the node's report object, which the provisioner created.
+func Write(ctx context.Context, c kubernetes.Interface, r *Report) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	cms := c.CoreV1().ConfigMaps(Namespace)
+	cm, err := cms.Get(ctx, ObjectName(r.Node), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ErrNotPrepared
+	}
+	if err != nil {
+		return fmt.Errorf("read report object: %w", err)
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[DataKey] = string(b)
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("write report object: %w", err)
+	}
+	return nil
+}
+
+// Read returns a node's report, or nil when the node has not reported yet.
+func Read(ctx context.Context, c kubernetes.Interface, node string) (*Report, error) {
+	cm, err := c.CoreV1().ConfigMaps(Namespace).Get(ctx, ObjectName(node), metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := cm.Data[DataKey]
+	if !ok {
+		return nil, nil
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return nil, fmt.Errorf("decode report of node %s: %w", node, err)
+	}
+	return &r, nil
+}
+
+func reportObject(pool, node string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name:      ObjectName(node),
+		Namespace: Namespace,
+		Labels:    map[string]string{PoolLabel: pool},
+	}}
+}
+
+// PoolLabel marks the objects that belong to a pool.
+const PoolLabel = "kubewin.io/pool"

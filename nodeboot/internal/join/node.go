@@ -1,0 +1,216 @@
+// Package join joins a Windows node to a cluster in named phases (preflight, discovery,
+// tls-bootstrap, register, network, kubelet-config, services, routes), each runnable alone and
+// recorded in a state file so that a restarted nodeboot resumes where it stopped. Progress and
+// failures go to the console as [phase] lines and, once the cluster is trusted, into the node's
+// report object for the provisioner.
+package join
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/version"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+	"github.com/kubewin/kubewin/nodeboot/internal/workflow"
+)
+
+// Timeouts of the waiting phases.
+type Timeouts struct {
+	// Discovery bounds retries while the endpoint is unreachable or the token unsigned.
+	Discovery time.Duration
+	// CSR bounds the wait for the kubelet certificate.
+	CSR time.Duration
+	// PodCIDR bounds the wait for node IPAM.
+	PodCIDR time.Duration
+}
+
+// DefaultTimeouts are generous enough for a cloud control plane under load.
+var DefaultTimeouts = Timeouts{Discovery: 2 * time.Minute, CSR: 5 * time.Minute, PodCIDR: 2 * time.Minute}
+
+// Node is a machine joining a cluster. It implements the phases' Data.
+type Node struct {
+	Config   *v1alpha1.NodeConfig
+	Manifest *v1alpha1.ImageManifest
+	Platform platform.Platform
+	Paths    nodecmd.Paths
+	// Name is the Node object's name.
+	Name     string
+	Timeouts Timeouts
+	// Out receives progress lines.
+	Out io.Writer
+
+	store  *workflow.Store
+	state  *workflow.State
+	runner *workflow.Runner
+
+	mu              sync.Mutex
+	bootstrapClient kubernetes.Interface
+	nodeClient      kubernetes.Interface
+	reportWarned    bool
+}
+
+// State keys.
+const (
+	keyServer  = "server"
+	keyNodeIP  = "nodeIP"
+	keySubnet  = "nodeSubnet"
+	keyPodCIDR = "podCIDR"
+	keyCSR     = "csr"
+)
+
+// Open loads the node's state and prepares its phases.
+func (n *Node) Open() error {
+	if n.Timeouts == (Timeouts{}) {
+		n.Timeouts = DefaultTimeouts
+	}
+	n.store = &workflow.Store{Path: n.Platform.Path(n.statePath()), Write: func(_ string, b []byte) error {
+		return n.Platform.WriteSecret(n.statePath(), b)
+	}}
+	var err error
+	if n.state, err = n.store.Load(); err != nil {
+		return err
+	}
+	n.runner = &workflow.Runner{Phases: phases(n), Store: n.store, State: n.state, Out: n.Out, Changed: n.report}
+	return nil
+}
+
+func (n *Node) statePath() string { return n.Paths.NodebootDir + `\state.json` }
+
+// Phases lists the join phases in order.
+func (n *Node) Phases() []workflow.Phase { return n.runner.Phases }
+
+// State is the recorded state.
+func (n *Node) State() *workflow.State { return n.state }
+
+// Joined reports whether every phase is done.
+func (n *Node) Joined() bool { return n.state.Done(n.runner.Names()...) }
+
+// Join runs every phase not done yet.
+func (n *Node) Join(ctx context.Context) error {
+	if err := n.runner.Run(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(n.Out, "[join] node %s joined the cluster at %s\n", n.Name, n.state.Values[keyServer])
+	return nil
+}
+
+// RunPhase runs one phase, and the phases it depends on when they are not done yet.
+func (n *Node) RunPhase(ctx context.Context, name string) error {
+	for _, p := range n.runner.Phases {
+		if p.Name == name {
+			return n.runner.RunPhase(ctx, name)
+		}
+		if !n.state.Done(p.Name) {
+			if err := n.runner.RunPhase(ctx, p.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return n.runner.RunPhase(ctx, name)
+}
+
+// Report builds the node's report from its state.
+func (n *Node) Report() *nodestatus.Report {
+	r := &nodestatus.Report{Node: n.Name, State: nodestatus.StateDone, Phases: n.state.Phases, NodebootVersion: version.Version, Updated: time.Now().UTC()}
+	for _, p := range n.state.Phases {
+		switch p.State {
+		case nodestatus.StateFailed:
+			r.State, r.Phase, r.Code, r.Message = nodestatus.StateFailed, p.Name, p.Code, p.Message
+			return r
+		case nodestatus.StateRunning:
+			r.State, r.Phase = nodestatus.StateRunning, p.Name
+		}
+	}
+	if !n.Joined() && r.State == nodestatus.StateDone {
+		r.State = nodestatus.StateRunning
+	}
+	return r
+}
+
+// report writes the report with the best credential at hand; before the cluster is trusted
+// there is none, and the state file and console are the only record.
+func (n *Node) report(*workflow.State) {
+	n.mu.Lock()
+	c := n.nodeClient
+	if c == nil {
+		c = n.bootstrapClient
+	}
+	n.mu.Unlock()
+	if c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := nodestatus.Write(ctx, c, n.Report())
+	if err == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.reportWarned {
+		n.reportWarned = true
+		if errors.Is(err, nodestatus.ErrNotPrepared) {
+			fmt.Fprintf(n.Out, "[report] no report object %s/%s: progress is recorded locally only\n", nodestatus.Namespace, nodestatus.ObjectName(n.Name))
+			return
+		}
+		fmt.Fprintf(n.Out, "[report] cannot write the report: %v\n", err)
+	}
+}
+
+func (n *Node) setBootstrapClient(server string, ca []byte) error {
+	c, err := kubernetes.NewForConfig(&rest.Config{Host: server, BearerToken: n.Config.Cluster.BootstrapToken, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, Timeout: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.bootstrapClient = c
+	n.mu.Unlock()
+	return nil
+}
+
+// NodeClient returns a client with the node's own credentials.
+func (n *Node) NodeClient() (kubernetes.Interface, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.nodeClient != nil {
+		return n.nodeClient, nil
+	}
+	cfg, err := n.NodeRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n.nodeClient = c
+	return c, nil
+}
+
+// addr parses a state value.
+func (n *Node) addr(key string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(n.state.Values[key])
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("state has no %s: run the earlier phases first", key)
+	}
+	return a, nil
+}
+
+func (n *Node) prefix(key string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(n.state.Values[key])
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("state has no %s: run the earlier phases first", key)
+	}
+	return p, nil
+}

@@ -1,0 +1,125 @@
+package join
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/nodeboot/internal/simkubelet"
+)
+
+// Serve is what the nodeboot service does on every boot: finish the join if it is not done,
+// re-create the HNS network before the kubelet starts, start the node services, run the
+// simulated kubelet on the sim platform, and keep host-gateway routes in step with the Nodes
+// until ctx ends.
+func (n *Node) Serve(ctx context.Context) error {
+	if !n.Joined() {
+		if err := n.Join(ctx); err != nil {
+			return err
+		}
+	}
+	if err := n.EnsureNetwork(ctx); err != nil {
+		return err
+	}
+	if err := n.services(ctx); err != nil {
+		return err
+	}
+	errc := make(chan error, 2)
+	running := 0
+	if n.Platform.Name() == "sim" {
+		k, err := n.SimulatedKubelet()
+		if err != nil {
+			return err
+		}
+		running++
+		go func() { errc <- k.Run(ctx) }()
+	}
+	if n.Config.Network.Mode == v1alpha1.NetworkModeHostGateway {
+		running++
+		go func() { errc <- n.reconcileRoutes(ctx) }()
+	}
+	fmt.Fprintf(n.Out, "[run] node %s is up\n", n.Name)
+	for ; running > 0; running-- {
+		if err := <-errc; err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// SimulatedKubelet returns the simulated kubelet of this node.
+func (n *Node) SimulatedKubelet() (*simkubelet.Kubelet, error) {
+	c, err := n.NodeClient()
+	if err != nil {
+		return nil, err
+	}
+	ip, err := n.addr(keyNodeIP)
+	if err != nil {
+		return nil, err
+	}
+	pod, err := n.prefix(keyPodCIDR)
+	if err != nil {
+		return nil, err
+	}
+	runtime := string(n.Manifest.Runtime.Name) + "://" + n.Manifest.Runtime.Version
+	return &simkubelet.Kubelet{
+		Client: c, Node: NodeObject(n.Config, n.Manifest, n.Name), NodeIP: ip, PodCIDR: pod, MaxPods: n.Config.Node.MaxPods, Out: n.Out,
+		Info: corev1.NodeSystemInfo{
+			OperatingSystem: "windows", Architecture: "amd64",
+			OSImage:                 "Windows Server " + n.Manifest.WindowsBuild.Release() + " Datacenter (simulated)",
+			KernelVersion:           n.Manifest.WindowsBuild.OSVersion(),
+			KubeletVersion:          n.Manifest.KubernetesVersion,
+			ContainerRuntimeVersion: runtime,
+		},
+	}, nil
+}
+
+// reconcileRoutes reprograms the routes whenever a Node's pod CIDR or address changes.
+func (n *Node) reconcileRoutes(ctx context.Context) error {
+	c, err := n.NodeClient()
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(c, 10*time.Minute)
+	lister := factory.Core().V1().Nodes().Lister()
+	changed := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: poke, DeleteFunc: poke, UpdateFunc: func(_, o any) { poke(o) },
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	factory.WaitForCacheSync(ctx.Done())
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+			list, err := lister.List(labels.Everything())
+			if err != nil {
+				continue
+			}
+			nodes := make([]corev1.Node, len(list))
+			for i, p := range list {
+				nodes[i] = *p
+			}
+			if err := n.ReplaceRoutes(ctx, nodes); err != nil {
+				fmt.Fprintf(n.Out, "[routes] %v\n", err)
+			}
+		}
+	}
+}

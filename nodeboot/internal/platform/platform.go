@@ -1,0 +1,80 @@
+// Package platform is what nodeboot needs from the machine it runs on, behind small interfaces:
+// files, the OS build, the container runtime, the HNS network, services and routes. The windows
+// implementation (package platform/windows) applies them; the sim implementation (package
+// platform/sim) records them for the local backend, where a simulated kubelet stands in for
+// kubelet.exe. The specs here are pure and tested on any OS.
+package platform
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+)
+
+// Platform is the machine.
+type Platform interface {
+	// Name is "windows" or "sim".
+	Name() string
+	// Path maps a Windows path on the node to a path nodeboot can open.
+	Path(win string) string
+	// WriteFile writes a file, creating its directory.
+	WriteFile(win string, data []byte) error
+	// WriteSecret writes a file only its owner (SYSTEM, Administrators on Windows) can read.
+	WriteSecret(win string, data []byte) error
+	// OSBuild is the Windows build number of the machine.
+	OSBuild() (uint32, error)
+	// CheckRuntime returns an error unless the runtime answers on its endpoint.
+	CheckRuntime(ctx context.Context, name v1alpha1.RuntimeName, endpoint string) error
+	// CheckPorts returns an error when a port the node needs is taken.
+	CheckPorts() error
+	// Address returns the address and subnet of the named host adapter.
+	Address(adapter string) (netip.Addr, netip.Prefix, error)
+
+	Network() Network
+	Services() Services
+	Routes() Routes
+}
+
+// Network manages HNS networks.
+type Network interface {
+	// Ensure makes the network exist as specified, replacing a stale one of the same name.
+	Ensure(ctx context.Context, spec NetworkSpec) error
+	// Delete removes the network; a missing network is not an error.
+	Delete(ctx context.Context, name string) error
+}
+
+// Services manages the node's services (Windows services, or their record in sim).
+type Services interface {
+	// Ensure installs the service, or updates its configuration.
+	Ensure(ctx context.Context, spec ServiceSpec) error
+	Start(ctx context.Context, name string) error
+	Stop(ctx context.Context, name string) error
+	// Delete stops and removes the service; a missing service is not an error.
+	Delete(ctx context.Context, name string) error
+}
+
+// ServiceSpec is a node service.
+type ServiceSpec struct {
+	Name        string   `json:"name"`
+	DisplayName string   `json:"displayName"`
+	Description string   `json:"description"`
+	Executable  string   `json:"executable"` // Windows path
+	Args        []string `json:"args"`
+	// Dependencies are services that must run first.
+	Dependencies []string `json:"dependencies,omitempty"`
+	// LogFile receives the service's output.
+	LogFile string `json:"logFile,omitempty"`
+}
+
+// Routes programs the routes to other nodes' pod CIDRs (host-gateway mode).
+type Routes interface {
+	// Replace makes the kubewin routes exactly routes.
+	Replace(ctx context.Context, routes []Route) error
+}
+
+// Route sends a destination prefix to a next hop.
+type Route struct {
+	Destination netip.Prefix `json:"destination"`
+	NextHop     netip.Addr   `json:"nextHop"`
+}

@@ -1,0 +1,205 @@
+// Package sim is the simulated Windows machine of the local backend. Files land under a root
+// directory (C:\a\b is <root>/C/a/b); the HNS network, services and routes are recorded as JSON
+// under <root>/sim instead of applied; the machine's OS build, adapter address and runtime are
+// what the backend says they are. nodeboot's other phases (discovery, TLS bootstrap,
+// registration, reports) run for real against the API server.
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+)
+
+// Machine describes the simulated machine.
+type Machine struct {
+	// Root is the machine's system drive.
+	Root string
+	// Build is the Windows build the machine pretends to run.
+	Build uint32
+	// Adapter is the name of its host adapter, with Address on Subnet.
+	Adapter string
+	Address netip.Addr
+	Subnet  netip.Prefix
+	// Runtime is the container runtime it pretends to have.
+	Runtime v1alpha1.RuntimeName
+}
+
+// Platform is a simulated machine.
+type Platform struct{ m Machine }
+
+var _ platform.Platform = (*Platform)(nil)
+
+// New returns the platform of m.
+func New(m Machine) *Platform { return &Platform{m: m} }
+
+func (p *Platform) Name() string { return "sim" }
+
+func (p *Platform) Path(win string) string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(win, "C:"), "c:")
+	return filepath.Join(p.m.Root, "C", filepath.FromSlash(strings.ReplaceAll(rest, `\`, "/")))
+}
+
+func (p *Platform) write(win string, data []byte, perm os.FileMode) error {
+	path := p.Path(win)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (p *Platform) WriteFile(win string, data []byte) error { return p.write(win, data, 0o644) }
+
+func (p *Platform) WriteSecret(win string, data []byte) error { return p.write(win, data, 0o600) }
+
+func (p *Platform) OSBuild() (uint32, error) { return p.m.Build, nil }
+
+func (p *Platform) CheckRuntime(_ context.Context, name v1alpha1.RuntimeName, _ string) error {
+	if name != p.m.Runtime {
+		return fmt.Errorf("the machine has %s, not %s", p.m.Runtime, name)
+	}
+	return nil
+}
+
+// CheckPorts checks nothing: simulated nodes share the host and serve no kubelet port.
+func (p *Platform) CheckPorts() error { return nil }
+
+func (p *Platform) Address(adapter string) (netip.Addr, netip.Prefix, error) {
+	if adapter != p.m.Adapter {
+		return netip.Addr{}, netip.Prefix{}, fmt.Errorf("no adapter named %q (the machine has %q)", adapter, p.m.Adapter)
+	}
+	return p.m.Address, p.m.Subnet, nil
+}
+
+func (p *Platform) Network() platform.Network   { return network{p} }
+func (p *Platform) Services() platform.Services { return services{p} }
+func (p *Platform) Routes() platform.Routes     { return routes{p} }
+
+func (p *Platform) record(parts ...string) string {
+	return filepath.Join(append([]string{p.m.Root, "sim"}, parts...)...)
+}
+
+func writeJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+type network struct{ p *Platform }
+
+func (n network) Ensure(_ context.Context, spec platform.NetworkSpec) error {
+	return writeJSON(n.p.record("hns", spec.Name+".json"), spec)
+}
+
+func (n network) Delete(_ context.Context, name string) error {
+	return ignoreMissing(os.Remove(n.p.record("hns", name+".json")))
+}
+
+// NetworkSpec returns the recorded network, for tests and `nodeboot status`.
+func (p *Platform) NetworkSpec(name string) (platform.NetworkSpec, error) {
+	var s platform.NetworkSpec
+	return s, readJSON(p.record("hns", name+".json"), &s)
+}
+
+// ServiceRecord is a recorded service.
+type ServiceRecord struct {
+	Spec    platform.ServiceSpec `json:"spec"`
+	Running bool                 `json:"running"`
+}
+
+type services struct{ p *Platform }
+
+func (s services) path(name string) string { return s.p.record("services", name+".json") }
+
+func (s services) Ensure(_ context.Context, spec platform.ServiceSpec) error {
+	var r ServiceRecord
+	_ = readJSON(s.path(spec.Name), &r)
+	r.Spec = spec
+	return writeJSON(s.path(spec.Name), r)
+}
+
+func (s services) set(name string, running bool) error {
+	var r ServiceRecord
+	if err := readJSON(s.path(name), &r); err != nil {
+		return fmt.Errorf("service %s is not installed: %w", name, err)
+	}
+	for _, dep := range r.Spec.Dependencies {
+		if d, err := s.p.Service(dep); running && (err != nil || !d.Running) && !slices.Contains(runtimeServices, dep) {
+			return fmt.Errorf("service %s depends on %s, which is not running", name, dep)
+		}
+	}
+	r.Running = running
+	return writeJSON(s.path(name), r)
+}
+
+// runtimeServices stand for the container runtime the machine has: always running.
+var runtimeServices = []string{"containerd", "docker"}
+
+func (s services) Start(_ context.Context, name string) error { return s.set(name, true) }
+
+func (s services) Stop(_ context.Context, name string) error {
+	err := s.set(name, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func (s services) Delete(_ context.Context, name string) error {
+	return ignoreMissing(os.Remove(s.path(name)))
+}
+
+// Service returns a recorded service.
+func (p *Platform) Service(name string) (ServiceRecord, error) {
+	var r ServiceRecord
+	return r, readJSON(services{p}.path(name), &r)
+}
+
+type routes struct{ p *Platform }
+
+func (r routes) Replace(_ context.Context, rs []platform.Route) error {
+	return writeJSON(r.p.record("routes.json"), rs)
+}
+
+// RoutesRecorded returns the recorded routes.
+func (p *Platform) RoutesRecorded() ([]platform.Route, error) {
+	var rs []platform.Route
+	err := readJSON(p.record("routes.json"), &rs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return rs, err
+}
+
+func ignoreMissing(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}

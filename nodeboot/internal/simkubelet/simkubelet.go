@@ -1,0 +1,230 @@
+// Package simkubelet is a SIMULATED kubelet for the local backend. It is not a kubelet: it runs
+// no containers. With the credentials nodeboot obtained in the TLS bootstrap it registers the
+// Node (if nodeboot has not), keeps it Ready with node status and Lease heartbeats, reports the
+// pods bound to it as Running and Ready (as kwok does), and confirms their deletion, so that
+// scheduling, drains, PodDisruptionBudgets and workloads behave as on a real node. It stops
+// cleanly: the node then goes NotReady when its lease expires, as a stopped machine would.
+package simkubelet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubewin/kubewin/internal/ipam"
+)
+
+// Kubelet is the simulated kubelet of one node.
+type Kubelet struct {
+	Client kubernetes.Interface
+	// Node is the Node to register when it does not exist.
+	Node    *corev1.Node
+	NodeIP  netip.Addr
+	PodCIDR netip.Prefix
+	// Info is what the node reports about itself.
+	Info    corev1.NodeSystemInfo
+	MaxPods int32
+	// LeaseInterval is the heartbeat period (the kubelet's default is 10 s; the lease lasts 40 s).
+	LeaseInterval time.Duration
+	Out           io.Writer
+
+	mu     sync.Mutex
+	podIPs map[types.UID]string
+	next   uint64
+}
+
+const leaseDuration = 40 * time.Second
+
+// Run registers the node, then keeps it alive and runs its pods until ctx ends.
+func (k *Kubelet) Run(ctx context.Context) error {
+	if k.LeaseInterval == 0 {
+		k.LeaseInterval = 10 * time.Second
+	}
+	k.podIPs = map[types.UID]string{}
+	k.next = 3
+	name := k.Node.Name
+	if _, err := k.Client.CoreV1().Nodes().Create(ctx, k.Node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("register node %s: %w", name, err)
+	}
+	if err := k.updateStatus(ctx); err != nil {
+		return err
+	}
+	if err := k.renewLease(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(k.Out, "[simulated-kubelet] node %s registered and Ready (simulated: no containers run)\n", name)
+
+	factory := informers.NewSharedInformerFactoryWithOptions(k.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", name).String()
+	}))
+	pods := factory.Core().V1().Pods().Informer()
+	handle := func(obj any) {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			k.syncPod(ctx, pod)
+		}
+	}
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) }}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+
+	lease := time.NewTicker(k.LeaseInterval)
+	defer lease.Stop()
+	status := time.NewTicker(time.Minute)
+	defer status.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(k.Out, "[simulated-kubelet] node %s stopped\n", name)
+			return nil
+		case <-lease.C:
+			if err := k.renewLease(ctx); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(k.Out, "[simulated-kubelet] lease: %v\n", err)
+			}
+		case <-status.C:
+			if err := k.updateStatus(ctx); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(k.Out, "[simulated-kubelet] node status: %v\n", err)
+			}
+		}
+	}
+}
+
+func (k *Kubelet) updateStatus(ctx context.Context) error {
+	node, err := k.Client.CoreV1().Nodes().Get(ctx, k.Node.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read node %s: %w", k.Node.Name, err)
+	}
+	now := metav1.Now()
+	cond := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
+		c := corev1.NodeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
+		for _, old := range node.Status.Conditions {
+			if old.Type == t && old.Status == s {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+		return c
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("4"),
+		corev1.ResourceMemory:           resource.MustParse("16Gi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("128Gi"),
+		corev1.ResourcePods:             *resource.NewQuantity(int64(k.MaxPods), resource.DecimalSI),
+	}
+	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
+	node.Status.Conditions = []corev1.NodeCondition{
+		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "simulated kubelet has sufficient memory available"),
+		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "simulated kubelet has no disk pressure"),
+		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "simulated kubelet has sufficient PID available"),
+		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "simulated kubelet is posting ready status"),
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.NodeIP.String()}, {Type: corev1.NodeHostName, Address: k.Node.Name}}
+	node.Status.NodeInfo = k.Info
+	_, err = k.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("update status of node %s: %w", k.Node.Name, err)
+	}
+	return nil
+}
+
+func (k *Kubelet) renewLease(ctx context.Context) error {
+	leases := k.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	now := metav1.NewMicroTime(time.Now())
+	l, err := leases.Get(ctx, k.Node.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		node, err := k.Client.CoreV1().Nodes().Get(ctx, k.Node.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: k.Node.Name, Namespace: corev1.NamespaceNodeLease, OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
+			}}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(k.Node.Name), LeaseDurationSeconds: ptr.To(int32(leaseDuration.Seconds())), RenewTime: &now},
+		}, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	l.Spec.RenewTime = &now
+	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	return err
+}
+
+// syncPod reports a pod Running and Ready, or confirms its deletion.
+func (k *Kubelet) syncPod(ctx context.Context, pod *corev1.Pod) {
+	pods := k.Client.CoreV1().Pods(pod.Namespace)
+	if pod.DeletionTimestamp != nil {
+		// The containers are "stopped" at once: confirm the deletion as a kubelet does.
+		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0)), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+			fmt.Fprintf(k.Out, "[simulated-kubelet] delete pod %s/%s: %v\n", pod.Namespace, pod.Name, err)
+		}
+		k.mu.Lock()
+		delete(k.podIPs, pod.UID)
+		k.mu.Unlock()
+		return
+	}
+	if pod.Status.Phase == corev1.PodRunning || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return
+	}
+	now := metav1.Now()
+	p := pod.DeepCopy()
+	p.Status.Phase = corev1.PodRunning
+	p.Status.HostIP = k.NodeIP.String()
+	p.Status.HostIPs = []corev1.HostIP{{IP: p.Status.HostIP}}
+	ip := p.Status.HostIP
+	if !p.Spec.HostNetwork {
+		ip = k.podIP(p.UID)
+	}
+	p.Status.PodIP, p.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+	p.Status.StartTime = &now
+	p.Status.Conditions = nil
+	for _, t := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	p.Status.ContainerStatuses = nil
+	for _, c := range p.Spec.Containers {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true, Started: ptr.To(true),
+			ContainerID: "simulated://" + string(p.UID) + "/" + c.Name,
+			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+		})
+	}
+	if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+		fmt.Fprintf(k.Out, "[simulated-kubelet] pod %s/%s status: %v\n", pod.Namespace, pod.Name, err)
+	}
+}
+
+// podIP hands out addresses from the node's pod CIDR, past the l2bridge gateway and host endpoint.
+func (k *Kubelet) podIP(uid types.UID) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if ip, ok := k.podIPs[uid]; ok {
+		return ip
+	}
+	a, err := ipam.Nth(k.PodCIDR, k.next)
+	if err != nil {
+		k.next = 3
+		a, _ = ipam.Nth(k.PodCIDR, k.next)
+	}
+	k.next++
+	k.podIPs[uid] = a.String()
+	return a.String()
+}

@@ -1,0 +1,184 @@
+// Package workflow runs named phases in order, the way kubeadm's join does, and records each
+// phase's outcome in a state file so that a restarted run resumes after the last phase done.
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/kubewin/kubewin/internal/nodestatus"
+)
+
+// Phase is one named step.
+type Phase struct {
+	Name  string
+	Short string
+	Run   func(ctx context.Context) error
+}
+
+// State is what the state file holds.
+type State struct {
+	Phases []nodestatus.PhaseRecord `json:"phases"`
+	// Values carries facts phases learn and later phases (or a restarted run) need.
+	Values map[string]string `json:"values,omitempty"`
+}
+
+// Phase returns the record of a phase, or nil.
+func (s *State) Phase(name string) *nodestatus.PhaseRecord {
+	for i := range s.Phases {
+		if s.Phases[i].Name == name {
+			return &s.Phases[i]
+		}
+	}
+	return nil
+}
+
+func (s *State) set(r nodestatus.PhaseRecord) {
+	if p := s.Phase(r.Name); p != nil {
+		*p = r
+		return
+	}
+	s.Phases = append(s.Phases, r)
+}
+
+// Done reports whether every named phase is done.
+func (s *State) Done(names ...string) bool {
+	for _, n := range names {
+		if p := s.Phase(n); p == nil || p.State != nodestatus.StateDone {
+			return false
+		}
+	}
+	return true
+}
+
+// Store keeps the state in a file.
+type Store struct {
+	Path string
+	// Write writes the file atomically, readable by its owner only.
+	Write func(path string, data []byte) error
+}
+
+// Load reads the state; a missing file is an empty state.
+func (st *Store) Load() (*State, error) {
+	b, err := os.ReadFile(st.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &State{Values: map[string]string{}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("state file %s is corrupt: %w (remove it to start over)", st.Path, err)
+	}
+	if s.Values == nil {
+		s.Values = map[string]string{}
+	}
+	return &s, nil
+}
+
+// Save writes the state.
+func (st *Store) Save(s *State) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return st.Write(st.Path, append(b, '\n'))
+}
+
+// Runner runs phases.
+type Runner struct {
+	Phases []Phase
+	Store  *Store
+	State  *State
+	// Out receives the [phase] progress lines.
+	Out io.Writer
+	// Changed is called after every change of the state (to report it); may be nil.
+	Changed func(*State)
+	Now     func() time.Time
+}
+
+// Names lists the phases in order.
+func (r *Runner) Names() []string {
+	names := make([]string, len(r.Phases))
+	for i, p := range r.Phases {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// Run runs every phase not done yet, in order, and stops at the first failure.
+func (r *Runner) Run(ctx context.Context) error {
+	for _, p := range r.Phases {
+		if r.State.Done(p.Name) {
+			fmt.Fprintf(r.Out, "[%s] already done\n", p.Name)
+			continue
+		}
+		if err := r.run(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RunPhase runs one phase by name, whether or not it was done before.
+func (r *Runner) RunPhase(ctx context.Context, name string) error {
+	i := slices.IndexFunc(r.Phases, func(p Phase) bool { return p.Name == name })
+	if i < 0 {
+		return fmt.Errorf("no phase %q: phases are %v", name, r.Names())
+	}
+	return r.run(ctx, r.Phases[i])
+}
+
+func (r *Runner) run(ctx context.Context, p Phase) error {
+	now := r.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	rec := nodestatus.PhaseRecord{Name: p.Name, State: nodestatus.StateRunning, Started: start}
+	if err := r.record(rec); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.Out, "[%s] %s\n", p.Name, p.Short)
+	err := p.Run(ctx)
+	rec.Duration = now().Sub(start)
+	if err != nil {
+		rec.State, rec.Code, rec.Message = nodestatus.StateFailed, nodestatus.CodeOf(err), err.Error()
+		fmt.Fprintf(r.Out, "[%s] failed after %s: %v\n", p.Name, rec.Duration.Round(time.Millisecond), err)
+		if recErr := r.record(rec); recErr != nil {
+			return errors.Join(err, recErr)
+		}
+		return &PhaseError{Phase: p.Name, Err: err}
+	}
+	rec.State = nodestatus.StateDone
+	fmt.Fprintf(r.Out, "[%s] done in %s\n", p.Name, rec.Duration.Round(time.Millisecond))
+	return r.record(rec)
+}
+
+func (r *Runner) record(rec nodestatus.PhaseRecord) error {
+	r.State.set(rec)
+	if err := r.Store.Save(r.State); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	if r.Changed != nil {
+		r.Changed(r.State)
+	}
+	return nil
+}
+
+// PhaseError is a failed phase.
+type PhaseError struct {
+	Phase string
+	Err   error
+}
+
+func (e *PhaseError) Error() string { return fmt.Sprintf("phase %s: %v", e.Phase, e.Err) }
+
+func (e *PhaseError) Unwrap() error { return e.Err }

@@ -1,0 +1,68 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kubewin/kubewin/internal/nodestatus"
+)
+
+func newRunner(t *testing.T, path string, calls *[]string, failAt string) *Runner {
+	t.Helper()
+	st := &Store{Path: path, Write: func(p string, b []byte) error { return os.WriteFile(p, b, 0o600) }}
+	s, err := st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase := func(name string) Phase {
+		return Phase{Name: name, Short: "doing " + name, Run: func(context.Context) error {
+			*calls = append(*calls, name)
+			if name == failAt {
+				return nodestatus.Errorf(nodestatus.CodeCSRTimeout, "boom")
+			}
+			return nil
+		}}
+	}
+	return &Runner{Phases: []Phase{phase("a"), phase("b"), phase("c")}, Store: st, State: s, Out: &bytes.Buffer{}}
+}
+
+func TestResume(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	var calls []string
+	r := newRunner(t, path, &calls, "b")
+	err := r.Run(context.Background())
+	var pe *PhaseError
+	if !errors.As(err, &pe) || pe.Phase != "b" || nodestatus.CodeOf(err) != nodestatus.CodeCSRTimeout {
+		t.Fatalf("error = %v", err)
+	}
+	if rec := r.State.Phase("b"); rec.State != nodestatus.StateFailed || rec.Code != nodestatus.CodeCSRTimeout {
+		t.Errorf("record of b = %+v", rec)
+	}
+
+	// A new runner over the same state file resumes at b.
+	calls = nil
+	r = newRunner(t, path, &calls, "")
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(calls, ",") != "b,c" {
+		t.Errorf("resumed run called %v, want b,c", calls)
+	}
+	if !r.State.Done("a", "b", "c") {
+		t.Errorf("state not done: %+v", r.State.Phases)
+	}
+	out := r.Out.(*bytes.Buffer).String()
+	for _, want := range []string{"[a] already done", "[b] doing b", "[c] done in"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if err := r.RunPhase(context.Background(), "zzz"); err == nil || !strings.Contains(err.Error(), "phases are [a b c]") {
+		t.Errorf("unknown phase: %v", err)
+	}
+}
