@@ -17,6 +17,8 @@ type Paths struct {
 	CNIConfDir           string
 	ContainerdConfigFile string
 	LogDir               string
+	// CustomData is where the provisioner hands the NodeConfig to the machine (Azure's custom data).
+	CustomData string
 	// NodebootDir holds nodeboot's state, its copy of the NodeConfig and the cluster CA pin result.
 	NodebootDir string
 	// ImageManifest is the manifest baked into the image; its file paths are relative to PayloadRoot.
@@ -38,6 +40,7 @@ func DefaultPaths() Paths {
 		CNIConfDir:           `C:\etc\cni\net.d`,
 		ContainerdConfigFile: `C:\Program Files\containerd\config.toml`,
 		LogDir:               `C:\var\log\kubernetes`,
+		CustomData:           `C:\AzureData\CustomData.bin`,
 		NodebootDir:          `C:\ProgramData\kubewin\nodeboot`,
 		ImageManifest:        `C:\ProgramData\kubewin\image-manifest.json`,
 		PayloadRoot:          `C:\`,

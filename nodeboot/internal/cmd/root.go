@@ -23,7 +23,9 @@ configuration, and runs the kubelet and kube-proxy as Windows services.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newVersion(), newConfig())
+	var machine machineFlags
+	machine.add(root)
+	root.AddCommand(newVersion(), newConfig(), newJoin(&machine), newRun(&machine), newStatus(&machine), newReset(&machine))
 	return root
 }
 

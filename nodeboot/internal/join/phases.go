@@ -40,7 +40,7 @@ const (
 )
 
 func phases(n *Node) []workflow.Phase {
-	return []workflow.Phase{
+	return []workflow.Phase{ // in the order of PhaseNames
 		{Name: PhasePreflight, Short: "checking the machine against the image and the NodeConfig", Run: n.preflight},
 		{Name: PhaseDiscovery, Short: "finding the cluster and pinning its CA", Run: n.discovery},
 		{Name: PhaseTLSBootstrap, Short: "requesting the kubelet client certificate", Run: n.tlsBootstrap},
@@ -349,18 +349,19 @@ func (n *Node) ServiceSpecs() ([]platform.ServiceSpec, error) {
 		return nil, err
 	}
 	bin := n.Paths.BinDir
+	logRunner := bin + `\kube-log-runner.exe`
 	runtimeDep := string(n.Config.Runtime.Name)
 	var specs []platform.ServiceSpec
 	if args, ok := plan.Services["cri-dockerd"]; ok {
 		specs = append(specs, platform.ServiceSpec{Name: "cri-dockerd", DisplayName: "cri-dockerd", Description: "CRI for Docker Engine (kubewin)",
-			Executable: bin + `\cri-dockerd.exe`, Args: args, Dependencies: []string{"docker"}, LogFile: n.Paths.LogDir + `\cri-dockerd.log`})
+			Executable: bin + `\cri-dockerd.exe`, Args: args, Dependencies: []string{"docker"}, LogFile: n.Paths.LogDir + `\cri-dockerd.log`, LogRunner: logRunner})
 		runtimeDep = "cri-dockerd"
 	}
 	specs = append(specs, platform.ServiceSpec{Name: "kubelet", DisplayName: "Kubernetes kubelet", Description: "Kubernetes node agent (kubewin)",
-		Executable: bin + `\kubelet.exe`, Args: plan.Services["kubelet"], Dependencies: []string{runtimeDep}, LogFile: n.Paths.LogDir + `\kubelet.log`})
+		Executable: bin + `\kubelet.exe`, Args: plan.Services["kubelet"], Dependencies: []string{runtimeDep}, LogFile: n.Paths.LogDir + `\kubelet.log`, LogRunner: logRunner})
 	if args, ok := plan.Services["kube-proxy"]; ok {
 		specs = append(specs, platform.ServiceSpec{Name: "kube-proxy", DisplayName: "Kubernetes kube-proxy", Description: "Kubernetes service proxy (kubewin)",
-			Executable: bin + `\kube-proxy.exe`, Args: args, Dependencies: []string{"kubelet"}, LogFile: n.Paths.LogDir + `\kube-proxy.log`})
+			Executable: bin + `\kube-proxy.exe`, Args: args, Dependencies: []string{"kubelet"}, LogFile: n.Paths.LogDir + `\kube-proxy.log`, LogRunner: logRunner})
 	}
 	return specs, nil
 }
@@ -430,3 +431,6 @@ func PeerRoutes(self string, nodes []corev1.Node) []platform.Route {
 	slices.SortFunc(out, func(a, b platform.Route) int { return strings.Compare(a.Destination.String(), b.Destination.String()) })
 	return out
 }
+
+// PhaseNames lists the join phases in order.
+var PhaseNames = []string{PhasePreflight, PhaseDiscovery, PhaseTLSBootstrap, PhaseRegister, PhaseNetwork, PhaseKubeletConfig, PhaseServices, PhaseRoutes}

@@ -63,8 +63,18 @@ type ServiceSpec struct {
 	Args        []string `json:"args"`
 	// Dependencies are services that must run first.
 	Dependencies []string `json:"dependencies,omitempty"`
-	// LogFile receives the service's output.
-	LogFile string `json:"logFile,omitempty"`
+	// LogFile receives the service's output through LogRunner (kube-log-runner.exe: the node
+	// components lost their log-file flags in Kubernetes 1.26).
+	LogFile   string `json:"logFile,omitempty"`
+	LogRunner string `json:"logRunner,omitempty"`
+}
+
+// Command is the program the service manager starts and its arguments.
+func (s ServiceSpec) Command() (string, []string) {
+	if s.LogFile == "" || s.LogRunner == "" {
+		return s.Executable, s.Args
+	}
+	return s.LogRunner, append([]string{"--log-file=" + s.LogFile, s.Executable}, s.Args...)
 }
 
 // Routes programs the routes to other nodes' pod CIDRs (host-gateway mode).

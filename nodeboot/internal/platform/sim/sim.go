@@ -14,25 +14,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
 
 // Machine describes the simulated machine.
-type Machine struct {
-	// Root is the machine's system drive.
-	Root string
-	// Build is the Windows build the machine pretends to run.
-	Build uint32
-	// Adapter is the name of its host adapter, with Address on Subnet.
-	Adapter string
-	Address netip.Addr
-	Subnet  netip.Prefix
-	// Runtime is the container runtime it pretends to have.
-	Runtime v1alpha1.RuntimeName
-}
+type Machine = simmachine.Machine
 
 // Platform is a simulated machine.
 type Platform struct{ m Machine }
@@ -44,10 +33,7 @@ func New(m Machine) *Platform { return &Platform{m: m} }
 
 func (p *Platform) Name() string { return "sim" }
 
-func (p *Platform) Path(win string) string {
-	rest := strings.TrimPrefix(strings.TrimPrefix(win, "C:"), "c:")
-	return filepath.Join(p.m.Root, "C", filepath.FromSlash(strings.ReplaceAll(rest, `\`, "/")))
-}
+func (p *Platform) Path(win string) string { return simmachine.Path(p.m.Root, win) }
 
 func (p *Platform) write(win string, data []byte, perm os.FileMode) error {
 	path := p.Path(win)
@@ -202,4 +188,13 @@ func ignoreMissing(err error) error {
 		return nil
 	}
 	return err
+}
+
+// Load returns the platform of the machine described under root.
+func Load(root string) (*Platform, error) {
+	m, err := simmachine.Load(root)
+	if err != nil {
+		return nil, err
+	}
+	return New(m), nil
 }

@@ -1,0 +1,153 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubewin/kubewin/nodeboot/internal/join"
+)
+
+func newJoin(f *machineFlags) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "join",
+		Short: "Join this machine to the cluster its NodeConfig names",
+		Long: `Join this machine to a Kubernetes cluster, in phases: preflight, discovery, tls-bootstrap,
+register, network, kubelet-config, services, routes. Each phase's outcome is recorded, so an
+interrupted join resumes where it stopped. Failures name the phase and an error code (see
+docs/nodeboot-errors.md); once the cluster is trusted they are also reported to it. When the
+join is done the bootstrap token is removed from the NodeConfig on disk.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			n, err := f.node(c.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			if err := n.Join(ctx); err != nil {
+				return err
+			}
+			return f.scrubToken(n)
+		},
+	}
+	phase := &cobra.Command{Use: "phase", Short: "Run one phase of the join (and the earlier ones not done yet)"}
+	for _, p := range join.PhaseNames {
+		phase.AddCommand(&cobra.Command{
+			Use:   p,
+			Short: "Run the " + p + " phase",
+			Args:  cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				n, err := f.node(c.OutOrStdout())
+				if err != nil {
+					return err
+				}
+				ctx, stop := signalContext()
+				defer stop()
+				if err := n.RunPhase(ctx, p); err != nil {
+					return err
+				}
+				if n.Joined() {
+					return f.scrubToken(n)
+				}
+				return nil
+			},
+		})
+	}
+	c.AddCommand(phase)
+	return c
+}
+
+func newRun(f *machineFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "run",
+		Short: "Run the node: finish the join, re-create the network, supervise the services",
+		Long: `Run is the nodeboot service. On every boot it finishes the join if needed, re-creates the
+HNS network before the kubelet starts (HNS networks do not reliably survive a reboot), starts
+the kubelet and kube-proxy services and keeps host-gateway routes in step with the cluster's
+Nodes. On a simulated machine it also runs the simulated kubelet. It stops on SIGINT/SIGTERM
+(or a service stop on Windows).`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			n, err := f.node(c.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			return serve(func(ctx context.Context) error {
+				if !n.Joined() {
+					if err := n.Join(ctx); err != nil {
+						return err
+					}
+					if err := f.scrubToken(n); err != nil {
+						return err
+					}
+				}
+				return n.Serve(ctx)
+			})
+		},
+	}
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func newStatus(f *machineFlags) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show each join phase, its duration, and the last error with its code",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			n, err := f.node(c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			r := n.Report()
+			if asJSON {
+				return writeJSON(c.OutOrStdout(), r)
+			}
+			out := c.OutOrStdout()
+			fmt.Fprintf(out, "node %s: %s\n", r.Node, r.State)
+			for _, name := range join.PhaseNames {
+				rec := n.State().Phase(name)
+				if rec == nil {
+					fmt.Fprintf(out, "  %-15s not run\n", name)
+					continue
+				}
+				line := fmt.Sprintf("  %-15s %-8s %s", name, rec.State, rec.Duration.Round(1e6))
+				if rec.Code != "" {
+					line += fmt.Sprintf("  %s: %s", rec.Code, rec.Message)
+				}
+				fmt.Fprintln(out, line)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+func newReset(f *machineFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reset",
+		Short: "Undo the join on this machine: services, network, credentials and state",
+		Long: `Reset stops and removes the node services, deletes the HNS network and removes the kubelet
+credential, kubeconfig, cluster CA and join state. It does not touch the cluster: drain and
+delete the Node object there (the provider does this when it scales a pool in).`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			n, err := f.node(c.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			return n.Reset(ctx)
+		},
+	}
+}

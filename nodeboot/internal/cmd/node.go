@@ -1,0 +1,119 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubewin/kubewin/internal/api"
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/nodeboot/internal/join"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
+)
+
+// machineFlags select the machine nodeboot acts on.
+type machineFlags struct {
+	platform string
+	root     string
+	config   string
+	joinTimeouts
+}
+
+type joinTimeouts struct {
+	discovery, csr, podCIDR string
+}
+
+func (f *machineFlags) add(c *cobra.Command) {
+	def := "sim"
+	if runtime.GOOS == "windows" {
+		def = "windows"
+	}
+	c.PersistentFlags().StringVar(&f.platform, "platform", def, `"windows", or "sim" for a simulated machine of the local backend (needs --root)`)
+	c.PersistentFlags().StringVar(&f.root, "root", "", "system drive of the simulated machine (--platform sim)")
+	c.PersistentFlags().StringVar(&f.config, "config", nodecmd.DefaultPaths().CustomData, "NodeConfig path on the node (Windows path)")
+}
+
+func (f *machineFlags) open() (platform.Platform, error) {
+	switch f.platform {
+	case "sim":
+		if f.root == "" {
+			return nil, fmt.Errorf("--platform sim needs --root, the simulated machine's system drive")
+		}
+		return sim.Load(f.root)
+	case "windows":
+		return windowsPlatform()
+	}
+	return nil, fmt.Errorf("--platform %q: use windows or sim", f.platform)
+}
+
+// node loads the machine's NodeConfig and image manifest and opens its join state. A joined
+// node's NodeConfig no longer holds the bootstrap token.
+func (f *machineFlags) node(out io.Writer) (*join.Node, error) {
+	p, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	paths := nodecmd.DefaultPaths()
+	raw, err := os.ReadFile(p.Path(f.config))
+	if err != nil {
+		return nil, fmt.Errorf("read the NodeConfig: %w", err)
+	}
+	cfg, err := api.DecodeNodeConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Default()
+	raw, err = os.ReadFile(p.Path(paths.ImageManifest))
+	if err != nil {
+		return nil, fmt.Errorf("read the image manifest: %w", err)
+	}
+	m, err := api.LoadImageManifest(raw)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.Node.Name
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, err
+		}
+		name = strings.ToLower(h)
+	}
+	n := &join.Node{Config: cfg, Manifest: m, Platform: p, Paths: paths, Name: name, Out: out, Timeouts: join.DefaultTimeouts}
+	if err := n.Open(); err != nil {
+		return nil, err
+	}
+	errs := cfg.Validate()
+	if n.State().Done(join.PhaseTLSBootstrap) {
+		errs = errs.Filter(func(e error) bool { return strings.Contains(e.Error(), "cluster.bootstrapToken") })
+	}
+	if len(errs) > 0 {
+		return nil, &api.ValidationError{Kind: v1alpha1.KindNodeConfig, Errs: errs}
+	}
+	return n, nil
+}
+
+// scrubToken removes the bootstrap token from the NodeConfig on disk once the node has its own
+// credentials: it is never needed again and must not outlive the join.
+func (f *machineFlags) scrubToken(n *join.Node) error {
+	if n.Config.Cluster.BootstrapToken == "" {
+		return nil
+	}
+	scrubbed := *n.Config
+	scrubbed.Cluster.BootstrapToken = ""
+	b, err := api.EncodeJSON(scrubbed)
+	if err != nil {
+		return err
+	}
+	if err := n.Platform.WriteSecret(f.config, b); err != nil {
+		return fmt.Errorf("remove the bootstrap token from %s: %w", f.config, err)
+	}
+	n.Config.Cluster.BootstrapToken = ""
+	return nil
+}
