@@ -18,7 +18,7 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
-	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/nodeaccess"
 )
 
 // DefaultNodeGroup is kubeadm's group for node bootstrap tokens; kubeadm binds the node
@@ -36,7 +36,7 @@ func Create(ctx context.Context, c kubernetes.Interface, pool string, ttl time.D
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      bootstraputil.BootstrapTokenSecretName(id),
 			Namespace: metav1.NamespaceSystem,
-			Labels:    map[string]string{nodestatus.PoolLabel: pool},
+			Labels:    map[string]string{nodeaccess.PoolLabel: pool},
 		},
 		Type: bootstrapapi.SecretTypeBootstrapToken,
 		StringData: map[string]string{
@@ -46,7 +46,7 @@ func Create(ctx context.Context, c kubernetes.Interface, pool string, ttl time.D
 			bootstrapapi.BootstrapTokenExpirationKey:       time.Now().Add(ttl).UTC().Format(time.RFC3339),
 			bootstrapapi.BootstrapTokenUsageAuthentication: "true",
 			bootstrapapi.BootstrapTokenUsageSigningKey:     "true",
-			bootstrapapi.BootstrapTokenExtraGroupsKey:      DefaultNodeGroup + "," + nodestatus.PoolGroup(pool),
+			bootstrapapi.BootstrapTokenExtraGroupsKey:      DefaultNodeGroup + "," + nodeaccess.PoolGroup(pool),
 		},
 	}
 	if _, err := c.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, s, metav1.CreateOptions{}); err != nil {
@@ -73,7 +73,7 @@ func Delete(ctx context.Context, c kubernetes.Interface, token string) error {
 // DeletePool removes every token of a pool.
 func DeletePool(ctx context.Context, c kubernetes.Interface, pool string) error {
 	err := c.CoreV1().Secrets(metav1.NamespaceSystem).DeleteCollection(ctx, metav1.DeleteOptions{},
-		metav1.ListOptions{LabelSelector: nodestatus.PoolLabel + "=" + pool, FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
+		metav1.ListOptions{LabelSelector: nodeaccess.PoolLabel + "=" + pool, FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete bootstrap tokens of pool %s: %w", pool, err)
 	}

@@ -2,8 +2,8 @@
 // writes a report into a ConfigMap per node (namespace kubewin-system, name nodeboot-<node>),
 // with the bootstrap token before the node has credentials and with the node's own credentials
 // afterwards; the provider reads it to wait for the node or fail naming node, phase and code.
-// The package holds the report format, the catalogue of error codes and the RBAC that lets
-// exactly those identities update exactly those objects.
+// The package holds the report format and the catalogue of error codes; package nodeaccess
+// grants the access.
 package nodestatus
 
 import (

@@ -103,13 +103,11 @@ func Read(ctx context.Context, c kubernetes.Interface, node string) (*Report, er
 	return &r, nil
 }
 
-func reportObject(pool, node string) *corev1.ConfigMap {
+// ReportObject is a node's empty report object, labelled with its pool.
+func ReportObject(poolLabel, pool, node string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name:      ObjectName(node),
 		Namespace: Namespace,
-		Labels:    map[string]string{PoolLabel: pool},
+		Labels:    map[string]string{poolLabel: pool},
 	}}
 }
-
-// PoolLabel marks the objects that belong to a pool.
-const PoolLabel = "kubewin.io/pool"

@@ -24,7 +24,7 @@ import (
 	"github.com/kubewin/kubewin/internal/bootstraptoken"
 	"github.com/kubewin/kubewin/internal/capin"
 	"github.com/kubewin/kubewin/internal/controlplane"
-	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/internal/testenv"
 )
@@ -58,7 +58,7 @@ func machine(t *testing.T, pool, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := nodestatus.Prepare(ctx, admin, pool, []string{name}); err != nil {
+	if err := nodeaccess.Prepare(ctx, admin, pool, []string{name}); err != nil {
 		t.Fatal(err)
 	}
 	ca, _ := cp.CACert()

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/kubewin/kubewin/internal/bootstraptoken"
 	"github.com/kubewin/kubewin/internal/capin"
 	"github.com/kubewin/kubewin/internal/controlplane"
+	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/internal/testenv"
@@ -69,11 +71,7 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 	seq := nodeSeq.n
 	nodeSeq.Unlock()
 	if o.pool == "" {
-		o.pool = "pool" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
-		if len(o.pool) > 40 {
-			o.pool = o.pool[:40]
-		}
-		o.pool = strings.Trim(strings.ReplaceAll(strings.ReplaceAll(o.pool, "_", "-"), "#", "-"), "-")
+		o.pool = fmt.Sprintf("pool%d", seq)
 	}
 	name := "win" + strings.ToLower(hex.EncodeToString([]byte{byte(seq >> 8), byte(seq)})) + "x"
 	if o.token == "" {
@@ -83,7 +81,7 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 		}
 		o.token = tok
 	}
-	if err := nodestatus.Prepare(ctx, admin(t), o.pool, []string{name}); err != nil {
+	if err := nodeaccess.Prepare(ctx, admin(t), o.pool, []string{name}); err != nil {
 		t.Fatal(err)
 	}
 	if o.pins == nil {
@@ -122,7 +120,7 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 		},
 		Node: v1alpha1.Node{
 			Name:   name,
-			Labels: map[string]string{nodestatus.PoolLabel: o.pool},
+			Labels: map[string]string{nodeaccess.PoolLabel: o.pool},
 			Taints: []v1alpha1.Taint{{Key: "os", Value: "windows", Effect: "NoSchedule"}},
 		},
 		Network: v1alpha1.Network{Mode: o.mode},
@@ -197,7 +195,7 @@ func TestJoinGoesReady(t *testing.T) {
 
 	go func() { _ = n.Serve(ctx) }()
 	node = waitReady(t, n.Name)
-	for k, v := range map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348", nodestatus.PoolLabel: n.Config.Node.Labels[nodestatus.PoolLabel]} {
+	for k, v := range map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348", nodeaccess.PoolLabel: n.Config.Node.Labels[nodeaccess.PoolLabel]} {
 		if node.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, node.Labels[k], v)
 		}
