@@ -142,7 +142,7 @@ func TestBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			return strings.Contains(buf.String(), "[run] node "+name+" is up"), nil
+			return strings.Contains(buf.String(), "[simulated-kubelet] node "+name+" registered"), nil
 		}); err != nil {
 			t.Fatalf("run %d did not come up:\n%s", i, buf.String())
 		}

@@ -50,8 +50,16 @@ type Kubelet struct {
 
 const leaseDuration = 40 * time.Second
 
-// Run registers the node, then keeps it alive and runs its pods until ctx ends.
+// Run registers the node, then keeps it alive and runs its pods until ctx ends. Ending ctx is
+// a clean stop, whenever it happens.
 func (k *Kubelet) Run(ctx context.Context) error {
+	if err := k.run(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+func (k *Kubelet) run(ctx context.Context) error {
 	if k.LeaseInterval == 0 {
 		k.LeaseInterval = 10 * time.Second
 	}
