@@ -58,6 +58,8 @@ type Node struct {
 	bootstrapClient kubernetes.Interface
 	nodeClient      kubernetes.Interface
 	reportWarned    bool
+	reports         chan struct{}
+	flushed         chan struct{}
 }
 
 // State keys.
@@ -98,6 +100,7 @@ func (n *Node) Joined() bool { return n.state.Done(n.runner.Names()...) }
 
 // Join runs every phase not done yet.
 func (n *Node) Join(ctx context.Context) error {
+	defer n.flushReports()
 	if err := n.runner.Run(ctx); err != nil {
 		return err
 	}
@@ -107,6 +110,7 @@ func (n *Node) Join(ctx context.Context) error {
 
 // RunPhase runs one phase, and the phases it depends on when they are not done yet.
 func (n *Node) RunPhase(ctx context.Context, name string) error {
+	defer n.flushReports()
 	for _, p := range n.runner.Phases {
 		if p.Name == name {
 			return n.runner.RunPhase(ctx, name)
@@ -138,21 +142,58 @@ func (n *Node) Report() *nodestatus.Report {
 	return r
 }
 
-// report writes the report with the best credential at hand; before the cluster is trusted
-// there is none, and the state file and console are the only record.
+// report asks the reporter to write the current report. Writing happens in the background,
+// coalescing changes, so that reporting costs the join no round trips; Join flushes it.
 func (n *Node) report(*workflow.State) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.reports == nil {
+		n.reports = make(chan struct{}, 1)
+		n.flushed = make(chan struct{})
+		go n.reportLoop(n.reports, n.flushed)
+	}
+	select {
+	case n.reports <- struct{}{}:
+	default: // a write is already pending; it will carry this change too
+	}
+}
+
+// flushReports waits until the last change is written and stops the reporter.
+func (n *Node) flushReports() {
+	n.mu.Lock()
+	reports, flushed := n.reports, n.flushed
+	n.reports = nil
+	n.mu.Unlock()
+	if reports == nil {
+		return
+	}
+	close(reports)
+	<-flushed
+}
+
+func (n *Node) reportLoop(reports <-chan struct{}, flushed chan<- struct{}) {
+	defer close(flushed)
+	for range reports {
+		n.writeReport()
+	}
+}
+
+// writeReport writes the report with the best credential at hand; before the cluster is
+// trusted there is none, and the state file and console are the only record.
+func (n *Node) writeReport() {
 	n.mu.Lock()
 	c := n.nodeClient
 	if c == nil {
 		c = n.bootstrapClient
 	}
+	report := n.Report()
 	n.mu.Unlock()
 	if c == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := nodestatus.Write(ctx, c, n.Report())
+	err := nodestatus.Write(ctx, c, report)
 	if err == nil {
 		return
 	}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
@@ -87,8 +87,8 @@ func (n *Node) reconcileRoutes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactory(c, 10*time.Minute)
-	lister := factory.Core().V1().Nodes().Lister()
+	lw := cache.NewListWatchFromClient(c.CoreV1().RESTClient(), "nodes", metav1.NamespaceAll, fields.Everything())
+	informer := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 10*time.Minute, cache.Indexers{})
 	changed := make(chan struct{}, 1)
 	poke := func(any) {
 		select {
@@ -96,26 +96,21 @@ func (n *Node) reconcileRoutes(ctx context.Context) error {
 		default:
 		}
 	}
-	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: poke, DeleteFunc: poke, UpdateFunc: func(_, o any) { poke(o) },
 	}); err != nil {
 		return err
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	factory.WaitForCacheSync(ctx.Done())
+	go informer.RunWithContext(ctx)
+	cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changed:
-			list, err := lister.List(labels.Everything())
-			if err != nil {
-				continue
-			}
-			nodes := make([]corev1.Node, len(list))
-			for i, p := range list {
-				nodes[i] = *p
+			var nodes []corev1.Node
+			for _, obj := range informer.GetStore().List() {
+				nodes = append(nodes, *obj.(*corev1.Node))
 			}
 			if err := n.ReplaceRoutes(ctx, nodes); err != nil {
 				fmt.Fprintf(n.Out, "[routes] %v\n", err)

@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -77,10 +76,9 @@ func (k *Kubelet) run(ctx context.Context) error {
 	}
 	fmt.Fprintf(k.Out, "[simulated-kubelet] node %s registered and Ready (simulated: no containers run)\n", name)
 
-	factory := informers.NewSharedInformerFactoryWithOptions(k.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", name).String()
-	}))
-	pods := factory.Core().V1().Pods().Informer()
+	// One informer on this node's pods only (not a factory, which links every API group in).
+	lw := cache.NewListWatchFromClient(k.Client.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, fields.OneTermEqualSelector("spec.nodeName", name))
+	pods := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
 	handle := func(obj any) {
 		if pod, ok := obj.(*corev1.Pod); ok {
 			k.syncPod(ctx, pod)
@@ -89,8 +87,7 @@ func (k *Kubelet) run(ctx context.Context) error {
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) }}); err != nil {
 		return err
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	go pods.RunWithContext(ctx)
 
 	lease := time.NewTicker(k.LeaseInterval)
 	defer lease.Stop()
