@@ -30,7 +30,7 @@ var Catalogue = []CodeInfo{
 	{CodePayloadCorrupt, "preflight", "A file of the image's payload is missing or its sha256 differs from the image manifest.", "Rebuild the image; do not modify files under the payload directory."},
 	{CodeRuntimeMissing, "preflight", "The container runtime the NodeConfig names is not installed or not running.", "Use an image baked with that runtime, or set runtime.name to the image's runtime."},
 	{CodePortInUse, "preflight", "A port the kubelet needs (10250) is already in use.", "Stop the program holding the port, or create the node from a clean image."},
-	{CodeClockSkew, "preflight", "The machine's clock differs from the API server's by more than 5 minutes; certificates and tokens would be rejected.", "Fix time synchronisation on the machine (w32time) and retry."},
+	{CodeClockSkew, "discovery", "The machine's clock differs from the API server's by more than 5 minutes (checked once the server is trusted); certificates and tokens would be rejected.", "Fix time synchronisation on the machine (w32time) and retry."},
 	{CodeAPIServerUnreachable, "discovery", "The API server endpoint cannot be reached (connection refused, timeout, no route).", "Check cluster.apiServerEndpoint, network security rules and routes between the node and the control plane."},
 	{CodeTokenNotFound, "discovery", "The cluster-info ConfigMap carries no signature for the token ID: the token expired, was deleted, or belongs to another cluster.", "Mint a new bootstrap token for the pool (re-apply) and make sure the endpoint is the cluster that issued it."},
 	{CodeTokenInvalid, "discovery", "The cluster-info signature does not verify with the token's secret.", "The token's secret is wrong: mint a new token for the pool."},

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -43,7 +44,12 @@ type Options struct {
 	Timeout time.Duration
 	// Interval between retries. Default: 500 ms.
 	Interval time.Duration
+	// Now is the machine's clock, compared with the server's. Default: time.Now.
+	Now func() time.Time
 }
+
+// MaxClockSkew is how far the machine's clock may be from the API server's.
+const MaxClockSkew = 5 * time.Minute
 
 // Result is a discovered, trusted cluster.
 type Result struct {
@@ -140,7 +146,37 @@ func Discover(ctx context.Context, o Options) (*Result, error) {
 	if again.Data[bootstrapapi.KubeConfigKey] != kubeconfig {
 		return nil, nodestatus.Errorf(nodestatus.CodeClusterInfoInvalid, "cluster-info changed between the unverified and the verified read")
 	}
+	if err := checkClock(ctx, server, ca, o.Now); err != nil {
+		return nil, err
+	}
 	return &Result{Server: server, CACert: ca}, nil
+}
+
+// checkClock compares the machine's clock with the trusted server's Date header.
+func checkClock(ctx context.Context, server string, ca []byte, now func() time.Time) error {
+	if now == nil {
+		now = time.Now
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, server+"/livez", nil)
+	if err != nil {
+		return nodestatus.Errorf(nodestatus.CodeInternal, "%w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nodestatus.Errorf(nodestatus.CodeAPIServerUnreachable, "read the API server's clock: %w", err)
+	}
+	resp.Body.Close()
+	serverTime, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil {
+		return nil // no Date header: nothing to compare
+	}
+	if skew := now().Sub(serverTime); skew > MaxClockSkew || skew < -MaxClockSkew {
+		return nodestatus.Errorf(nodestatus.CodeClockSkew, "the machine's clock is %s off the API server's (%s): certificates and tokens would be rejected", skew.Round(time.Second), serverTime.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 func fetch(ctx context.Context, c kubernetes.Interface) (*corev1.ConfigMap, error) {

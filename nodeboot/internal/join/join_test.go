@@ -54,6 +54,8 @@ type nodeOpts struct {
 	pins     []string
 	endpoint string
 	mode     v1alpha1.NetworkMode
+	// clockSkew sets the machine's clock off by this much.
+	clockSkew time.Duration
 }
 
 var nodeSeq struct {
@@ -136,6 +138,9 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 		Timeouts: Timeouts{Discovery: 5 * time.Second, CSR: 30 * time.Second, PodCIDR: 30 * time.Second},
 		Out:      &syncBuffer{},
 	}
+	if o.clockSkew != 0 {
+		n.Clock = func() time.Time { return time.Now().Add(o.clockSkew) }
+	}
 	if err := n.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +150,7 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 // reopen is the same machine after nodeboot restarts: only what is on disk survives.
 func reopen(t testing.TB, n *Node) *Node {
 	t.Helper()
-	m := &Node{Config: n.Config, Manifest: n.Manifest, Name: n.Name, Paths: n.Paths, Platform: n.Platform, Timeouts: n.Timeouts, Out: n.Out}
+	m := &Node{Config: n.Config, Manifest: n.Manifest, Name: n.Name, Paths: n.Paths, Platform: n.Platform, Timeouts: n.Timeouts, Clock: n.Clock, Out: n.Out}
 	if err := m.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +280,7 @@ func TestJoinFailures(t *testing.T) {
 		{"expired token", func(t *testing.T) nodeOpts { return nodeOpts{token: expiredToken(t)} }, PhaseDiscovery, nodestatus.CodeTokenNotFound},
 		{"token of another cluster", func(*testing.T) nodeOpts { return nodeOpts{token: "zzzzzz.0123456789abcdef", pins: []string{pin}} }, PhaseDiscovery, nodestatus.CodeTokenNotFound},
 		{"unreachable endpoint", func(*testing.T) nodeOpts { return nodeOpts{endpoint: closed} }, PhaseDiscovery, nodestatus.CodeAPIServerUnreachable},
+		{"clock skew", func(*testing.T) nodeOpts { return nodeOpts{clockSkew: 10 * time.Minute} }, PhaseDiscovery, nodestatus.CodeClockSkew},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,6 +47,8 @@ type Node struct {
 	// Name is the Node object's name.
 	Name     string
 	Timeouts Timeouts
+	// Clock is the machine's clock. Default: time.Now.
+	Clock func() time.Time
 	// Out receives progress lines.
 	Out io.Writer
 

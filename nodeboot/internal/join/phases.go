@@ -111,7 +111,7 @@ func (n *Node) discovery(ctx context.Context) error {
 	res, err := discovery.Discover(ctx, discovery.Options{
 		Endpoint: c.APIServerEndpoint, Token: c.BootstrapToken,
 		CACertHashes: c.CACertHashes, UnsafeSkipCAVerification: c.UnsafeSkipCAVerification,
-		Timeout: n.Timeouts.Discovery,
+		Timeout: n.Timeouts.Discovery, Now: n.Clock,
 	})
 	if err != nil {
 		return err
