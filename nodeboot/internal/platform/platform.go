@@ -88,3 +88,18 @@ type Route struct {
 	Destination netip.Prefix `json:"destination"`
 	NextHop     netip.Addr   `json:"nextHop"`
 }
+
+// Host is what baking an image needs from the machine beyond Platform.
+type Host interface {
+	// AllowInbound opens an inbound port in the host firewall.
+	AllowInbound(ctx context.Context, rule FirewallRule) error
+	// ExcludeFromScanning keeps the antivirus out of the node's hot paths.
+	ExcludeFromScanning(ctx context.Context, paths []string) error
+}
+
+// FirewallRule is an inbound allow rule.
+type FirewallRule struct {
+	Name     string `json:"name"`
+	Protocol string `json:"protocol"` // TCP or UDP
+	Port     int    `json:"port"`
+}

@@ -198,3 +198,26 @@ func Load(root string) (*Platform, error) {
 	}
 	return New(m), nil
 }
+
+var _ platform.Host = (*Platform)(nil)
+
+// AllowInbound records the rule.
+func (p *Platform) AllowInbound(_ context.Context, r platform.FirewallRule) error {
+	var rules []platform.FirewallRule
+	_ = readJSON(p.record("firewall.json"), &rules)
+	if !slices.Contains(rules, r) {
+		rules = append(rules, r)
+	}
+	return writeJSON(p.record("firewall.json"), rules)
+}
+
+// ExcludeFromScanning records the paths.
+func (p *Platform) ExcludeFromScanning(_ context.Context, paths []string) error {
+	return writeJSON(p.record("defender-exclusions.json"), paths)
+}
+
+// FirewallRules returns the recorded rules.
+func (p *Platform) FirewallRules() ([]platform.FirewallRule, error) {
+	var rules []platform.FirewallRule
+	return rules, readJSON(p.record("firewall.json"), &rules)
+}

@@ -1,0 +1,174 @@
+package bake
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kubewin/kubewin/internal/api"
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
+)
+
+// server serves files and counts the bytes it sends.
+type server struct {
+	*httptest.Server
+	files map[string][]byte
+	sent  atomic.Int64
+}
+
+func newServer(t *testing.T, files map[string][]byte) *server {
+	s := &server{files: maps.Clone(files)}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, ok := s.files[strings.TrimPrefix(r.URL.Path, "/")]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		cw := &countingWriter{ResponseWriter: w, n: &s.sent}
+		http.ServeContent(cw, r, r.URL.Path, time.Time{}, bytes.NewReader(data))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
+	return c.ResponseWriter.Write(p)
+}
+
+func manifest(t *testing.T, base string, files map[string][]byte) []byte {
+	t.Helper()
+	m := v1alpha1.ImageManifest{
+		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindImageManifest, WindowsBuild: v1alpha1.WindowsServer2025,
+		KubernetesVersion: "v1.36.2", Runtime: v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"},
+		PauseImage:      v1alpha1.PauseImage{Reference: "registry.k8s.io/pause:3.10", Digest: "sha256:" + strings.Repeat("2", 64)},
+		NodebootVersion: "test",
+	}
+	for p, data := range files {
+		sum := sha256.Sum256(data)
+		m.Files = append(m.Files, v1alpha1.File{Path: p, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data)), Source: base + "/" + p})
+	}
+	b, err := api.EncodeJSON(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func machine(t *testing.T) *sim.Platform {
+	t.Helper()
+	return sim.New(simmachine.Machine{Root: t.TempDir(), Build: 26100, Adapter: "Ethernet", Address: netip.MustParseAddr("127.3.0.1"), Subnet: netip.MustParsePrefix("127.3.0.0/16"), Runtime: v1alpha1.RuntimeContainerd})
+}
+
+func payload() map[string][]byte {
+	big := bytes.Repeat([]byte("kubelet.exe "), 100_000) // 1.2 MB
+	return map[string][]byte{"k/kubelet.exe": big, "k/kube-proxy.exe": []byte("kube-proxy"), "opt/cni/bin/win-bridge.exe": []byte("cni")}
+}
+
+func TestBakeFetches(t *testing.T) {
+	files := payload()
+	srv := newServer(t, files)
+	m := machine(t)
+	var out bytes.Buffer
+	st, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, srv.URL, files), Out: &out})
+	if err != nil {
+		t.Fatalf("bake: %v\n%s", err, out.String())
+	}
+	for p, want := range files {
+		got, err := os.ReadFile(filepath.Join(m.Path(`C:\`), p))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s not installed: %v", p, err)
+		}
+	}
+	if st.Files != 3 || st.Downloaded != srv.sent.Load() || st.Downloaded < 1_200_000 {
+		t.Errorf("stats %+v, server sent %d", st, srv.sent.Load())
+	}
+	if _, err := os.Stat(m.Path(nodecmd.DefaultPaths().ImageManifest)); err != nil {
+		t.Errorf("manifest not installed: %v", err)
+	}
+	if svc, err := m.Service("nodeboot"); err != nil || svc.Spec.Args[0] != "run" || svc.Running {
+		t.Errorf("nodeboot service: %+v %v", svc, err)
+	}
+	if rules, err := m.FirewallRules(); err != nil || len(rules) != 2 {
+		t.Errorf("firewall rules: %v %v", rules, err)
+	}
+
+	// A second bake of the same machine downloads nothing.
+	before := srv.sent.Load()
+	st, err = Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, srv.URL, files), Out: &out})
+	if err != nil || st.Downloaded != 0 || srv.sent.Load() != before {
+		t.Errorf("second bake downloaded %d bytes (%v)", st.Downloaded, err)
+	}
+}
+
+func TestBakeResumes(t *testing.T) {
+	files := payload()
+	srv := newServer(t, files)
+	m := machine(t)
+	// An interrupted download left half of kubelet.exe behind.
+	part := filepath.Join(m.Path(`C:\`), "k", "kubelet.exe.part")
+	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	half := len(files["k/kubelet.exe"]) / 2
+	if err := os.WriteFile(part, files["k/kubelet.exe"][:half], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	st, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, srv.URL, files), Out: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(len(files["k/kubelet.exe"]) + len(files["k/kube-proxy.exe"]) + len(files["opt/cni/bin/win-bridge.exe"]))
+	if st.Downloaded != total-int64(half) || st.Reused != int64(half) {
+		t.Errorf("resumed bake downloaded %d and reused %d bytes, want %d and %d", st.Downloaded, st.Reused, total-int64(half), half)
+	}
+}
+
+func TestBakeTampered(t *testing.T) {
+	files := payload()
+	srv := newServer(t, files)
+	doc := manifest(t, srv.URL, files)
+	srv.files["k/kube-proxy.exe"] = []byte("kube-proxy with a backdoor")
+	var out bytes.Buffer
+	_, err := Bake(context.Background(), Options{Machine: machine(t), Paths: nodecmd.DefaultPaths(), Manifest: doc, Out: &out, Fetch: FetchOptions{Parallel: 1}})
+	var mm *MismatchError
+	if !errors.As(err, &mm) || mm.Path != "k/kube-proxy.exe" || !strings.Contains(err.Error(), "payload file k/kube-proxy.exe from "+srv.URL) {
+		t.Fatalf("error = %v, want a mismatch naming k/kube-proxy.exe", err)
+	}
+}
+
+func TestBakeMirrorAndMissing(t *testing.T) {
+	files := payload()
+	mirror := newServer(t, files)
+	var out bytes.Buffer
+	// Sources point nowhere reachable; the mirror serves everything.
+	if _, err := Bake(context.Background(), Options{Machine: machine(t), Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, "http://127.0.0.1:1", files), Out: &out, Fetch: FetchOptions{Mirror: mirror.URL}}); err != nil {
+		t.Fatalf("bake from mirror: %v", err)
+	}
+	delete(mirror.files, "k/kube-proxy.exe")
+	_, err := Bake(context.Background(), Options{Machine: machine(t), Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, "", files), Out: &out, Fetch: FetchOptions{Mirror: mirror.URL, Attempts: 1}})
+	if err == nil || !strings.Contains(err.Error(), "k/kube-proxy.exe") || !strings.Contains(err.Error(), "404") {
+		t.Errorf("missing file: %v", err)
+	}
+}

@@ -1,0 +1,52 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/nodeboot/internal/bake"
+)
+
+func newBake(f *machineFlags) *cobra.Command {
+	var (
+		manifest string
+		opts     bake.FetchOptions
+	)
+	c := &cobra.Command{
+		Use:   "bake",
+		Short: "Prepare this machine as a kubewin image (run by the Packer plugin)",
+		Long: `Bake gets the payload an image manifest lists onto this machine and verifies every file's
+sha256: files already present (uploaded by Packer) are checked, missing ones are downloaded
+from their source URLs or a mirror, several at once, resuming interrupted downloads; a file
+whose content differs from the manifest stops the bake, naming it. It then installs the
+manifest, prepares the node's directories, firewall rules and antivirus exclusions, and
+registers nodeboot to start at every boot: the first boot joins the node and downloads nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			p, err := f.open()
+			if err != nil {
+				return err
+			}
+			m, ok := p.(bake.Machine)
+			if !ok {
+				return fmt.Errorf("platform %s cannot bake images", p.Name())
+			}
+			doc, err := os.ReadFile(manifest)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			_, err = bake.Bake(ctx, bake.Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: doc, Fetch: opts, Out: c.OutOrStdout()})
+			return err
+		},
+	}
+	c.Flags().StringVarP(&manifest, "manifest", "m", "", "image manifest file (a local path)")
+	c.Flags().StringVar(&opts.Mirror, "mirror", "", "fetch every file from <mirror>/<path> instead of its source URL")
+	c.Flags().IntVar(&opts.Parallel, "parallel", 4, "files downloaded at once")
+	_ = c.MarkFlagRequired("manifest")
+	return c
+}

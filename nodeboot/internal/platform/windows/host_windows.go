@@ -1,0 +1,38 @@
+package windows
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+)
+
+var _ platform.Host = (*Platform)(nil)
+
+// AllowInbound adds (or replaces) a named inbound allow rule with netsh.
+func (*Platform) AllowInbound(ctx context.Context, r platform.FirewallRule) error {
+	_ = exec.CommandContext(ctx, "netsh", "advfirewall", "firewall", "delete", "rule", "name="+r.Name).Run()
+	out, err := exec.CommandContext(ctx, "netsh", "advfirewall", "firewall", "add", "rule", "name="+r.Name,
+		"dir=in", "action=allow", "protocol="+r.Protocol, "localport="+strconv.Itoa(r.Port)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("firewall rule %s: %v: %s", r.Name, err, out)
+	}
+	return nil
+}
+
+// ExcludeFromScanning adds Microsoft Defender path exclusions.
+func (*Platform) ExcludeFromScanning(ctx context.Context, paths []string) error {
+	quoted := make([]string, len(paths))
+	for i, p := range paths {
+		quoted[i] = "'" + strings.ReplaceAll(p, "'", "''") + "'"
+	}
+	script := "Add-MpPreference -ExclusionPath " + strings.Join(quoted, ",")
+	out, err := exec.CommandContext(ctx, "powershell.exe", "-NoProfile", "-NonInteractive", "-Command", script).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("defender exclusions: %v: %s", err, out)
+	}
+	return nil
+}
