@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -76,6 +77,10 @@ Nodes. On a simulated machine it also runs the simulated kubelet. It stops on SI
 			n, err := f.node(c.OutOrStdout())
 			if err != nil {
 				return err
+			}
+			// A long-running, mostly idle agent: collect garbage sooner and stay small.
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(50)
 			}
 			return serve(func(ctx context.Context) error {
 				if !n.Joined() {
