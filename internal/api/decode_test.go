@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 )
@@ -184,39 +185,60 @@ func FuzzDecodeNodeConfig(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"kubewin.io/v1alpha1","kind":"NodeConfig","node":{"podCIDR":"10.0.0.0/31","maxPods":99999}}`))
 	f.Add([]byte("apiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\nnetwork: {mode: overlay, vni: -5}\nkubeProxy: {sourceVIP: '::1'}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := DecodeNodeConfig(data)
-		if err != nil {
-			return
-		}
-		c.Default()
-		errs := c.Validate()
-		if len(errs) > 0 {
-			return
-		}
-		// A valid config survives encoding unchanged.
-		js, err := EncodeJSON(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := LoadNodeConfig(js)
-		if err != nil {
-			t.Fatalf("valid config did not reload: %v\n%s", err, js)
-		}
-		if !reflect.DeepEqual(c, back) {
-			t.Fatalf("round trip changed a valid config")
-		}
+		within(t, data, func() {
+			c, err := DecodeNodeConfig(data)
+			if err != nil {
+				return
+			}
+			c.Default()
+			if errs := c.Validate(); len(errs) > 0 {
+				_ = errs.ToAggregate().Error()
+				return
+			}
+			// A valid config survives encoding unchanged.
+			js, err := EncodeJSON(c)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			back, err := LoadNodeConfig(js)
+			if err != nil {
+				t.Errorf("valid config did not reload: %v\n%s", err, js)
+				return
+			}
+			if !reflect.DeepEqual(c, back) {
+				t.Errorf("round trip changed a valid config")
+			}
+		})
 	})
 }
 
 func FuzzDecodeImageManifest(f *testing.F) {
 	f.Add(readFileF(f, "imagemanifest.json"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := DecodeImageManifest(data)
-		if err != nil {
-			return
-		}
-		_ = m.Validate()
+		within(t, data, func() {
+			m, err := DecodeImageManifest(data)
+			if err != nil {
+				return
+			}
+			_ = m.Validate()
+		})
 	})
+}
+
+// within runs f and fails the test when it takes unreasonably long, so that the fuzzer
+// reports inputs that would hang nodeboot or the provider.
+func within(t *testing.T, data []byte, f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("handling %d bytes took over 5 s: %q", len(data), data)
+	}
 }
 
 func readFileF(f *testing.F, name string) []byte {
