@@ -193,20 +193,18 @@ func CRIDockerd(in Input) (*Component, error) {
 
 // ContainerdConfig renders containerd's config.toml: the sandbox (pause) image from the image
 // manifest and the CNI directories, in the layout of the containerd major the image ships
-// (config version 2 for containerd 1.x, version 3 for 2.x). It returns nil for docker.
-func ContainerdConfig(in Input) (*Component, error) {
-	if err := in.check(); err != nil {
-		return nil, err
-	}
-	if in.Config.Runtime.Name != v1alpha1.RuntimeContainerd {
+// (config version 2 for containerd 1.x, version 3 for 2.x). It depends on the image only, so
+// the image is baked with it. It returns nil for a docker image.
+func ContainerdConfig(m *v1alpha1.ImageManifest, paths Paths) (*Component, error) {
+	if m.Runtime.Name != v1alpha1.RuntimeContainerd {
 		return nil, nil
 	}
-	v, err := version.ParseGeneric(in.Manifest.Runtime.Version)
+	v, err := version.ParseGeneric(m.Runtime.Version)
 	if err != nil {
-		return nil, fmt.Errorf("containerd version %q in the image manifest is not a version such as 2.1.4", in.Manifest.Runtime.Version)
+		return nil, fmt.Errorf("containerd version %q in the image manifest is not a version such as 2.1.4", m.Runtime.Version)
 	}
 	var b strings.Builder
-	pause, bin, conf := tomlString(in.Manifest.PauseImage.Reference), tomlString(in.Paths.CNIBinDir), tomlString(in.Paths.CNIConfDir)
+	pause, bin, conf := tomlString(m.PauseImage.Reference), tomlString(paths.CNIBinDir), tomlString(paths.CNIConfDir)
 	switch v.Major() {
 	case 1:
 		fmt.Fprintf(&b, "version = 2\n\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = %s\n\n", pause)
@@ -215,9 +213,9 @@ func ContainerdConfig(in Input) (*Component, error) {
 		fmt.Fprintf(&b, "version = 3\n\n[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = %s\n\n", pause)
 		fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.cni]\n  bin_dirs = [%s]\n  conf_dir = %s\n", bin, conf)
 	default:
-		return nil, fmt.Errorf("containerd %s is not supported: use containerd 1.7 or 2.x", in.Manifest.Runtime.Version)
+		return nil, fmt.Errorf("containerd %s is not supported: use containerd 1.7 or 2.x", m.Runtime.Version)
 	}
-	return &Component{Files: map[string][]byte{in.Paths.ContainerdConfigFile: []byte(b.String())}}, nil
+	return &Component{Files: map[string][]byte{paths.ContainerdConfigFile: []byte(b.String())}}, nil
 }
 
 // tomlString quotes s as a TOML literal string when it can (Windows paths keep their

@@ -168,7 +168,7 @@ func TestContainerdConfig(t *testing.T) {
 	for _, v := range []string{"1.7.27", "2.1.4"} {
 		in := testInput(t, 36, v1alpha1.RuntimeContainerd)
 		in.Manifest.Runtime.Version = v
-		c, err := ContainerdConfig(in)
+		c, err := ContainerdConfig(in.Manifest, in.Paths)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestContainerdConfig(t *testing.T) {
 	}
 	in := testInput(t, 36, v1alpha1.RuntimeContainerd)
 	in.Manifest.Runtime.Version = "3.0.0"
-	if _, err := ContainerdConfig(in); err == nil {
+	if _, err := ContainerdConfig(in.Manifest, in.Paths); err == nil {
 		t.Error("containerd 3 accepted")
 	}
 }

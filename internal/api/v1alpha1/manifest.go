@@ -33,6 +33,9 @@ type RuntimeInfo struct {
 type PauseImage struct {
 	Reference string `json:"reference"`
 	Digest    string `json:"digest"`
+	// Archive is the payload path of the image as an OCI archive, imported into the runtime when
+	// the image is baked, so that the first boot pulls nothing.
+	Archive string `json:"archive,omitempty"`
 }
 
 // File is one file of the payload.

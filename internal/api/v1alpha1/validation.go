@@ -378,6 +378,9 @@ func (m *ImageManifest) Validate() field.ErrorList {
 	if !digestRE.MatchString(m.PauseImage.Digest) {
 		errs = append(errs, field.Invalid(pp.Child("digest"), m.PauseImage.Digest, `must be "sha256:" followed by 64 lower-case hex digits`))
 	}
+	if a := m.PauseImage.Archive; a != "" && !slices.ContainsFunc(m.Files, func(f File) bool { return f.Path == a }) {
+		errs = append(errs, field.Invalid(pp.Child("archive"), a, "must be the path of one of the files listed in files"))
+	}
 	if m.NodebootVersion == "" {
 		errs = append(errs, field.Required(field.NewPath("nodebootVersion"), "the nodeboot version baked into the image"))
 	}

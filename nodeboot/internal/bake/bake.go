@@ -61,6 +61,9 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	if err := o.Machine.ExcludeFromScanning(ctx, []string{o.Paths.BinDir, o.Paths.CNIBinDir, `C:\ProgramData\containerd`, `C:\Program Files\containerd`}); err != nil {
 		return st, err
 	}
+	if err := configureRuntime(ctx, o, m); err != nil {
+		return st, err
+	}
 	// nodeboot starts at every boot; it joins on the first one.
 	svc := platform.ServiceSpec{
 		Name: "nodeboot", DisplayName: "kubewin nodeboot", Description: "Joins this machine to its Kubernetes cluster and runs its node services (kubewin)",
@@ -72,4 +75,32 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	fmt.Fprintf(o.Out, "[bake] image ready: Windows Server %s, Kubernetes %s, %s %s; nodeboot starts at boot\n",
 		m.WindowsBuild.Release(), m.KubernetesVersion, m.Runtime.Name, m.Runtime.Version)
 	return st, nil
+}
+
+// configureRuntime pins the image's pause image and CNI directories in the runtime's
+// configuration (containerd) and imports the pause image archive, so that no pod sandbox
+// ever needs a pull.
+func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest) error {
+	conf, err := nodecmd.ContainerdConfig(m, o.Paths)
+	if err != nil {
+		return err
+	}
+	if conf != nil {
+		for path, data := range conf.Files {
+			if err := o.Machine.WriteFile(path, data); err != nil {
+				return fmt.Errorf("write %s: %w", path, err)
+			}
+		}
+	}
+	if err := o.Machine.RestartRuntime(ctx, m.Runtime.Name); err != nil {
+		return fmt.Errorf("restart %s: %w", m.Runtime.Name, err)
+	}
+	if a := m.PauseImage.Archive; a != "" {
+		archive := strings.TrimSuffix(o.Paths.PayloadRoot, `\`) + `\` + strings.ReplaceAll(a, "/", `\`)
+		if err := o.Machine.ImportImage(ctx, m.Runtime.Name, archive); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "[bake] pause image %s imported into %s\n", m.PauseImage.Reference, m.Runtime.Name)
+	}
+	return nil
 }

@@ -67,6 +67,9 @@ func manifest(t *testing.T, base string, files map[string][]byte) []byte {
 	for p, data := range files {
 		sum := sha256.Sum256(data)
 		m.Files = append(m.Files, v1alpha1.File{Path: p, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data)), Source: base + "/" + p})
+		if strings.HasSuffix(p, "pause.tar") {
+			m.PauseImage.Archive = p
+		}
 	}
 	b, err := api.EncodeJSON(m)
 	if err != nil {
@@ -82,7 +85,7 @@ func machine(t *testing.T) *sim.Platform {
 
 func payload() map[string][]byte {
 	big := bytes.Repeat([]byte("kubelet.exe "), 100_000) // 1.2 MB
-	return map[string][]byte{"k/kubelet.exe": big, "k/kube-proxy.exe": []byte("kube-proxy"), "opt/cni/bin/win-bridge.exe": []byte("cni")}
+	return map[string][]byte{"k/kubelet.exe": big, "k/kube-proxy.exe": []byte("kube-proxy"), "opt/cni/bin/win-bridge.exe": []byte("cni"), "ProgramData/kubewin/images/pause.tar": []byte("oci archive")}
 }
 
 func TestBakeFetches(t *testing.T) {
@@ -100,7 +103,7 @@ func TestBakeFetches(t *testing.T) {
 			t.Errorf("%s not installed: %v", p, err)
 		}
 	}
-	if st.Files != 3 || st.Downloaded != srv.sent.Load() || st.Downloaded < 1_200_000 {
+	if st.Files != 4 || st.Downloaded != srv.sent.Load() || st.Downloaded < 1_200_000 {
 		t.Errorf("stats %+v, server sent %d", st, srv.sent.Load())
 	}
 	if _, err := os.Stat(m.Path(nodecmd.DefaultPaths().ImageManifest)); err != nil {
@@ -111,6 +114,12 @@ func TestBakeFetches(t *testing.T) {
 	}
 	if rules, err := m.FirewallRules(); err != nil || len(rules) != 2 {
 		t.Errorf("firewall rules: %v %v", rules, err)
+	}
+	if imported, err := m.ImportedImages(); err != nil || len(imported) != 1 || !strings.Contains(imported[0], `pause.tar`) {
+		t.Errorf("pause image import: %v %v", imported, err)
+	}
+	if conf, err := os.ReadFile(m.Path(`C:\Program Files\containerd\config.toml`)); err != nil || !strings.Contains(string(conf), "sandbox = 'registry.k8s.io/pause:3.10'") {
+		t.Errorf("containerd config: %s %v", conf, err)
 	}
 
 	// A second bake of the same machine downloads nothing.
@@ -139,7 +148,10 @@ func TestBakeResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := int64(len(files["k/kubelet.exe"]) + len(files["k/kube-proxy.exe"]) + len(files["opt/cni/bin/win-bridge.exe"]))
+	var total int64
+	for _, data := range files {
+		total += int64(len(data))
+	}
 	if st.Downloaded != total-int64(half) || st.Reused != int64(half) {
 		t.Errorf("resumed bake downloaded %d and reused %d bytes, want %d and %d", st.Downloaded, st.Reused, total-int64(half), half)
 	}

@@ -66,7 +66,7 @@ func TestConfigRender(t *testing.T) {
 	}
 	for _, f := range []string{
 		"C/var/lib/kubelet/config.yaml", "C/var/lib/kube-proxy/config.yaml",
-		"C/etc/cni/net.d/10-kubewin.conf", "C/Program Files/containerd/config.toml", "services.txt",
+		"C/etc/cni/net.d/10-kubewin.conf", "services.txt",
 	} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("%s was not written: %v", f, err)

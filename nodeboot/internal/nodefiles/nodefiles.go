@@ -1,6 +1,6 @@
 // Package nodefiles composes everything nodeboot writes on a Windows node for its components
-// (kubelet, kube-proxy, CNI, container runtime) from a NodeConfig, the image manifest and the
-// facts found at boot.
+// at join time (kubelet, kube-proxy, cri-dockerd, CNI) from a NodeConfig, the image manifest and
+// the facts found at boot. containerd's configuration depends on the image alone and is baked.
 package nodefiles
 
 import (
@@ -45,7 +45,6 @@ func Render(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, f Facts, paths no
 		"kubelet":     nodecmd.Kubelet,
 		"kube-proxy":  nodecmd.KubeProxy,
 		"cri-dockerd": nodecmd.CRIDockerd,
-		"containerd":  nodecmd.ContainerdConfig,
 	} {
 		comp, err := render(in)
 		if err != nil {

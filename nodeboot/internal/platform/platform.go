@@ -95,6 +95,10 @@ type Host interface {
 	AllowInbound(ctx context.Context, rule FirewallRule) error
 	// ExcludeFromScanning keeps the antivirus out of the node's hot paths.
 	ExcludeFromScanning(ctx context.Context, paths []string) error
+	// ImportImage loads an OCI archive (a Windows path) into the runtime's image store.
+	ImportImage(ctx context.Context, runtime v1alpha1.RuntimeName, archive string) error
+	// RestartRuntime restarts the runtime so that it reads its new configuration.
+	RestartRuntime(ctx context.Context, runtime v1alpha1.RuntimeName) error
 }
 
 // FirewallRule is an inbound allow rule.

@@ -221,3 +221,24 @@ func (p *Platform) FirewallRules() ([]platform.FirewallRule, error) {
 	var rules []platform.FirewallRule
 	return rules, readJSON(p.record("firewall.json"), &rules)
 }
+
+// ImportImage records the import.
+func (p *Platform) ImportImage(_ context.Context, runtime v1alpha1.RuntimeName, archive string) error {
+	if _, err := os.Stat(p.Path(archive)); err != nil {
+		return fmt.Errorf("image archive %s: %w", archive, err)
+	}
+	var imported []string
+	_ = readJSON(p.record("images.json"), &imported)
+	return writeJSON(p.record("images.json"), append(imported, string(runtime)+":"+archive))
+}
+
+// ImportedImages returns the recorded imports.
+func (p *Platform) ImportedImages() ([]string, error) {
+	var imported []string
+	return imported, readJSON(p.record("images.json"), &imported)
+}
+
+// RestartRuntime checks that the machine has the runtime; a simulated runtime reads nothing.
+func (p *Platform) RestartRuntime(ctx context.Context, runtime v1alpha1.RuntimeName) error {
+	return p.CheckRuntime(ctx, runtime, "")
+}

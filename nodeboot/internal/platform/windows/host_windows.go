@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
 
@@ -35,4 +36,29 @@ func (*Platform) ExcludeFromScanning(ctx context.Context, paths []string) error 
 		return fmt.Errorf("defender exclusions: %v: %s", err, out)
 	}
 	return nil
+}
+
+// ImportImage loads an OCI archive with the runtime's own client.
+func (*Platform) ImportImage(ctx context.Context, runtime v1alpha1.RuntimeName, archive string) error {
+	var cmd *exec.Cmd
+	switch runtime {
+	case v1alpha1.RuntimeContainerd:
+		cmd = exec.CommandContext(ctx, `C:\Program Files\containerd\ctr.exe`, "--namespace", "k8s.io", "images", "import", archive)
+	case v1alpha1.RuntimeDocker:
+		cmd = exec.CommandContext(ctx, "docker.exe", "load", "--input", archive)
+	default:
+		return fmt.Errorf("runtime %q cannot import images", runtime)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("import %s into %s: %v: %s", archive, runtime, err, out)
+	}
+	return nil
+}
+
+// RestartRuntime restarts the runtime's Windows service.
+func (p *Platform) RestartRuntime(ctx context.Context, runtime v1alpha1.RuntimeName) error {
+	if err := p.Services().Stop(ctx, string(runtime)); err != nil {
+		return err
+	}
+	return p.Services().Start(ctx, string(runtime))
 }
