@@ -24,16 +24,7 @@ docs/nodeboot-errors.md); once the cluster is trusted they are also reported to 
 join is done the bootstrap token is removed from the NodeConfig on disk.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			n, err := f.node(c.OutOrStdout())
-			if err != nil {
-				return err
-			}
-			ctx, stop := signalContext()
-			defer stop()
-			if err := n.Join(ctx); err != nil {
-				return err
-			}
-			return f.scrubToken(n)
+			return f.runJoin(c, func(ctx context.Context, n *join.Node) error { return n.Join(ctx) })
 		},
 	}
 	phase := &cobra.Command{Use: "phase", Short: "Run one phase of the join (and the earlier ones not done yet)"}
@@ -43,19 +34,7 @@ join is done the bootstrap token is removed from the NodeConfig on disk.`,
 			Short: "Run the " + p + " phase",
 			Args:  cobra.NoArgs,
 			RunE: func(c *cobra.Command, _ []string) error {
-				n, err := f.node(c.OutOrStdout())
-				if err != nil {
-					return err
-				}
-				ctx, stop := signalContext()
-				defer stop()
-				if err := n.RunPhase(ctx, p); err != nil {
-					return err
-				}
-				if n.Joined() {
-					return f.scrubToken(n)
-				}
-				return nil
+				return f.runJoin(c, func(ctx context.Context, n *join.Node) error { return n.RunPhase(ctx, p) })
 			},
 		})
 	}
@@ -95,6 +74,23 @@ Nodes. On a simulated machine it also runs the simulated kubelet. It stops on SI
 			})
 		},
 	}
+}
+
+// runJoin runs (part of) the join until interrupted, then removes the token once it is done.
+func (f *machineFlags) runJoin(c *cobra.Command, run func(context.Context, *join.Node) error) error {
+	n, err := f.node(c.OutOrStdout())
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	if err := run(ctx, n); err != nil {
+		return err
+	}
+	if n.Joined() {
+		return f.scrubToken(n)
+	}
+	return nil
 }
 
 func signalContext() (context.Context, context.CancelFunc) {

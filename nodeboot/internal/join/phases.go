@@ -304,17 +304,26 @@ func (n *Node) waitPodCIDR(ctx context.Context) (netip.Prefix, error) {
 	return p, nil
 }
 
-// plan renders the node's files and service command lines.
-func (n *Node) plan() (*nodefiles.Plan, error) {
+// facts are what the network phase learned about the node.
+func (n *Node) facts() (nodefiles.Facts, error) {
 	ip, err := n.addr(keyNodeIP)
 	if err != nil {
-		return nil, err
+		return nodefiles.Facts{}, err
 	}
 	pod, err := n.prefix(keyPodCIDR)
 	if err != nil {
+		return nodefiles.Facts{}, err
+	}
+	return nodefiles.Facts{NodeName: n.Name, NodeIP: ip, PodCIDR: pod}, nil
+}
+
+// plan renders the node's files and service command lines.
+func (n *Node) plan() (*nodefiles.Plan, error) {
+	f, err := n.facts()
+	if err != nil {
 		return nil, err
 	}
-	return nodefiles.Render(n.Config, n.Manifest, nodefiles.Facts{NodeName: n.Name, NodeIP: ip, PodCIDR: pod}, n.Paths)
+	return nodefiles.Render(n.Config, n.Manifest, f, n.Paths)
 }
 
 // writeFiles writes the plan's CNI files (cni=true) or the others.

@@ -60,17 +60,13 @@ func (n *Node) SimulatedKubelet() (*simkubelet.Kubelet, error) {
 	if err != nil {
 		return nil, err
 	}
-	ip, err := n.addr(keyNodeIP)
-	if err != nil {
-		return nil, err
-	}
-	pod, err := n.prefix(keyPodCIDR)
+	f, err := n.facts()
 	if err != nil {
 		return nil, err
 	}
 	runtime := string(n.Manifest.Runtime.Name) + "://" + n.Manifest.Runtime.Version
 	return &simkubelet.Kubelet{
-		Client: c, Node: NodeObject(n.Config, n.Manifest, n.Name), NodeIP: ip, PodCIDR: pod, MaxPods: n.Config.Node.MaxPods, Out: n.Out,
+		Client: c, Node: NodeObject(n.Config, n.Manifest, n.Name), NodeIP: f.NodeIP, PodCIDR: f.PodCIDR, MaxPods: n.Config.Node.MaxPods, Out: n.Out,
 		Info: corev1.NodeSystemInfo{
 			OperatingSystem: "windows", Architecture: "amd64",
 			OSImage:                 "Windows Server " + n.Manifest.WindowsBuild.Release() + " Datacenter (simulated)",
