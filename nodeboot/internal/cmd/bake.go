@@ -38,6 +38,9 @@ registers nodeboot to start at every boot: the first boot joins the node and dow
 			if err != nil {
 				return err
 			}
+			if err := installEventSource(); err != nil {
+				return fmt.Errorf("register the nodeboot event source: %w", err)
+			}
 			ctx, stop := signalContext()
 			defer stop()
 			_, err = bake.Bake(ctx, bake.Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: doc, Fetch: opts, Out: c.OutOrStdout()})

@@ -85,7 +85,7 @@ func (f *machineFlags) node(out io.Writer) (*join.Node, error) {
 		}
 		name = strings.ToLower(h)
 	}
-	n := &join.Node{Config: cfg, Manifest: m, Platform: p, Paths: paths, Name: name, Out: out, Timeouts: join.DefaultTimeouts}
+	n := &join.Node{Config: cfg, Manifest: m, Platform: p, Paths: paths, Name: name, Out: withEventLog(out), Timeouts: join.DefaultTimeouts}
 	if err := n.Open(); err != nil {
 		return nil, err
 	}
