@@ -161,35 +161,45 @@ func (cp *ControlPlane) Running() map[string]bool {
 	return out
 }
 
-// Stop terminates the components (SIGTERM, then SIGKILL after grace), newest first. It leaves
-// the data in place; Start on the same Dir is not supported after Stop: use Destroy.
+// Stop terminates the components one after the other, newest first (kube-apiserver shuts down
+// promptly only while etcd is still there): SIGTERM, then SIGKILL after grace. It leaves the
+// data in place for Resume.
 func (cp *ControlPlane) Stop(ctx context.Context, grace time.Duration) error {
 	var errs []error
-	pids := map[string]int{}
 	for i := len(components) - 1; i >= 0; i-- {
 		c := components[i]
-		if pid := cp.PIDs[c]; pid > 0 && processAlive(pid) {
-			if err := terminate(pid); err != nil {
-				errs = append(errs, fmt.Errorf("stop %s (pid %d): %w", c, pid, err))
-			}
-			pids[c] = pid
+		pid := cp.PIDs[c]
+		if pid <= 0 || !processAlive(pid) {
+			continue
 		}
-	}
-	deadline := time.Now().Add(grace)
-	for len(pids) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-		for c, pid := range pids {
-			if !processAlive(pid) {
-				delete(pids, c)
-			}
+		if err := terminate(pid); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s (pid %d): %w", c, pid, err))
+			continue
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	for c, pid := range pids {
+		if waitGone(ctx, pid, grace) {
+			continue
+		}
 		if err := kill(pid); err != nil {
 			errs = append(errs, fmt.Errorf("kill %s (pid %d): %w", c, pid, err))
+			continue
+		}
+		if !waitGone(ctx, pid, 5*time.Second) {
+			errs = append(errs, fmt.Errorf("%s (pid %d) survived SIGKILL", c, pid))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// waitGone waits until the process has exited, and reports whether it did in time.
+func waitGone(ctx context.Context, pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for processAlive(pid) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }
 
 // Destroy stops the control plane and removes its directory.

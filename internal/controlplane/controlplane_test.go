@@ -244,3 +244,41 @@ func startedAt(t *testing.T) time.Time {
 	}
 	return fi.ModTime()
 }
+
+// A stopped control plane resumes on the same ports with its data.
+func TestResume(t *testing.T) {
+	ctx := context.Background()
+	bin, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	started, err := controlplane.Start(ctx, controlplane.Config{Dir: dir, BinDir: bin, ClusterName: "resumed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer started.Destroy(ctx)
+	cfg, _ := started.AdminRESTConfig()
+	c := kubernetes.NewForConfigOrDie(cfg)
+	if _, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := started.Stop(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for comp, up := range started.Running() {
+		if up {
+			t.Fatalf("%s still running after Stop", comp)
+		}
+	}
+	resumed, err := controlplane.Resume(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Endpoint() != started.Endpoint() {
+		t.Errorf("endpoint moved from %s to %s", started.Endpoint(), resumed.Endpoint())
+	}
+	if _, err := c.CoreV1().ConfigMaps("default").Get(ctx, "survivor", metav1.GetOptions{}); err != nil {
+		t.Errorf("data lost across the restart: %v", err)
+	}
+}
