@@ -3,11 +3,16 @@ package provider
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/kubewin/kubewin/provider/internal/local"
 )
 
 var _ provider.Provider = (*kubewinProvider)(nil)
@@ -21,6 +26,26 @@ func New(version string) func() provider.Provider {
 	return func() provider.Provider { return &kubewinProvider{version: version} }
 }
 
+type providerModel struct {
+	Local *localModel `tfsdk:"local"`
+}
+
+type localModel struct {
+	StateDir types.String `tfsdk:"state_dir"`
+	BinPath  types.List   `tfsdk:"bin_path"`
+}
+
+// Environment variables the local backend's settings default to.
+const (
+	EnvStateDir = "KUBEWIN_STATE_DIR"
+	EnvBinPath  = "KUBEWIN_BIN_PATH"
+)
+
+// providerData is what resources get from Configure.
+type providerData struct {
+	local *local.Backend
+}
+
 func (p *kubewinProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
 	resp.TypeName = "kubewin"
 	resp.Version = p.version
@@ -28,15 +53,62 @@ func (p *kubewinProvider) Metadata(_ context.Context, _ provider.MetadataRequest
 
 func (p *kubewinProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		Description: "The kubewin provider adds Windows Server worker nodes to Kubernetes clusters: " +
-			"it reads the manifests of images baked by the kubewin Packer plugin and checks them before anything is created.",
+		Description: "The kubewin provider adds Windows Server worker nodes to Kubernetes clusters. " +
+			"Its `local` backend runs everything on one machine — a real control plane as processes on 127.0.0.1 and " +
+			"each node a nodeboot process on a simulated Windows machine — for development, demos and CI.",
+		Blocks: map[string]schema.Block{
+			"local": schema.SingleNestedBlock{
+				Description: "Settings of the local backend.",
+				Attributes: map[string]schema.Attribute{
+					"state_dir": schema.StringAttribute{
+						Optional: true,
+						Description: "Directory holding the local backend's clusters and simulated machines; they outlive the terraform run. " +
+							"Defaults to `$" + EnvStateDir + "`, else `.kubewin` in the working directory.",
+					},
+					"bin_path": schema.ListAttribute{
+						Optional:    true,
+						ElementType: types.StringType,
+						Description: "Directories searched for the control plane's programs (kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, etcd) and `nodeboot`, " +
+							"before `PATH`. Defaults to `$" + EnvBinPath + "` (a `:`-separated list). `make build testenv` puts them in `bin/` and `.testbin/`.",
+					},
+				},
+			},
+		},
 	}
 }
 
-func (p *kubewinProvider) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {
+func (p *kubewinProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	stateDir := os.Getenv(EnvStateDir)
+	if stateDir == "" {
+		stateDir = ".kubewin"
+	}
+	binPath := filepath.SplitList(os.Getenv(EnvBinPath))
+	if cfg.Local != nil {
+		if !cfg.Local.StateDir.IsNull() && !cfg.Local.StateDir.IsUnknown() {
+			stateDir = cfg.Local.StateDir.ValueString()
+		}
+		if !cfg.Local.BinPath.IsNull() && !cfg.Local.BinPath.IsUnknown() {
+			binPath = nil
+			resp.Diagnostics.Append(cfg.Local.BinPath.ElementsAs(ctx, &binPath, false)...)
+		}
+	}
+	b, err := local.New(stateDir, binPath)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(pathLocalStateDir, "Invalid Local State Directory", err.Error())
+		return
+	}
+	data := &providerData{local: b}
+	resp.ResourceData, resp.DataSourceData, resp.EphemeralResourceData = data, data, data
 }
 
-func (p *kubewinProvider) Resources(context.Context) []func() resource.Resource { return nil }
+func (p *kubewinProvider) Resources(context.Context) []func() resource.Resource {
+	return []func() resource.Resource{newClusterResource}
+}
 
 func (p *kubewinProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{newImageManifestDataSource}

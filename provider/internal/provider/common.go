@@ -1,0 +1,46 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+
+	"github.com/kubewin/kubewin/internal/ipam"
+)
+
+var pathLocalStateDir = path.Root("local").AtName("state_dir")
+
+// configuredData returns the provider's data handed to a resource, or nil before the provider
+// is configured.
+func configuredData(pd any, diags *diag.Diagnostics) *providerData {
+	if pd == nil {
+		return nil
+	}
+	d, ok := pd.(*providerData)
+	if !ok {
+		diags.AddError("Unexpected Provider Data", fmt.Sprintf("Expected *providerData, got %T. Please report this issue to the provider developers.", pd))
+		return nil
+	}
+	return d
+}
+
+// cidrValidator accepts canonical IPv4 CIDRs.
+type cidrValidator struct{}
+
+func (cidrValidator) Description(context.Context) string {
+	return "must be an IPv4 CIDR such as 10.244.0.0/16, without host bits"
+}
+
+func (v cidrValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (cidrValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := ipam.ParsePrefix(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid CIDR", fmt.Sprintf("%s: %s.", req.Path, err))
+	}
+}

@@ -1,0 +1,163 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubewin/kubewin/internal/controlplane"
+	"github.com/kubewin/kubewin/internal/testenv"
+)
+
+// testAccLocal is a provider block for a fresh local state directory.
+func testAccLocal(t *testing.T) (string, string) {
+	t.Helper()
+	bin, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	return state, fmt.Sprintf("provider \"kubewin\" {\n  local {\n    state_dir = %q\n    bin_path  = [%q]\n  }\n}\n", state, bin)
+}
+
+func TestAccCluster(t *testing.T) {
+	state, provider := testAccLocal(t)
+	dir := state + "/clusters/acc"
+	config := provider + `resource "kubewin_cluster" "test" { name = "acc" }`
+	var pids map[string]int
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				return fmt.Errorf("%s still exists after destroy", dir)
+			}
+			for c, up := range (&controlplane.ControlPlane{PIDs: pids}).Running() {
+				if up {
+					return fmt.Errorf("%s (pid %d) still runs after destroy", c, pids[c])
+				}
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("id"), knownvalue.StringExact("acc")),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("endpoint"), knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.0\.0\.1:\d+$`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("kubernetes_version"), knownvalue.StringRegexp(regexp.MustCompile(`^v1\.\d+\.\d+`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("ca_cert_hash"), knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{64}$`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("cluster_cidr"), knownvalue.StringExact("10.244.0.0/16")),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("running"), knownvalue.Bool(true)),
+				},
+				Check: func(*terraform.State) error {
+					// The processes outlive the apply, and answer with the admin credential.
+					cp, err := controlplane.Load(dir)
+					if err != nil {
+						return err
+					}
+					pids = cp.PIDs
+					return apiAnswers(cp)
+				},
+			},
+			{
+				// Stopped behind Terraform's back (a reboot): the next apply starts it again.
+				PreConfig: func() {
+					cp, err := controlplane.Load(dir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := cp.Stop(context.Background(), 10*time.Second); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("kubewin_cluster.test", plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("running"), knownvalue.Bool(true)),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("running"), knownvalue.Bool(true)),
+				},
+				Check: func(*terraform.State) error {
+					cp, err := controlplane.Load(dir)
+					if err != nil {
+						return err
+					}
+					pids = cp.PIDs
+					return apiAnswers(cp)
+				},
+			},
+			{
+				ResourceName:      "kubewin_cluster.test",
+				ImportState:       true,
+				ImportStateId:     "acc",
+				ImportStateVerify: true,
+				Config:            config,
+			},
+		},
+	})
+}
+
+func TestAccCluster_invalid(t *testing.T) {
+	_, provider := testAccLocal(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      provider + `resource "kubewin_cluster" "test" { name = "Bad_Name" }`,
+				ExpectError: regexp.MustCompile(`(?s)name.*must be 1-40 lower-case letters`),
+			},
+			{
+				Config: provider + `resource "kubewin_cluster" "test" {
+  name = "x"
+  cluster_cidr = "10.0.0.1/16"
+}`,
+				ExpectError: regexp.MustCompile(`(?s)Invalid CIDR.*has host bits set: use 10\.0\.0\.0/16`),
+			},
+			{
+				Config: provider + `resource "kubewin_cluster" "test" {
+  name = "x"
+  cluster_cidr = "10.0.0.0/8"
+  service_cidr = "10.96.0.0/12"
+}`,
+				ExpectError: regexp.MustCompile(`(?s)Overlapping CIDRs.*cluster_cidr 10\.0\.0\.0/8 overlaps service_cidr 10\.96\.0\.0/12`),
+			},
+			{
+				Config: provider + `resource "kubewin_cluster" "test" {
+  name = "x"
+  cluster_cidr = "fd00::/48"
+}`,
+				ExpectError: regexp.MustCompile(`IPv6 is not supported yet`),
+			},
+			{
+				Config: provider + `resource "kubewin_cluster" "test" {
+  name = "x"
+  cluster_cidr = "10.244.0.0/16"
+  node_cidr_mask_size = 12
+}`,
+				ExpectError: regexp.MustCompile(`(?s)node_cidr_mask_size /12 is larger than\s+cluster_cidr`),
+			},
+		},
+	})
+}
+
+func apiAnswers(cp *controlplane.ControlPlane) error {
+	cfg, err := cp.AdminRESTConfig()
+	if err != nil {
+		return err
+	}
+	_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces().Get(context.Background(), "kube-public", metav1.GetOptions{})
+	return err
+}
