@@ -44,3 +44,19 @@ func (cidrValidator) ValidateString(_ context.Context, req validator.StringReque
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid CIDR", fmt.Sprintf("%s: %s.", req.Path, err))
 	}
 }
+
+// ipValidator accepts IPv4 addresses.
+type ipValidator struct{}
+
+func (ipValidator) Description(context.Context) string { return "must be an IPv4 address" }
+
+func (v ipValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (ipValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := ipam.ParseAddr(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid IP Address", fmt.Sprintf("%s: %s.", req.Path, err))
+	}
+}

@@ -107,7 +107,7 @@ func (p *kubewinProvider) Configure(ctx context.Context, req provider.ConfigureR
 }
 
 func (p *kubewinProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newClusterResource}
+	return []func() resource.Resource{newClusterResource, newPodRouteResource}
 }
 
 func (p *kubewinProvider) DataSources(context.Context) []func() datasource.DataSource {
