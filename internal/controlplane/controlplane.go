@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kubewin/kubewin/internal/proc"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -156,7 +158,7 @@ func (cp *ControlPlane) save() error {
 func (cp *ControlPlane) Running() map[string]bool {
 	out := map[string]bool{}
 	for _, c := range components {
-		out[c] = cp.PIDs[c] > 0 && processAlive(cp.PIDs[c])
+		out[c] = cp.PIDs[c] > 0 && proc.Alive(cp.PIDs[c])
 	}
 	return out
 }
@@ -168,38 +170,11 @@ func (cp *ControlPlane) Stop(ctx context.Context, grace time.Duration) error {
 	var errs []error
 	for i := len(components) - 1; i >= 0; i-- {
 		c := components[i]
-		pid := cp.PIDs[c]
-		if pid <= 0 || !processAlive(pid) {
-			continue
-		}
-		if err := terminate(pid); err != nil {
-			errs = append(errs, fmt.Errorf("stop %s (pid %d): %w", c, pid, err))
-			continue
-		}
-		if waitGone(ctx, pid, grace) {
-			continue
-		}
-		if err := kill(pid); err != nil {
-			errs = append(errs, fmt.Errorf("kill %s (pid %d): %w", c, pid, err))
-			continue
-		}
-		if !waitGone(ctx, pid, 5*time.Second) {
-			errs = append(errs, fmt.Errorf("%s (pid %d) survived SIGKILL", c, pid))
+		if err := proc.Stop(ctx, cp.PIDs[c], grace); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s (pid %d): %w", c, cp.PIDs[c], err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// waitGone waits until the process has exited, and reports whether it did in time.
-func waitGone(ctx context.Context, pid int, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for processAlive(pid) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
 }
 
 // Destroy stops the control plane and removes its directory.

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+
+	"github.com/kubewin/kubewin/internal/proc"
 )
 
 // StartTimeout bounds each component's wait for readiness.
@@ -203,7 +205,7 @@ func (cp *ControlPlane) start(component string, args ...string) error {
 	defer log.Close()
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = cp.Config.Dir
-	cmd.SysProcAttr = sysProcAttr(cp.Config.Detach)
+	cmd.SysProcAttr = proc.SysProcAttr(cp.Config.Detach)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", component, err)
 	}
@@ -222,7 +224,7 @@ func (cp *ControlPlane) waitFor(ctx context.Context, component string, ready fun
 		if last = ready(); last == nil {
 			return nil
 		}
-		if pid := cp.PIDs[component]; pid > 0 && !processAlive(pid) {
+		if pid := cp.PIDs[component]; pid > 0 && !proc.Alive(pid) {
 			return fmt.Errorf("%s exited: %v", component, last)
 		}
 		select {

@@ -1,30 +1,33 @@
 //go:build unix
 
-package controlplane
+package proc
 
 import (
 	"errors"
 	"syscall"
 )
 
-// sysProcAttr puts a detached component in its own session, so that it outlives the caller and
+// SysProcAttr puts a detached process in its own session, so that it outlives the caller and
 // its terminal; an attached one in its own process group, so that a terminal's Ctrl-C reaches
 // the caller first and the caller stops it in order.
-func sysProcAttr(detach bool) *syscall.SysProcAttr {
+func SysProcAttr(detach bool) *syscall.SysProcAttr {
 	if detach {
 		return &syscall.SysProcAttr{Setsid: true}
 	}
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
-func processAlive(pid int) bool {
+// Alive reports whether a process runs.
+func Alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func terminate(pid int) error { return ignoreGone(syscall.Kill(pid, syscall.SIGTERM)) }
+// Terminate asks a process to stop (SIGTERM).
+func Terminate(pid int) error { return ignoreGone(syscall.Kill(pid, syscall.SIGTERM)) }
 
-func kill(pid int) error { return ignoreGone(syscall.Kill(pid, syscall.SIGKILL)) }
+// Kill stops a process at once (SIGKILL).
+func Kill(pid int) error { return ignoreGone(syscall.Kill(pid, syscall.SIGKILL)) }
 
 func ignoreGone(err error) error {
 	if errors.Is(err, syscall.ESRCH) {
