@@ -11,6 +11,7 @@ require (
 	github.com/Microsoft/hcsshim v0.15.0
 	github.com/hashicorp/packer-plugin-sdk v0.6.10
 	github.com/hashicorp/terraform-plugin-framework v1.19.0
+	github.com/hashicorp/terraform-plugin-framework-timeouts v0.7.0
 	github.com/hashicorp/terraform-plugin-framework-validators v0.19.0
 	github.com/hashicorp/terraform-plugin-go v0.31.0
 	github.com/hashicorp/terraform-plugin-testing v1.16.0

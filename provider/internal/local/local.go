@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/kubewin/kubewin/internal/controlplane"
 )
 
 // Backend is the local backend's configuration.
@@ -71,4 +73,41 @@ func (b *Backend) ControlPlaneBinDir() (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// Cluster returns a local cluster by name.
+func (b *Backend) Cluster(name string) (*controlplane.ControlPlane, error) {
+	cp, err := controlplane.Load(b.ClusterDir(name))
+	if err != nil {
+		return nil, fmt.Errorf("the local backend has no cluster named %q: %w", name, err)
+	}
+	return cp, nil
+}
+
+// ControlPlaneVersion is the version of the control plane programs on the bin path, which a
+// cluster created now would run.
+func (b *Backend) ControlPlaneVersion() (string, error) {
+	dir, err := b.ControlPlaneBinDir()
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command(filepath.Join(dir, "kube-apiserver"), "--version").Output()
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "Kubernetes "), nil
+}
+
+// SavePoolFile keeps a file of a pool's (its settings, for import).
+func (b *Backend) SavePoolFile(pool, name string, data []byte) error {
+	dir := filepath.Join(b.StateDir, "pools", pool)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+}
+
+// LoadPoolFile reads a file SavePoolFile kept.
+func (b *Backend) LoadPoolFile(pool, name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(b.StateDir, "pools", pool, name))
 }

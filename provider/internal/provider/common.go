@@ -3,10 +3,12 @@ package provider
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/kubewin/kubewin/internal/ipam"
 )
@@ -60,3 +62,23 @@ func (ipValidator) ValidateString(_ context.Context, req validator.StringRequest
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid IP Address", fmt.Sprintf("%s: %s.", req.Path, err))
 	}
 }
+
+// durationValidator accepts Go durations such as 30m or 1h30m.
+type durationValidator struct{}
+
+func (durationValidator) Description(context.Context) string {
+	return "must be a duration such as 30s, 5m or 1h30m"
+}
+
+func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if d, err := time.ParseDuration(req.ConfigValue.ValueString()); err != nil || d <= 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%s: %q must be a positive duration such as 30s, 5m or 1h30m.", req.Path, req.ConfigValue.ValueString()))
+	}
+}
+
+var objectAsOptions = basetypes.ObjectAsOptions{}

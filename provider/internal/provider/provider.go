@@ -107,7 +107,7 @@ func (p *kubewinProvider) Configure(ctx context.Context, req provider.ConfigureR
 }
 
 func (p *kubewinProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newClusterResource, newPodRouteResource}
+	return []func() resource.Resource{newClusterResource, newNodePoolResource, newPodRouteResource}
 }
 
 func (p *kubewinProvider) DataSources(context.Context) []func() datasource.DataSource {

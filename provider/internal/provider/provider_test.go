@@ -3,6 +3,8 @@ package provider
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -28,11 +30,28 @@ func TestMain(m *testing.M) {
 		}
 		os.Setenv("TF_ACC_TERRAFORM_PATH", tf)
 	}
+	// The node pools' machines run the nodeboot of this tree.
+	dir, err := os.MkdirTemp("", "kubewin-provider-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "nodeboot"), "../../../nodeboot")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build nodeboot: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	nodebootDir = dir
 	// A CLI configuration file that does not exist only adds warnings to every run.
 	if f := os.Getenv("TF_CLI_CONFIG_FILE"); f != "" {
 		if _, err := os.Stat(f); err != nil {
 			os.Unsetenv("TF_CLI_CONFIG_FILE")
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
+
+// nodebootDir holds the nodeboot binary built for the tests.
+var nodebootDir string

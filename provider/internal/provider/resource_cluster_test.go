@@ -29,7 +29,7 @@ func testAccLocal(t *testing.T) (string, string) {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	return state, fmt.Sprintf("provider \"kubewin\" {\n  local {\n    state_dir = %q\n    bin_path  = [%q]\n  }\n}\n", state, bin)
+	return state, fmt.Sprintf("provider \"kubewin\" {\n  local {\n    state_dir = %q\n    bin_path  = [%q, %q]\n  }\n}\n", state, nodebootDir, bin)
 }
 
 func TestAccCluster(t *testing.T) {

@@ -1,0 +1,222 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kubewin/kubewin/internal/api"
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/proc"
+	"github.com/kubewin/kubewin/internal/simmachine"
+)
+
+// Machine is a simulated Windows machine of a pool: a system drive directory and the nodeboot
+// process that runs it.
+type Machine struct {
+	Name    string     `json:"name"`
+	Address netip.Addr `json:"address"`
+	PID     int        `json:"pid"`
+	// Generation identifies the pool settings the machine was created with.
+	Generation string `json:"generation"`
+}
+
+// MachineSubnet holds the machines' addresses: loopback addresses, never dialed, that stand for
+// the machines' NICs.
+var MachineSubnet = netip.MustParsePrefix("127.64.0.0/10")
+
+func (b *Backend) poolDir(pool string) string { return filepath.Join(b.StateDir, "pools", pool) }
+
+func (b *Backend) machineDir(pool, name string) string {
+	return filepath.Join(b.poolDir(pool), "machines", name)
+}
+
+const machineFile = "machine.json"
+
+// CreateMachine provisions a machine from an image directory with its NodeConfig and starts
+// its nodeboot, which joins it and keeps it running after the caller exits.
+func (b *Backend) CreateMachine(pool, name, generation, imageDir string, nodeConfig []byte) (Machine, error) {
+	raw, err := os.ReadFile(filepath.Join(imageDir, simmachine.ImageManifestFile))
+	if err != nil {
+		return Machine{}, fmt.Errorf("image %s: %w", imageDir, err)
+	}
+	manifest, err := api.LoadImageManifest(raw)
+	if err != nil {
+		return Machine{}, fmt.Errorf("image %s: %w", imageDir, err)
+	}
+	nodeboot, err := b.Binary("nodeboot")
+	if err != nil {
+		return Machine{}, err
+	}
+	addr, err := b.allocateAddress(pool + "/" + name)
+	if err != nil {
+		return Machine{}, err
+	}
+	dir := b.machineDir(pool, name)
+	m := simmachine.Machine{Root: filepath.Join(dir, "drive"), Build: uint32(manifest.WindowsBuild), Adapter: v1alpha1.DefaultInterfaceName,
+		Address: addr, Subnet: MachineSubnet, Runtime: manifest.Runtime.Name}
+	if err := simmachine.Provision(m, imageDir, nodeConfig); err != nil {
+		return Machine{}, err
+	}
+	log, err := os.OpenFile(filepath.Join(dir, "nodeboot.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return Machine{}, err
+	}
+	defer log.Close()
+	cmd := exec.Command(nodeboot, "--platform", "sim", "--root", m.Root, "run")
+	cmd.Stdout, cmd.Stderr, cmd.Dir = log, log, dir
+	cmd.SysProcAttr = proc.SysProcAttr(true)
+	if err := cmd.Start(); err != nil {
+		return Machine{}, fmt.Errorf("start nodeboot on machine %s: %w", name, err)
+	}
+	go func() { _ = cmd.Wait() }() // reap it if it dies while this process lives
+	machine := Machine{Name: name, Address: addr, PID: cmd.Process.Pid, Generation: generation}
+	data, _ := json.Marshal(machine)
+	return machine, os.WriteFile(filepath.Join(dir, machineFile), data, 0o600)
+}
+
+// Machines lists a pool's machines, by name.
+func (b *Backend) Machines(pool string) ([]Machine, error) {
+	entries, err := os.ReadDir(filepath.Join(b.poolDir(pool), "machines"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Machine
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(b.machineDir(pool, e.Name()), machineFile))
+		if err != nil {
+			continue // provisioning was interrupted before the machine started
+		}
+		var m Machine
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("machine %s of pool %s: %w", e.Name(), pool, err)
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Machine) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Running reports whether the machine's nodeboot runs.
+func (m Machine) Running() bool { return m.PID > 0 && proc.Alive(m.PID) }
+
+// DeleteMachine stops a machine's nodeboot and removes the machine.
+func (b *Backend) DeleteMachine(ctx context.Context, pool string, m Machine) error {
+	if err := proc.Stop(ctx, m.PID, 10*time.Second); err != nil {
+		return fmt.Errorf("stop machine %s: %w", m.Name, err)
+	}
+	b.releaseAddress(pool + "/" + m.Name)
+	return os.RemoveAll(b.machineDir(pool, m.Name))
+}
+
+// DeletePool removes what is left of a pool's directory.
+func (b *Backend) DeletePool(pool string) error { return os.RemoveAll(b.poolDir(pool)) }
+
+// JoinReport is the join report nodeboot keeps on the machine itself, which also holds the
+// failures that happen before the cluster is trusted (and so are never sent to it).
+func (b *Backend) JoinReport(pool, name string) (*nodestatus.Report, error) {
+	root := filepath.Join(b.machineDir(pool, name), "drive")
+	data, err := os.ReadFile(simmachine.Path(root, nodecmd.DefaultPaths().NodebootDir+`\state.json`))
+	if err != nil {
+		return nil, err
+	}
+	var st struct {
+		Phases []nodestatus.PhaseRecord `json:"phases"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, err
+	}
+	r := &nodestatus.Report{Node: name, State: nodestatus.StateRunning, Phases: st.Phases}
+	for _, p := range st.Phases {
+		r.Phase = p.Name
+		if p.State == nodestatus.StateFailed {
+			r.State, r.Code, r.Message = nodestatus.StateFailed, p.Code, p.Message
+			break
+		}
+	}
+	return r, nil
+}
+
+// LogTail returns the end of a machine's nodeboot log.
+func (b *Backend) LogTail(pool, name string, lines int) string {
+	data, err := os.ReadFile(filepath.Join(b.machineDir(pool, name), "nodeboot.log"))
+	if err != nil {
+		return ""
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+var addressLock sync.Mutex
+
+// allocateAddress gives a machine a unique address of MachineSubnet, recorded in the state dir.
+func (b *Backend) allocateAddress(owner string) (netip.Addr, error) {
+	addressLock.Lock()
+	defer addressLock.Unlock()
+	table, err := b.addresses()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	used := map[netip.Addr]bool{}
+	for o, a := range table {
+		if o == owner {
+			return a, nil
+		}
+		used[a] = true
+	}
+	a := MachineSubnet.Addr().Next()
+	for used[a] {
+		a = a.Next()
+	}
+	if !MachineSubnet.Contains(a) {
+		return netip.Addr{}, fmt.Errorf("no free machine address left in %s", MachineSubnet)
+	}
+	table[owner] = a
+	return a, b.saveAddresses(table)
+}
+
+func (b *Backend) releaseAddress(owner string) {
+	addressLock.Lock()
+	defer addressLock.Unlock()
+	if table, err := b.addresses(); err == nil {
+		delete(table, owner)
+		_ = b.saveAddresses(table)
+	}
+}
+
+func (b *Backend) addresses() (map[string]netip.Addr, error) {
+	table := map[string]netip.Addr{}
+	data, err := os.ReadFile(filepath.Join(b.StateDir, "addresses.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return table, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return table, json.Unmarshal(data, &table)
+}
+
+func (b *Backend) saveAddresses(table map[string]netip.Addr) error {
+	data, err := json.MarshalIndent(table, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(b.StateDir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(b.StateDir, "addresses.json"), data, 0o644)
+}

@@ -1,0 +1,625 @@
+package provider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubewin/kubewin/internal/api"
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/capin"
+	"github.com/kubewin/kubewin/internal/drain"
+	"github.com/kubewin/kubewin/internal/kubeversion"
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/winname"
+	"github.com/kubewin/kubewin/provider/internal/local"
+	"github.com/kubewin/kubewin/provider/internal/pool"
+)
+
+var (
+	_ resource.Resource                   = (*nodePoolResource)(nil)
+	_ resource.ResourceWithConfigure      = (*nodePoolResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*nodePoolResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*nodePoolResource)(nil)
+	_ resource.ResourceWithImportState    = (*nodePoolResource)(nil)
+)
+
+func newNodePoolResource() resource.Resource { return &nodePoolResource{} }
+
+type nodePoolResource struct{ data *providerData }
+
+type nodePoolModel struct {
+	Name             types.String   `tfsdk:"name"`
+	ClusterID        types.String   `tfsdk:"cluster_id"`
+	Image            types.String   `tfsdk:"image"`
+	NodeCount        types.Int64    `tfsdk:"node_count"`
+	NodeNamePrefix   types.String   `tfsdk:"node_name_prefix"`
+	NetworkMode      types.String   `tfsdk:"network_mode"`
+	Labels           types.Map      `tfsdk:"labels"`
+	Taints           []taintModel   `tfsdk:"taints"`
+	MaxPods          types.Int64    `tfsdk:"max_pods"`
+	KubeletExtraArgs types.Map      `tfsdk:"kubelet_extra_args"`
+	MaxSurge         types.Int64    `tfsdk:"max_surge"`
+	TokenTTL         types.String   `tfsdk:"token_ttl"`
+	Drain            types.Object   `tfsdk:"drain"`
+	Timeouts         timeouts.Value `tfsdk:"timeouts"`
+	ID               types.String   `tfsdk:"id"`
+	Nodes            types.List     `tfsdk:"nodes"`
+}
+
+type taintModel struct {
+	Key    types.String `tfsdk:"key"`
+	Value  types.String `tfsdk:"value"`
+	Effect types.String `tfsdk:"effect"`
+}
+
+type drainModel struct {
+	Timeout            types.String `tfsdk:"timeout"`
+	IgnoreDaemonSets   types.Bool   `tfsdk:"ignore_daemonsets"`
+	DeleteEmptyDirData types.Bool   `tfsdk:"delete_emptydir_data"`
+}
+
+var (
+	drainAttrTypes = map[string]attr.Type{"timeout": types.StringType, "ignore_daemonsets": types.BoolType, "delete_emptydir_data": types.BoolType}
+	nodeAttrTypes  = map[string]attr.Type{"name": types.StringType, "ip": types.StringType, "pod_cidr": types.StringType, "ready": types.BoolType}
+)
+
+func (r *nodePoolResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_windows_node_pool"
+}
+
+func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	modes := make([]string, len(v1alpha1.NetworkModes))
+	for i, m := range v1alpha1.NetworkModes {
+		modes[i] = string(m)
+	}
+	resp.Schema = schema.Schema{
+		Description: "A pool of Windows Server nodes joined to a cluster. Each node is a machine created from a kubewin image with a " +
+			"NodeConfig in its custom data; nodeboot joins it with a short-lived bootstrap token minted for the pool (deleted once the " +
+			"nodes are Ready). Creation waits until every node is Ready, or fails naming the node, the join phase and the error code. " +
+			"Scaling in cordons and drains the nodes it removes (through the Eviction API, so PodDisruptionBudgets hold) before deleting " +
+			"their machines and Node objects; a change of image or node settings replaces the nodes surge-first. On the local backend " +
+			"the machines are simulated (see the provider's `local` block).",
+		Attributes: map[string]schema.Attribute{
+			"name": schema.StringAttribute{
+				Required: true, PlanModifiers: replace,
+				Description: "Name of the pool: a lower-case DNS label. It is also the default node name prefix.",
+			},
+			"cluster_id": schema.StringAttribute{
+				Required: true, PlanModifiers: replace,
+				Description: "The `id` of the `kubewin_cluster` the nodes join.",
+			},
+			"image": schema.StringAttribute{
+				Required:    true,
+				Description: "The image the nodes are created from: on the local backend, the directory `packer build` wrote with the `kubewin-local` builder (it holds `" + simmachine.ImageManifestFile + "`). Changing it replaces the nodes, surge-first.",
+			},
+			"node_count": schema.Int64Attribute{
+				Required:    true,
+				Validators:  []validator.Int64{int64validator.AtLeast(0)},
+				Description: "Number of nodes. (`count` is a Terraform meta-argument, hence the name.)",
+			},
+			"node_name_prefix": schema.StringAttribute{
+				Optional: true, Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+				Description: fmt.Sprintf("Prefix of the nodes' names, at most %d characters: a node is named prefix + %d base-36 digits, a Windows computer name of at most %d characters. Default: the pool's name.", winname.MaxPrefix, winname.SuffixLen, winname.MaxComputerName),
+			},
+			"network_mode": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(string(v1alpha1.NetworkModeL2Bridge)),
+				Validators:  []validator.String{stringvalidator.OneOf(modes...)},
+				Description: "Pod network topology: `" + strings.Join(modes, "`, `") + "`.",
+			},
+			"labels": schema.MapAttribute{
+				Optional: true, ElementType: types.StringType,
+				Description: "Labels of the nodes, set at registration. Labels in the kubernetes.io and k8s.io namespaces are limited to those a kubelet may set.",
+			},
+			"taints": schema.ListNestedAttribute{
+				Optional:    true,
+				Description: "Taints of the nodes, set at registration, e.g. `os=windows:NoSchedule`.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"key":    schema.StringAttribute{Required: true, Description: "Taint key."},
+					"value":  schema.StringAttribute{Optional: true, Description: "Taint value."},
+					"effect": schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.OneOf(v1alpha1.TaintEffects...)}, Description: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`."},
+				}},
+			},
+			"max_pods": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(v1alpha1.DefaultMaxPods),
+				Validators:  []validator.Int64{int64validator.Between(1, 250)},
+				Description: fmt.Sprintf("The kubelet's pod limit. Default `%d`.", v1alpha1.DefaultMaxPods),
+			},
+			"kubelet_extra_args": schema.MapAttribute{
+				Optional: true, ElementType: types.StringType,
+				Description: "Extra kubelet flags (`name = value`, without dashes). Flags kubewin sets itself, and flags the image's Kubernetes version removed, are rejected at plan time.",
+			},
+			"max_surge": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+				Validators:  []validator.Int64{int64validator.AtLeast(1)},
+				Description: "How many nodes a replacement creates before it drains and removes old ones. Default `1`.",
+			},
+			"token_ttl": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString("30m"),
+				Validators:  []validator.String{durationValidator{}},
+				Description: "Lifetime of the bootstrap token minted for each change of the pool; it is deleted as soon as the new nodes are Ready. Default `30m`.",
+			},
+			"drain": schema.SingleNestedAttribute{
+				Optional: true, Computed: true,
+				Default:     objectdefault.StaticValue(types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{"timeout": types.StringValue("5m"), "ignore_daemonsets": types.BoolValue(true), "delete_emptydir_data": types.BoolValue(false)})),
+				Description: "How nodes are drained before their machines are deleted.",
+				Attributes: map[string]schema.Attribute{
+					"timeout":              schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("5m"), Validators: []validator.String{durationValidator{}}, Description: "Longest a drain may take, PodDisruptionBudgets included. Default `5m`."},
+					"ignore_daemonsets":    schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true), Description: "Leave DaemonSet pods in place. Default `true`."},
+					"delete_emptydir_data": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), Description: "Evict pods with emptyDir volumes, losing their data. Default `false`."},
+				},
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"id":       schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}, Description: "The pool's name."},
+			"nodes": schema.ListNestedAttribute{
+				Computed:    true,
+				Description: "The pool's nodes.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name":     schema.StringAttribute{Computed: true, Description: "Node (and computer) name."},
+					"ip":       schema.StringAttribute{Computed: true, Description: "The node's address."},
+					"pod_cidr": schema.StringAttribute{Computed: true, Description: "The node's pod CIDR."},
+					"ready":    schema.BoolAttribute{Computed: true, Description: "Whether the node is Ready."},
+				}},
+			},
+		},
+	}
+}
+
+func (r *nodePoolResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
+}
+
+func (r *nodePoolResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m nodePoolModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !m.Name.IsUnknown() && !m.Name.IsNull() {
+		if err := winname.ValidatePoolName(m.Name.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("name"), "Invalid Pool Name", err.Error())
+			return
+		}
+	}
+	prefix, prefixPath := m.NodeNamePrefix, path.Root("node_name_prefix")
+	if prefix.IsNull() {
+		prefix, prefixPath = m.Name, path.Root("name")
+	}
+	if !prefix.IsUnknown() && !prefix.IsNull() {
+		if err := winname.ValidatePrefix(prefix.ValueString()); err != nil {
+			fix := ""
+			if prefixPath.Equal(path.Root("name")) {
+				fix = " Set node_name_prefix, or shorten the pool's name."
+			}
+			resp.Diagnostics.AddAttributeError(prefixPath, "Windows Computer Names Too Long", err.Error()+"."+fix)
+		}
+	}
+}
+
+// ModifyPlan checks what needs the image and the cluster: the image manifest, the version skew
+// and every node setting, as nodeboot would check them, before anything is created.
+func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || r.data == nil {
+		return
+	}
+	var m nodePoolModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.NodeNamePrefix.IsUnknown() && !m.Name.IsUnknown() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("node_name_prefix"), m.Name)...)
+	}
+	if m.Image.IsUnknown() {
+		return
+	}
+	manifest, err := loadImage(m.Image.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("image"), "Invalid Image", err.Error())
+		return
+	}
+	clusterVersion := r.clusterVersion(m.ClusterID)
+	if clusterVersion != "" {
+		node, err1 := kubeversion.Parse(manifest.KubernetesVersion)
+		cluster, err2 := kubeversion.Parse(clusterVersion)
+		if err1 == nil && err2 == nil {
+			if err := kubeversion.CheckSkew(node, cluster); err != nil {
+				resp.Diagnostics.AddAttributeError(path.Root("image"), "Image Does Not Fit the Cluster", err.Error())
+			}
+		}
+	}
+	tmpl, diags := nodeConfigTemplate(ctx, &m, manifest, placeholderCluster)
+	resp.Diagnostics.Append(diags...)
+	if diags.HasError() {
+		return
+	}
+	for _, e := range tmpl.Validate() {
+		resp.Diagnostics.AddAttributeError(attributeOf(e.Field), "Invalid Node Setting", e.Error())
+	}
+	// The kubelet's flags, as the image's Kubernetes version takes them.
+	if _, err := nodecmd.Kubelet(nodecmd.Input{Config: tmpl, Manifest: manifest, NodeName: "check", NodeIP: netip.MustParseAddr("192.0.2.1"), Paths: nodecmd.DefaultPaths()}); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("kubelet_extra_args"), "Invalid Kubelet Arguments", err.Error())
+	}
+}
+
+// clusterVersion is the cluster's version, or — for a local cluster not created yet — the
+// version its control plane programs will run.
+func (r *nodePoolResource) clusterVersion(id types.String) string {
+	if !id.IsUnknown() && !id.IsNull() {
+		if cp, err := r.data.local.Cluster(id.ValueString()); err == nil {
+			return cp.Version
+		}
+	}
+	v, err := r.data.local.ControlPlaneVersion()
+	if err != nil {
+		return ""
+	}
+	return v
+}
+
+func loadImage(dir string) (*v1alpha1.ImageManifest, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, simmachine.ImageManifestFile))
+	if err != nil {
+		return nil, fmt.Errorf("read the image manifest: %w. Point image at the directory `packer build` wrote", err)
+	}
+	return api.LoadImageManifest(raw)
+}
+
+// clusterFacts are what a NodeConfig takes from the cluster.
+type clusterFacts struct {
+	Endpoint, CAHash, Version, ClusterCIDR, ServiceCIDR string
+}
+
+// placeholderCluster stands in for a cluster not created yet, to check the node settings.
+var placeholderCluster = clusterFacts{Endpoint: "127.0.0.1:6443", CAHash: "sha256:" + strings.Repeat("0", 64), ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12"}
+
+// placeholderToken stands in the template for the token each change of the pool mints; it is
+// never sent anywhere.
+const placeholderToken = "abcdef.0123456789abcdef"
+
+// nodeConfigTemplate is every node's NodeConfig but for its name and token.
+func nodeConfigTemplate(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.ImageManifest, c clusterFacts) (*v1alpha1.NodeConfig, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	labels := map[string]string{}
+	if !m.Labels.IsNull() && !m.Labels.IsUnknown() {
+		diags.Append(m.Labels.ElementsAs(ctx, &labels, false)...)
+	}
+	labels["kubewin.io/pool"] = m.Name.ValueString()
+	extra := map[string]string{}
+	if !m.KubeletExtraArgs.IsNull() && !m.KubeletExtraArgs.IsUnknown() {
+		diags.Append(m.KubeletExtraArgs.ElementsAs(ctx, &extra, false)...)
+	}
+	cfg := &v1alpha1.NodeConfig{
+		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindNodeConfig,
+		Cluster: v1alpha1.Cluster{
+			APIServerEndpoint: c.Endpoint, CACertHashes: []string{c.CAHash}, BootstrapToken: placeholderToken,
+			KubernetesVersion: c.Version, ClusterCIDR: c.ClusterCIDR, ServiceCIDR: c.ServiceCIDR,
+		},
+		Node:    v1alpha1.Node{Labels: labels, MaxPods: int32(m.MaxPods.ValueInt64())},
+		Network: v1alpha1.Network{Mode: v1alpha1.NetworkMode(m.NetworkMode.ValueString())},
+		Runtime: v1alpha1.Runtime{Name: manifest.Runtime.Name},
+		Kubelet: v1alpha1.Kubelet{ExtraArgs: extra},
+	}
+	if len(extra) == 0 {
+		cfg.Kubelet.ExtraArgs = nil
+	}
+	for _, t := range m.Taints {
+		cfg.Node.Taints = append(cfg.Node.Taints, v1alpha1.Taint{Key: t.Key.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()})
+	}
+	cfg.Default()
+	return cfg, diags
+}
+
+// attributeOf maps a NodeConfig field path to the pool attribute it comes from.
+func attributeOf(field string) path.Path {
+	for prefix, attr := range map[string]string{"node.labels": "labels", "node.taints": "taints", "node.maxPods": "max_pods", "network": "network_mode", "kubelet.extraArgs": "kubelet_extra_args", "runtime": "image"} {
+		if strings.HasPrefix(field, prefix) {
+			return path.Root(attr)
+		}
+	}
+	return path.Root("cluster_id")
+}
+
+func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spec, *pool.Manager, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	cp, err := r.data.local.Cluster(m.ClusterID.ValueString())
+	if err != nil {
+		diags.AddAttributeError(path.Root("cluster_id"), "Cluster Not Found", err.Error())
+		return pool.Spec{}, nil, diags
+	}
+	ca, err := cp.CACert()
+	if err != nil {
+		diags.AddError("Cannot Read Cluster CA", err.Error())
+		return pool.Spec{}, nil, diags
+	}
+	pin, err := capin.HashPEM(ca)
+	if err != nil {
+		diags.AddError("Cannot Read Cluster CA", err.Error())
+		return pool.Spec{}, nil, diags
+	}
+	manifest, err := loadImage(m.Image.ValueString())
+	if err != nil {
+		diags.AddAttributeError(path.Root("image"), "Invalid Image", err.Error())
+		return pool.Spec{}, nil, diags
+	}
+	tmpl, d := nodeConfigTemplate(ctx, m, manifest, clusterFacts{Endpoint: cp.HostPort(), CAHash: pin, Version: cp.Version, ClusterCIDR: cp.Config.ClusterCIDR, ServiceCIDR: cp.Config.ServiceCIDR})
+	diags.Append(d...)
+	var dm drainModel
+	diags.Append(m.Drain.As(ctx, &dm, objectAsOptions)...)
+	ttl, _ := time.ParseDuration(m.TokenTTL.ValueString())
+	drainTimeout, _ := time.ParseDuration(dm.Timeout.ValueString())
+	cfg, err := cp.AdminRESTConfig()
+	if err != nil {
+		diags.AddError("Cannot Reach Cluster", err.Error())
+		return pool.Spec{}, nil, diags
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		diags.AddError("Cannot Reach Cluster", err.Error())
+		return pool.Spec{}, nil, diags
+	}
+	raw, err := os.ReadFile(filepath.Join(m.Image.ValueString(), simmachine.ImageManifestFile))
+	if err != nil {
+		diags.AddAttributeError(path.Root("image"), "Invalid Image", err.Error())
+		return pool.Spec{}, nil, diags
+	}
+	digest := sha256.Sum256(raw)
+	s := pool.Spec{
+		Pool: m.Name.ValueString(), Prefix: m.NodeNamePrefix.ValueString(), Count: int(m.NodeCount.ValueInt64()),
+		Image:    hex.EncodeToString(digest[:]),
+		Template: *tmpl, MaxSurge: int(m.MaxSurge.ValueInt64()), TokenTTL: ttl,
+		Drain: drain.Options{Timeout: drainTimeout, IgnoreDaemonSets: dm.IgnoreDaemonSets.ValueBool(), DeleteEmptyDirData: dm.DeleteEmptyDirData.ValueBool()},
+	}
+	mgr := &pool.Manager{Client: client, Compute: &local.Compute{Backend: r.data.local, Pool: s.Pool, ImageDir: m.Image.ValueString()}}
+	return s, mgr, diags
+}
+
+func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, timeout time.Duration) diag.Diagnostics {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	s, mgr, diags := r.spec(ctx, m)
+	if diags.HasError() {
+		return diags
+	}
+	nodes, err := mgr.Reconcile(ctx, s)
+	if nodes == nil {
+		nodes, _ = mgr.Nodes(context.Background())
+	}
+	diags.Append(setNodes(m, nodes)...)
+	diags.Append(r.saveSettings(ctx, m)...)
+	if err != nil {
+		var je *pool.JoinError
+		if errors.As(err, &je) {
+			diags.AddError("Node Failed to Join", fmt.Sprintf("%s\n\nLast lines of the node's log:\n%s", je.Error(), je.Log))
+		} else {
+			diags.AddError("Cannot Reconcile Node Pool", err.Error())
+		}
+	}
+	return diags
+}
+
+func (r *nodePoolResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var m nodePoolModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	timeout, diags := m.Timeouts.Create(ctx, 15*time.Minute)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	m.ID = m.Name
+	d := r.apply(ctx, &m, timeout)
+	resp.Diagnostics.Append(d...)
+	// Saved even on failure: Terraform then knows the machines (tainted) and removes them.
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *nodePoolResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var m nodePoolModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	timeout, diags := m.Timeouts.Update(ctx, 30*time.Minute)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(r.apply(ctx, &m, timeout)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *nodePoolResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m nodePoolModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if _, err := r.data.local.Cluster(m.ClusterID.ValueString()); err != nil {
+		resp.State.RemoveResource(ctx) // the cluster is gone, and its nodes with it
+		return
+	}
+	_, mgr, diags := r.spec(ctx, &m)
+	if diags.HasError() {
+		resp.Diagnostics.Append(diags...)
+		return
+	}
+	nodes, err := mgr.Nodes(ctx)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot Read Node Pool", err.Error())
+		return
+	}
+	// Drift: machines that stopped, or whose Node is gone, do not count.
+	healthy := 0
+	for _, n := range nodes {
+		if n.Ready {
+			healthy++
+		}
+	}
+	m.NodeCount = types.Int64Value(int64(healthy))
+	resp.Diagnostics.Append(setNodes(&m, nodes)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var m nodePoolModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	timeout, diags := m.Timeouts.Delete(ctx, 30*time.Minute)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := r.data.local.Cluster(m.ClusterID.ValueString()); err != nil {
+		_ = r.data.local.DeletePool(m.Name.ValueString()) // the cluster went first: only machines remain
+		return
+	}
+	s, mgr, diags := r.spec(ctx, &m)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := mgr.Destroy(ctx, s); err != nil {
+		resp.Diagnostics.AddError("Cannot Delete Node Pool", err.Error())
+		return
+	}
+	if err := r.data.local.DeletePool(s.Pool); err != nil {
+		resp.Diagnostics.AddError("Cannot Delete Node Pool", err.Error())
+	}
+}
+
+func (r *nodePoolResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	var s poolSettings
+	data, err := r.data.local.LoadPoolFile(req.ID, "pool.json")
+	if err == nil {
+		err = json.Unmarshal(data, &s)
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot Import Node Pool", fmt.Sprintf("The local backend has no pool named %q: %s", req.ID, err))
+		return
+	}
+	m := s.model()
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func setNodes(m *nodePoolModel, nodes []pool.Node) diag.Diagnostics {
+	var diags diag.Diagnostics
+	values := make([]attr.Value, 0, len(nodes))
+	for _, n := range nodes {
+		obj, d := types.ObjectValue(nodeAttrTypes, map[string]attr.Value{
+			"name": types.StringValue(n.Name), "ip": types.StringValue(n.IP), "pod_cidr": types.StringValue(n.PodCIDR), "ready": types.BoolValue(n.Ready),
+		})
+		diags.Append(d...)
+		values = append(values, obj)
+	}
+	list, d := types.ListValue(types.ObjectType{AttrTypes: nodeAttrTypes}, values)
+	diags.Append(d...)
+	m.Nodes = list
+	return diags
+}
+
+// poolSettings are the pool's attributes as last applied, kept by the backend for import.
+type poolSettings struct {
+	Name, ClusterID, Image, NodeNamePrefix, NetworkMode, TokenTTL string
+	NodeCount, MaxPods, MaxSurge                                  int64
+	Labels, KubeletExtraArgs                                      map[string]string
+	Taints                                                        []v1alpha1.Taint
+	DrainTimeout                                                  string
+	IgnoreDaemonSets, DeleteEmptyDirData                          bool
+}
+
+func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	s := poolSettings{
+		Name: m.Name.ValueString(), ClusterID: m.ClusterID.ValueString(), Image: m.Image.ValueString(),
+		NodeNamePrefix: m.NodeNamePrefix.ValueString(), NetworkMode: m.NetworkMode.ValueString(), TokenTTL: m.TokenTTL.ValueString(),
+		NodeCount: m.NodeCount.ValueInt64(), MaxPods: m.MaxPods.ValueInt64(), MaxSurge: m.MaxSurge.ValueInt64(),
+	}
+	if !m.Labels.IsNull() {
+		diags.Append(m.Labels.ElementsAs(ctx, &s.Labels, false)...)
+	}
+	if !m.KubeletExtraArgs.IsNull() {
+		diags.Append(m.KubeletExtraArgs.ElementsAs(ctx, &s.KubeletExtraArgs, false)...)
+	}
+	for _, t := range m.Taints {
+		s.Taints = append(s.Taints, v1alpha1.Taint{Key: t.Key.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()})
+	}
+	var dm drainModel
+	diags.Append(m.Drain.As(ctx, &dm, objectAsOptions)...)
+	s.DrainTimeout, s.IgnoreDaemonSets, s.DeleteEmptyDirData = dm.Timeout.ValueString(), dm.IgnoreDaemonSets.ValueBool(), dm.DeleteEmptyDirData.ValueBool()
+	return s, diags
+}
+
+func (s poolSettings) model() nodePoolModel {
+	m := nodePoolModel{
+		Name: types.StringValue(s.Name), ID: types.StringValue(s.Name), ClusterID: types.StringValue(s.ClusterID), Image: types.StringValue(s.Image),
+		NodeNamePrefix: types.StringValue(s.NodeNamePrefix), NetworkMode: types.StringValue(s.NetworkMode), TokenTTL: types.StringValue(s.TokenTTL),
+		NodeCount: types.Int64Value(s.NodeCount), MaxPods: types.Int64Value(s.MaxPods), MaxSurge: types.Int64Value(s.MaxSurge),
+		Labels: stringMap(s.Labels), KubeletExtraArgs: stringMap(s.KubeletExtraArgs),
+		Drain: types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{
+			"timeout": types.StringValue(s.DrainTimeout), "ignore_daemonsets": types.BoolValue(s.IgnoreDaemonSets), "delete_emptydir_data": types.BoolValue(s.DeleteEmptyDirData),
+		}),
+		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})},
+		Nodes:    types.ListNull(types.ObjectType{AttrTypes: nodeAttrTypes}),
+	}
+	for _, t := range s.Taints {
+		v := types.StringNull()
+		if t.Value != "" {
+			v = types.StringValue(t.Value)
+		}
+		m.Taints = append(m.Taints, taintModel{Key: types.StringValue(t.Key), Value: v, Effect: types.StringValue(t.Effect)})
+	}
+	return m
+}
+
+func stringMap(m map[string]string) types.Map {
+	if m == nil {
+		return types.MapNull(types.StringType)
+	}
+	elems := map[string]attr.Value{}
+	for k, v := range m {
+		elems[k] = types.StringValue(v)
+	}
+	return types.MapValueMust(types.StringType, elems)
+}
+
+func (r *nodePoolResource) saveSettings(ctx context.Context, m *nodePoolModel) diag.Diagnostics {
+	s, diags := settingsOf(ctx, m)
+	if diags.HasError() {
+		return diags
+	}
+	data, err := json.Marshal(s)
+	if err == nil {
+		err = r.data.local.SavePoolFile(s.Name, "pool.json", data)
+	}
+	if err != nil {
+		diags.AddWarning("Cannot Save Pool Settings", err.Error()+" (importing this pool will not work)")
+	}
+	return diags
+}
