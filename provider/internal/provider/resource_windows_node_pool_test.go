@@ -302,3 +302,24 @@ resource "kubewin_windows_node_pool" "win" {
 		},
 	})
 }
+
+// A node that cannot join fails the apply within the create timeout, naming the node, the
+// phase and the error code.
+func TestAccWindowsNodePool_joinFailure(t *testing.T) {
+	state, provider := testAccLocal(t)
+	b := testBackend(t, state)
+	image := testImage(t, b, "tampered")
+	// The payload no longer matches the manifest the image was baked with.
+	if err := os.WriteFile(filepath.Join(image, simmachine.ImagePayloadDir, "k", "kubelet.exe"), []byte("tampered"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := strings.Replace(poolConfig(provider, image, 1), `drain      = { timeout = "1m" }`, `drain      = { timeout = "1m" }
+  timeouts   = { create = "2m" }`, 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      config,
+			ExpectError: regexp.MustCompile(`(?s)Node Failed to Join.*node win000000 failed in phase preflight with\s+code PayloadCorrupt`),
+		}},
+	})
+}
