@@ -21,8 +21,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/ipam"
@@ -68,10 +70,12 @@ func (k *Kubelet) run(ctx context.Context) error {
 	if _, err := k.Client.CoreV1().Nodes().Create(ctx, k.Node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("register node %s: %w", name, err)
 	}
-	if err := k.updateStatus(ctx); err != nil {
+	// The node's first status and lease race the controllers that just saw it (node IPAM,
+	// node lifecycle): retry them, as a kubelet does.
+	if err := retry.OnError(startBackoff, func(error) bool { return ctx.Err() == nil }, func() error { return k.updateStatus(ctx) }); err != nil {
 		return err
 	}
-	if err := k.renewLease(ctx); err != nil {
+	if err := retry.OnError(startBackoff, func(error) bool { return ctx.Err() == nil }, func() error { return k.renewLease(ctx) }); err != nil {
 		return err
 	}
 	fmt.Fprintf(k.Out, "[simulated-kubelet] node %s registered and Ready (simulated: no containers run)\n", name)
@@ -110,7 +114,15 @@ func (k *Kubelet) run(ctx context.Context) error {
 	}
 }
 
+// startBackoff spans about a minute of retries.
+var startBackoff = wait.Backoff{Steps: 12, Duration: 100 * time.Millisecond, Factor: 1.6, Cap: 10 * time.Second}
+
+// updateStatus reports the node Ready, retrying when another writer changed the Node meanwhile.
 func (k *Kubelet) updateStatus(ctx context.Context) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return k.writeStatus(ctx) })
+}
+
+func (k *Kubelet) writeStatus(ctx context.Context) error {
 	node, err := k.Client.CoreV1().Nodes().Get(ctx, k.Node.Name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("read node %s: %w", k.Node.Name, err)
@@ -140,8 +152,10 @@ func (k *Kubelet) updateStatus(ctx context.Context) error {
 	}
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.NodeIP.String()}, {Type: corev1.NodeHostName, Address: k.Node.Name}}
 	node.Status.NodeInfo = k.Info
-	_, err = k.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-	if err != nil {
+	if _, err = k.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return err // retried as it is
+		}
 		return fmt.Errorf("update status of node %s: %w", k.Node.Name, err)
 	}
 	return nil

@@ -260,6 +260,16 @@ func (m *Manager) nodeReady(ctx context.Context, name string) (bool, error) {
 	if r := m.report(ctx, name); r != nil && r.State == nodestatus.StateFailed {
 		return false, &JoinError{Report: *r, Log: m.Compute.Log(name)}
 	}
+	// A machine that stopped will not become Ready: say so now rather than at the timeout.
+	vms, err := m.Compute.List(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, vm := range vms {
+		if vm.Name == name && !vm.Running {
+			return false, fmt.Errorf("machine %s stopped before its node was Ready; last lines of its log:\n%s", name, m.Compute.Log(name))
+		}
+	}
 	return false, nil
 }
 

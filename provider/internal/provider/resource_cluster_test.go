@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -18,7 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubewin/kubewin/internal/controlplane"
+	"github.com/kubewin/kubewin/internal/proc"
 	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/provider/internal/local"
 )
 
 // testAccLocal is a provider block for a fresh local state directory.
@@ -29,6 +32,8 @@ func testAccLocal(t *testing.T) (string, string) {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
+	// Whatever a failed test leaves running (its destroy may not have run) is stopped.
+	t.Cleanup(func() { stopLeftovers(state) })
 	return state, fmt.Sprintf("provider \"kubewin\" {\n  local {\n    state_dir = %q\n    bin_path  = [%q, %q]\n  }\n}\n", state, nodebootDir, bin)
 }
 
@@ -160,4 +165,26 @@ func apiAnswers(cp *controlplane.ControlPlane) error {
 	}
 	_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces().Get(context.Background(), "kube-public", metav1.GetOptions{})
 	return err
+}
+
+// stopLeftovers stops the clusters and machines of a local state directory.
+func stopLeftovers(state string) {
+	ctx := context.Background()
+	clusters, _ := filepath.Glob(filepath.Join(state, "clusters", "*"))
+	for _, dir := range clusters {
+		if cp, err := controlplane.Load(dir); err == nil {
+			_ = cp.Stop(ctx, 5*time.Second)
+		}
+	}
+	b, err := local.New(state, nil)
+	if err != nil {
+		return
+	}
+	pools, _ := filepath.Glob(filepath.Join(state, "pools", "*"))
+	for _, dir := range pools {
+		ms, _ := b.Machines(filepath.Base(dir))
+		for _, m := range ms {
+			_ = proc.Stop(ctx, m.PID, 5*time.Second)
+		}
+	}
 }

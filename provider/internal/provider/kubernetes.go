@@ -1,0 +1,95 @@
+package provider
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// kubernetesModel is the provider's connection to a cluster kubewin did not create.
+type kubernetesModel struct {
+	Host                 types.String `tfsdk:"host"`
+	ClusterCACertificate types.String `tfsdk:"cluster_ca_certificate"`
+	Token                types.String `tfsdk:"token"`
+	ClientCertificate    types.String `tfsdk:"client_certificate"`
+	ClientKey            types.String `tfsdk:"client_key"`
+	ConfigPath           types.String `tfsdk:"config_path"`
+	ConfigContext        types.String `tfsdk:"config_context"`
+}
+
+func kubernetesBlock() schema.Block {
+	return schema.SingleNestedBlock{
+		Description: "Connection to an existing cluster, for node pools without `cluster_id`: either `host` with " +
+			"`cluster_ca_certificate` and a `token` or a client certificate, or a kubeconfig file (`config_path`, `config_context`). " +
+			"The credential needs to create bootstrap tokens, ConfigMaps and RBAC objects, and to drain and delete Nodes. " +
+			"No local programs are needed, so it works in remote runs.",
+		Attributes: map[string]schema.Attribute{
+			"host":                   schema.StringAttribute{Optional: true, Description: "API server URL, `https://<host>:<port>`."},
+			"cluster_ca_certificate": schema.StringAttribute{Optional: true, Description: "Cluster CA certificate (PEM). Nodes pin it when they join."},
+			"token":                  schema.StringAttribute{Optional: true, Sensitive: true, Description: "Bearer token."},
+			"client_certificate":     schema.StringAttribute{Optional: true, Description: "Client certificate (PEM)."},
+			"client_key":             schema.StringAttribute{Optional: true, Sensitive: true, Description: "Client key (PEM)."},
+			"config_path":            schema.StringAttribute{Optional: true, Description: "Path of a kubeconfig file, instead of `host`."},
+			"config_context":         schema.StringAttribute{Optional: true, Description: "Context of the kubeconfig to use. Default: its current context."},
+		},
+	}
+}
+
+// restConfig builds the connection, or returns nil when the block is absent. Every mistake is
+// reported against its attribute.
+func (k *kubernetesModel) restConfig() (*rest.Config, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	if k == nil {
+		return nil, diags
+	}
+	at := func(name string) path.Path { return path.Root("kubernetes").AtName(name) }
+	set := func(v types.String) bool { return !v.IsNull() && v.ValueString() != "" }
+	if set(k.ConfigPath) {
+		if set(k.Host) {
+			diags.AddAttributeError(at("host"), "Conflicting Cluster Connection", "Set either config_path or host, not both.")
+			return nil, diags
+		}
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: k.ConfigPath.ValueString()}
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.ConfigContext.ValueString()}).ClientConfig()
+		if err != nil {
+			diags.AddAttributeError(at("config_path"), "Invalid Kubeconfig", fmt.Sprintf("Loading %s: %s.", k.ConfigPath.ValueString(), err))
+			return nil, diags
+		}
+		return cfg, diags
+	}
+	if !set(k.Host) {
+		diags.AddAttributeError(at("host"), "Missing Cluster Connection", "Set host (with cluster_ca_certificate and a credential), or config_path.")
+		return nil, diags
+	}
+	if !strings.HasPrefix(k.Host.ValueString(), "https://") {
+		diags.AddAttributeError(at("host"), "Invalid Host", fmt.Sprintf("host %q must be an https:// URL: nodes pin the cluster CA and never join over plain HTTP.", k.Host.ValueString()))
+	}
+	if !set(k.ClusterCACertificate) {
+		diags.AddAttributeError(at("cluster_ca_certificate"), "Missing Cluster CA", "Set cluster_ca_certificate: nodes pin it when they join, and kubewin verifies the API server with it.")
+	}
+	token, cert := set(k.Token), set(k.ClientCertificate) || set(k.ClientKey)
+	switch {
+	case token && cert:
+		diags.AddAttributeError(at("token"), "Conflicting Credentials", "Set either token or client_certificate and client_key, not both.")
+	case !token && !cert:
+		diags.AddAttributeError(at("token"), "Missing Credential", "Set token, or client_certificate and client_key.")
+	case cert && !(set(k.ClientCertificate) && set(k.ClientKey)):
+		diags.AddAttributeError(at("client_key"), "Incomplete Client Certificate", "Set both client_certificate and client_key.")
+	}
+	if diags.HasError() {
+		return nil, diags
+	}
+	return &rest.Config{
+		Host:        k.Host.ValueString(),
+		BearerToken: k.Token.ValueString(),
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData: []byte(k.ClusterCACertificate.ValueString()), CertData: []byte(k.ClientCertificate.ValueString()), KeyData: []byte(k.ClientKey.ValueString()),
+		},
+	}, diags
+}
