@@ -45,8 +45,8 @@ func kubernetesBlock() schema.Block {
 // reported against its attribute.
 func (k *kubernetesModel) restConfig() (*rest.Config, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	if k == nil {
-		return nil, diags
+	if k == nil || k.unknown() {
+		return nil, diags // absent, or known only at apply
 	}
 	at := func(name string) path.Path { return path.Root("kubernetes").AtName(name) }
 	set := func(v types.String) bool { return !v.IsNull() && v.ValueString() != "" }
@@ -92,4 +92,13 @@ func (k *kubernetesModel) restConfig() (*rest.Config, diag.Diagnostics) {
 			CAData: []byte(k.ClusterCACertificate.ValueString()), CertData: []byte(k.ClientCertificate.ValueString()), KeyData: []byte(k.ClientKey.ValueString()),
 		},
 	}, diags
+}
+
+func (k *kubernetesModel) unknown() bool {
+	for _, v := range []types.String{k.Host, k.ClusterCACertificate, k.Token, k.ClientCertificate, k.ClientKey, k.ConfigPath, k.ConfigContext} {
+		if v.IsUnknown() {
+			return true
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubewin/kubewin/provider/internal/local"
 )
@@ -27,7 +28,8 @@ func New(version string) func() provider.Provider {
 }
 
 type providerModel struct {
-	Local *localModel `tfsdk:"local"`
+	Local      *localModel      `tfsdk:"local"`
+	Kubernetes *kubernetesModel `tfsdk:"kubernetes"`
 }
 
 type localModel struct {
@@ -44,6 +46,8 @@ const (
 // providerData is what resources get from Configure.
 type providerData struct {
 	local *local.Backend
+	// kube is the connection to an existing cluster, or nil.
+	kube *rest.Config
 }
 
 func (p *kubewinProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -57,6 +61,7 @@ func (p *kubewinProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 			"Its `local` backend runs everything on one machine — a real control plane as processes on 127.0.0.1 and " +
 			"each node a nodeboot process on a simulated Windows machine — for development, demos and CI.",
 		Blocks: map[string]schema.Block{
+			"kubernetes": kubernetesBlock(),
 			"local": schema.SingleNestedBlock{
 				Description: "Settings of the local backend.",
 				Attributes: map[string]schema.Attribute{
@@ -103,6 +108,12 @@ func (p *kubewinProvider) Configure(ctx context.Context, req provider.ConfigureR
 		return
 	}
 	data := &providerData{local: b}
+	kube, diags := cfg.Kubernetes.restConfig()
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	data.kube = kube
 	resp.ResourceData, resp.DataSourceData, resp.EphemeralResourceData = data, data, data
 }
 

@@ -33,7 +33,6 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/capin"
 	"github.com/kubewin/kubewin/internal/drain"
 	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/internal/nodecmd"
@@ -114,8 +113,8 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Description: "Name of the pool: a lower-case DNS label. It is also the default node name prefix.",
 			},
 			"cluster_id": schema.StringAttribute{
-				Required: true, PlanModifiers: replace,
-				Description: "The `id` of the `kubewin_cluster` the nodes join.",
+				Optional: true, PlanModifiers: replace,
+				Description: "The `id` of the `kubewin_cluster` the nodes join. Without it the nodes join the cluster of the provider's `kubernetes` block.",
 			},
 			"image": schema.StringAttribute{
 				Required:    true,
@@ -246,7 +245,7 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		resp.Diagnostics.AddAttributeError(path.Root("image"), "Invalid Image", err.Error())
 		return
 	}
-	clusterVersion := r.clusterVersion(m.ClusterID)
+	clusterVersion := r.clusterVersion(ctx, m.ClusterID)
 	if clusterVersion != "" {
 		node, err1 := kubeversion.Parse(manifest.KubernetesVersion)
 		cluster, err2 := kubeversion.Parse(clusterVersion)
@@ -270,12 +269,21 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 }
 
+// localClusterGone reports whether the pool's local cluster no longer exists.
+func (r *nodePoolResource) localClusterGone(id types.String) bool {
+	if id.IsNull() || id.ValueString() == "" {
+		return false
+	}
+	_, err := r.data.local.Cluster(id.ValueString())
+	return err != nil
+}
+
 // clusterVersion is the cluster's version, or — for a local cluster not created yet — the
 // version its control plane programs will run.
-func (r *nodePoolResource) clusterVersion(id types.String) string {
-	if !id.IsUnknown() && !id.IsNull() {
-		if cp, err := r.data.local.Cluster(id.ValueString()); err == nil {
-			return cp.Version
+func (r *nodePoolResource) clusterVersion(ctx context.Context, id types.String) string {
+	if !id.IsUnknown() {
+		if conn, err := r.connect(ctx, id); err == nil {
+			return conn.facts.Version
 		}
 	}
 	v, err := r.data.local.ControlPlaneVersion()
@@ -350,19 +358,9 @@ func attributeOf(field string) path.Path {
 
 func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spec, *pool.Manager, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	cp, err := r.data.local.Cluster(m.ClusterID.ValueString())
+	conn, err := r.connect(ctx, m.ClusterID)
 	if err != nil {
-		diags.AddAttributeError(path.Root("cluster_id"), "Cluster Not Found", err.Error())
-		return pool.Spec{}, nil, diags
-	}
-	ca, err := cp.CACert()
-	if err != nil {
-		diags.AddError("Cannot Read Cluster CA", err.Error())
-		return pool.Spec{}, nil, diags
-	}
-	pin, err := capin.HashPEM(ca)
-	if err != nil {
-		diags.AddError("Cannot Read Cluster CA", err.Error())
+		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Pool's Cluster", err.Error())
 		return pool.Spec{}, nil, diags
 	}
 	manifest, err := loadImage(m.Image.ValueString())
@@ -370,17 +368,13 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spe
 		diags.AddAttributeError(path.Root("image"), "Invalid Image", err.Error())
 		return pool.Spec{}, nil, diags
 	}
-	tmpl, d := nodeConfigTemplate(ctx, m, manifest, clusterFacts{Endpoint: cp.HostPort(), CAHash: pin, Version: cp.Version, ClusterCIDR: cp.Config.ClusterCIDR, ServiceCIDR: cp.Config.ServiceCIDR})
+	tmpl, d := nodeConfigTemplate(ctx, m, manifest, conn.facts)
 	diags.Append(d...)
 	var dm drainModel
 	diags.Append(m.Drain.As(ctx, &dm, objectAsOptions)...)
 	ttl, _ := time.ParseDuration(m.TokenTTL.ValueString())
 	drainTimeout, _ := time.ParseDuration(dm.Timeout.ValueString())
-	cfg, err := cp.AdminRESTConfig()
-	if err != nil {
-		diags.AddError("Cannot Reach Cluster", err.Error())
-		return pool.Spec{}, nil, diags
-	}
+	cfg := conn.rest
 	cfg.QPS, cfg.Burst = 50, 100
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -460,7 +454,7 @@ func (r *nodePoolResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if _, err := r.data.local.Cluster(m.ClusterID.ValueString()); err != nil {
+	if r.localClusterGone(m.ClusterID) {
 		resp.State.RemoveResource(ctx) // the cluster is gone, and its nodes with it
 		return
 	}
@@ -496,8 +490,15 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if _, err := r.data.local.Cluster(m.ClusterID.ValueString()); err != nil {
-		_ = r.data.local.DeletePool(m.Name.ValueString()) // the cluster went first: only machines remain
+	if r.localClusterGone(m.ClusterID) {
+		// The cluster went first: only the machines remain.
+		s := &local.Compute{Backend: r.data.local, Pool: m.Name.ValueString()}
+		if vms, err := s.List(ctx); err == nil {
+			for _, vm := range vms {
+				_ = s.Delete(ctx, vm.Name)
+			}
+		}
+		_ = r.data.local.DeletePool(m.Name.ValueString())
 		return
 	}
 	s, mgr, diags := r.spec(ctx, &m)
