@@ -42,6 +42,15 @@ func TestAccCluster(t *testing.T) {
 	dir := state + "/clusters/acc"
 	config := provider + `resource "kubewin_cluster" "test" { name = "acc" }`
 	var pids map[string]int
+	// answers checks that the cluster answers with the admin credential, and notes its processes.
+	answers := func(*terraform.State) error {
+		cp, err := controlplane.Load(dir)
+		if err != nil {
+			return err
+		}
+		pids = cp.PIDs
+		return apiAnswers(cp)
+	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy: func(*terraform.State) error {
@@ -66,15 +75,7 @@ func TestAccCluster(t *testing.T) {
 					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("cluster_cidr"), knownvalue.StringExact("10.244.0.0/16")),
 					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("running"), knownvalue.Bool(true)),
 				},
-				Check: func(*terraform.State) error {
-					// The processes outlive the apply, and answer with the admin credential.
-					cp, err := controlplane.Load(dir)
-					if err != nil {
-						return err
-					}
-					pids = cp.PIDs
-					return apiAnswers(cp)
-				},
+				Check: answers, // the processes outlive the apply
 			},
 			{
 				// Stopped behind Terraform's back (a reboot): the next apply starts it again.
@@ -95,14 +96,7 @@ func TestAccCluster(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("running"), knownvalue.Bool(true)),
 				},
-				Check: func(*terraform.State) error {
-					cp, err := controlplane.Load(dir)
-					if err != nil {
-						return err
-					}
-					pids = cp.PIDs
-					return apiAnswers(cp)
-				},
+				Check: answers,
 			},
 			{
 				ResourceName:      "kubewin_cluster.test",
