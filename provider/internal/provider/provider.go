@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -16,7 +17,10 @@ import (
 	"github.com/kubewin/kubewin/provider/internal/local"
 )
 
-var _ provider.Provider = (*kubewinProvider)(nil)
+var (
+	_ provider.Provider                       = (*kubewinProvider)(nil)
+	_ provider.ProviderWithEphemeralResources = (*kubewinProvider)(nil)
+)
 
 type kubewinProvider struct {
 	version string
@@ -123,4 +127,8 @@ func (p *kubewinProvider) Resources(context.Context) []func() resource.Resource 
 
 func (p *kubewinProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{newImageManifestDataSource}
+}
+
+func (p *kubewinProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {
+	return []func() ephemeral.EphemeralResource{newClusterCredentialsEphemeral}
 }
