@@ -257,7 +257,12 @@ func TestResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer started.Destroy(ctx)
+	defer func() {
+		// The processes Resume started are in the state file, not in started.
+		if cp, err := controlplane.Load(dir); err == nil {
+			_ = cp.Destroy(ctx)
+		}
+	}()
 	cfg, _ := started.AdminRESTConfig()
 	c := kubernetes.NewForConfigOrDie(cfg)
 	if _, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}}, metav1.CreateOptions{}); err != nil {
