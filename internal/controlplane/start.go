@@ -89,6 +89,16 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	return cp, nil
 }
 
+// BinaryVersion is the version of the kube-apiserver in binDir ("v1.37.1"): the version a
+// control plane started from there runs.
+func BinaryVersion(binDir string) (string, error) {
+	out, err := exec.Command(filepath.Join(binDir, KubeAPIServer), "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("kube-apiserver --version: %w", err)
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "Kubernetes "), nil
+}
+
 var kubeadmConfig = template.Must(template.New("kubeadm").Parse(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 # kubeadm rejects a loopback advertise address and would otherwise probe the default route:
@@ -119,11 +129,11 @@ etcd:
 `))
 
 func (cp *ControlPlane) writePKI() error {
-	out, err := exec.Command(filepath.Join(cp.Config.BinDir, KubeAPIServer), "--version").Output()
+	v, err := BinaryVersion(cp.Config.BinDir)
 	if err != nil {
-		return fmt.Errorf("kube-apiserver --version: %w", err)
+		return err
 	}
-	cp.Version = strings.TrimPrefix(strings.TrimSpace(string(out)), "Kubernetes ")
+	cp.Version = v
 	svc, err := firstServiceIP(cp.Config.ServiceCIDR)
 	if err != nil {
 		return err

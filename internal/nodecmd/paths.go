@@ -3,6 +3,8 @@
 // supported Kubernetes minor and runtime. It is pure: nodeboot writes what it returns.
 package nodecmd
 
+import "strings"
+
 // Paths are where things live on a Windows node. Kubernetes accepts Windows paths in flags and
 // configuration files alike.
 type Paths struct {
@@ -24,6 +26,11 @@ type Paths struct {
 	// ImageManifest is the manifest baked into the image; its file paths are relative to PayloadRoot.
 	ImageManifest string
 	PayloadRoot   string
+}
+
+// Payload is the node path of a payload file listed in the image manifest ("k/kubelet.exe").
+func (p Paths) Payload(path string) string {
+	return strings.TrimSuffix(p.PayloadRoot, `\`) + `\` + strings.ReplaceAll(path, "/", `\`)
 }
 
 // DefaultPaths is the layout nodeboot bakes into every image.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
@@ -35,7 +34,7 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 		return Stats{}, err
 	}
 	o.Fetch.Local = func(path string) string {
-		return o.Machine.Path(strings.TrimSuffix(o.Paths.PayloadRoot, `\`) + `\` + strings.ReplaceAll(path, "/", `\`))
+		return o.Machine.Path(o.Paths.Payload(path))
 	}
 	if o.Fetch.Progress == nil {
 		o.Fetch.Progress = o.Out
@@ -96,8 +95,7 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 		return fmt.Errorf("restart %s: %w", m.Runtime.Name, err)
 	}
 	if a := m.PauseImage.Archive; a != "" {
-		archive := strings.TrimSuffix(o.Paths.PayloadRoot, `\`) + `\` + strings.ReplaceAll(a, "/", `\`)
-		if err := o.Machine.ImportImage(ctx, m.Runtime.Name, archive); err != nil {
+		if err := o.Machine.ImportImage(ctx, m.Runtime.Name, o.Paths.Payload(a)); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.Out, "[bake] pause image %s imported into %s\n", m.PauseImage.Reference, m.Runtime.Name)

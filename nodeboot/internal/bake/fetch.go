@@ -124,7 +124,7 @@ func sourceURL(f v1alpha1.File, mirror string) string {
 // fetchFile returns the bytes it downloaded and those it found on disk.
 func fetchFile(ctx context.Context, f v1alpha1.File, o FetchOptions) (int64, int64, error) {
 	dst := o.Local(f.Path)
-	if sum, size, err := fileSum(dst); err == nil && sum == f.SHA256 && size == f.Size {
+	if sum, size, err := FileSum(dst); err == nil && sum == f.SHA256 && size == f.Size {
 		fmt.Fprintf(o.Progress, "[bake] %s: present and verified\n", f.Path)
 		return 0, size, nil
 	}
@@ -154,7 +154,7 @@ func fetchFile(ctx context.Context, f v1alpha1.File, o FetchOptions) (int64, int
 	if err != nil {
 		return downloaded, reused, fmt.Errorf("download payload file %s from %s: %w", f.Path, url, err)
 	}
-	sum, size, err := fileSum(part)
+	sum, size, err := FileSum(part)
 	if err != nil {
 		return downloaded, reused, err
 	}
@@ -211,7 +211,8 @@ func download(ctx context.Context, c *http.Client, url, part string) (int64, int
 	return n, have, err
 }
 
-func fileSum(path string) (string, int64, error) {
+// FileSum returns the hex sha256 and the size of a file.
+func FileSum(path string) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", 0, err

@@ -2,10 +2,7 @@ package join
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"slices"
@@ -20,6 +17,7 @@ import (
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/nodeboot/internal/bake"
 	"github.com/kubewin/kubewin/nodeboot/internal/discovery"
 	"github.com/kubewin/kubewin/nodeboot/internal/nodefiles"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
@@ -80,8 +78,8 @@ func (n *Node) preflight(ctx context.Context) error {
 // nothing and trusts nothing it did not bake.
 func (n *Node) verifyPayload() error {
 	for _, f := range n.Manifest.Files {
-		win := strings.TrimSuffix(n.Paths.PayloadRoot, `\`) + `\` + strings.ReplaceAll(f.Path, "/", `\`)
-		got, size, err := fileSHA256(n.Platform.Path(win))
+		win := n.Paths.Payload(f.Path)
+		got, size, err := bake.FileSum(n.Platform.Path(win))
 		if err != nil {
 			return nodestatus.Errorf(nodestatus.CodePayloadCorrupt, "payload file %s: %w", win, err)
 		}
@@ -90,20 +88,6 @@ func (n *Node) verifyPayload() error {
 		}
 	}
 	return nil
-}
-
-func fileSHA256(path string) (string, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	size, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), size, nil
 }
 
 func (n *Node) discovery(ctx context.Context) error {
@@ -148,16 +132,9 @@ func (n *Node) tlsBootstrap(ctx context.Context) error {
 	}
 	res, err := tlsbootstrap.Run(ctx, tlsbootstrap.Options{
 		Server: server, CACert: ca, Token: n.Config.Cluster.BootstrapToken, NodeName: n.Name,
-		KeyFile: n.Platform.Path(n.bootstrapKeyFile()), CertFile: n.Platform.Path(n.bootstrapCertFile()),
-		Timeout: n.Timeouts.CSR,
-		WriteFile: func(path string, data []byte) error {
-			// tlsbootstrap names local paths; map them back to the node's.
-			win := n.bootstrapCertFile()
-			if path == n.Platform.Path(n.bootstrapKeyFile()) {
-				win = n.bootstrapKeyFile()
-			}
-			return n.Platform.WriteSecret(win, data)
-		},
+		KeyFile: n.bootstrapKeyFile(), CertFile: n.bootstrapCertFile(), Timeout: n.Timeouts.CSR,
+		ReadFile:  func(win string) ([]byte, error) { return os.ReadFile(n.Platform.Path(win)) },
+		WriteFile: n.Platform.WriteSecret,
 	})
 	if err != nil {
 		return err

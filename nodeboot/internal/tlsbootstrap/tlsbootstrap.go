@@ -18,7 +18,6 @@ import (
 	"encoding/base32"
 	"encoding/pem"
 	"errors"
-	"os"
 	"strings"
 	"time"
 
@@ -39,11 +38,13 @@ type Options struct {
 	CACert   []byte // pinned cluster CA (PEM)
 	Token    string
 	NodeName string
-	// KeyFile and CertFile hold the kubelet client key and certificate.
+	// KeyFile and CertFile hold the kubelet client key and certificate, as paths ReadFile and
+	// WriteFile understand.
 	KeyFile, CertFile string
 	// Timeout bounds the wait for approval and signing. Default: 5 minutes.
 	Timeout time.Duration
-	// WriteFile writes a file readable by its owner only.
+	// ReadFile reads a file; WriteFile writes one readable by its owner only.
+	ReadFile  func(path string) ([]byte, error)
 	WriteFile func(path string, data []byte) error
 }
 
@@ -108,8 +109,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // existing returns the credential on disk when its certificate is valid for a while yet and
 // belongs to the key.
 func existing(o Options) (*Result, bool) {
-	certPEM, err1 := os.ReadFile(o.CertFile)
-	keyPEM, err2 := os.ReadFile(o.KeyFile)
+	certPEM, err1 := o.ReadFile(o.CertFile)
+	keyPEM, err2 := o.ReadFile(o.KeyFile)
 	if err1 != nil || err2 != nil {
 		return nil, false
 	}
@@ -125,7 +126,7 @@ func existing(o Options) (*Result, bool) {
 }
 
 func loadOrCreateKey(o Options) (crypto.Signer, []byte, error) {
-	if b, err := os.ReadFile(o.KeyFile); err == nil {
+	if b, err := o.ReadFile(o.KeyFile); err == nil {
 		k, err := keyutil.ParsePrivateKeyPEM(b)
 		if err == nil {
 			if s, ok := k.(crypto.Signer); ok {

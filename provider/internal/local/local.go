@@ -91,11 +91,7 @@ func (b *Backend) ControlPlaneVersion() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.Command(filepath.Join(dir, "kube-apiserver"), "--version").Output()
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimPrefix(strings.TrimSpace(string(out)), "Kubernetes "), nil
+	return controlplane.BinaryVersion(dir)
 }
 
 // SavePoolFile keeps a file of a pool's (its settings, for import).

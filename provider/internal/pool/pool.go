@@ -107,7 +107,7 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 			}
 		}
 	}
-	current, old := m.split(ctx, s, gen)
+	current, old := m.split(ctx, gen)
 	var token string
 	defer func() {
 		if token != "" {
@@ -171,7 +171,7 @@ func (m *Manager) defaults() {
 }
 
 // split sorts the pool's running machines into those with the current settings and the rest.
-func (m *Manager) split(ctx context.Context, s Spec, gen string) (current, old []string) {
+func (m *Manager) split(ctx context.Context, gen string) (current, old []string) {
 	vms, _ := m.Compute.List(ctx)
 	for _, vm := range vms {
 		if vm.Generation == gen {

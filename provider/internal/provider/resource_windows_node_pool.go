@@ -240,7 +240,7 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if m.Image.IsUnknown() {
 		return
 	}
-	manifest, err := loadImage(m.Image.ValueString())
+	manifest, _, err := loadImage(m.Image.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("image"), "Invalid Image", err.Error())
 		return
@@ -293,12 +293,19 @@ func (r *nodePoolResource) clusterVersion(ctx context.Context, id types.String) 
 	return v
 }
 
-func loadImage(dir string) (*v1alpha1.ImageManifest, error) {
+// loadImage reads and validates an image's manifest, and returns it with its digest, which
+// identifies the image.
+func loadImage(dir string) (*v1alpha1.ImageManifest, string, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, simmachine.ImageManifestFile))
 	if err != nil {
-		return nil, fmt.Errorf("read the image manifest: %w. Point image at the directory `packer build` wrote", err)
+		return nil, "", fmt.Errorf("read the image manifest: %w. Point image at the directory `packer build` wrote", err)
 	}
-	return api.LoadImageManifest(raw)
+	m, err := api.LoadImageManifest(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	digest := sha256.Sum256(raw)
+	return m, hex.EncodeToString(digest[:]), nil
 }
 
 // clusterFacts are what a NodeConfig takes from the cluster.
@@ -363,7 +370,7 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spe
 		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Pool's Cluster", err.Error())
 		return pool.Spec{}, nil, diags
 	}
-	manifest, err := loadImage(m.Image.ValueString())
+	manifest, digest, err := loadImage(m.Image.ValueString())
 	if err != nil {
 		diags.AddAttributeError(path.Root("image"), "Invalid Image", err.Error())
 		return pool.Spec{}, nil, diags
@@ -381,15 +388,9 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spe
 		diags.AddError("Cannot Reach Cluster", err.Error())
 		return pool.Spec{}, nil, diags
 	}
-	raw, err := os.ReadFile(filepath.Join(m.Image.ValueString(), simmachine.ImageManifestFile))
-	if err != nil {
-		diags.AddAttributeError(path.Root("image"), "Invalid Image", err.Error())
-		return pool.Spec{}, nil, diags
-	}
-	digest := sha256.Sum256(raw)
 	s := pool.Spec{
 		Pool: m.Name.ValueString(), Prefix: m.NodeNamePrefix.ValueString(), Count: int(m.NodeCount.ValueInt64()),
-		Image:    hex.EncodeToString(digest[:]),
+		Image:    digest,
 		Template: *tmpl, MaxSurge: int(m.MaxSurge.ValueInt64()), TokenTTL: ttl,
 		Drain: drain.Options{Timeout: drainTimeout, IgnoreDaemonSets: dm.IgnoreDaemonSets.ValueBool(), DeleteEmptyDirData: dm.DeleteEmptyDirData.ValueBool()},
 	}
