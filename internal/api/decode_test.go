@@ -155,7 +155,9 @@ func TestImageManifestValidation(t *testing.T) {
   "files": [
     {"path": "bin/kubelet.exe", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1},
     {"path": "BIN/Kubelet.exe", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1},
-    {"path": "../etc/passwd", "sha256": "XYZ", "size": -1}
+    {"path": "../etc/passwd", "sha256": "XYZ", "size": -1},
+    {"path": "containerd.exe", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1, "unpack": "Program Files/containerd"},
+    {"path": "cni.tgz", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1, "unpack": "C:/opt"}
   ]
 }`
 	_, err := LoadImageManifest([]byte(doc))
@@ -173,6 +175,8 @@ func TestImageManifestValidation(t *testing.T) {
 		`files[2].path: Invalid value: "../etc/passwd"`,
 		`files[2].sha256: Invalid value: "XYZ"`,
 		`files[2].size: Invalid value: -1`,
+		`files[3].path: Invalid value: "containerd.exe": an unpacked file must end in .zip, .tar.gz or .tgz`,
+		`files[4].unpack: Invalid value: "C:/opt"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q\nfull error: %v", want, err)

@@ -48,4 +48,7 @@ type File struct {
 	Size int64 `json:"size"`
 	// Source is where the file was fetched from, when it was fetched.
 	Source string `json:"source,omitempty"`
+	// Unpack, when set, makes the file an archive (.zip, .tar.gz or .tgz) whose content is
+	// extracted at bake into this directory, relative to the system drive ("Program Files/containerd").
+	Unpack string `json:"unpack,omitempty"`
 }

@@ -410,8 +410,21 @@ func validateFiles(p *field.Path, files []File) field.ErrorList {
 		if f.Size < 0 {
 			errs = append(errs, field.Invalid(ip.Child("size"), f.Size, "must not be negative"))
 		}
+		if f.Unpack != "" {
+			if err := ValidatePayloadPath(f.Unpack); err != nil {
+				errs = append(errs, field.Invalid(ip.Child("unpack"), f.Unpack, err.Error()))
+			} else if !IsArchive(f.Path) {
+				errs = append(errs, field.Invalid(ip.Child("path"), f.Path, "an unpacked file must end in .zip, .tar.gz or .tgz"))
+			}
+		}
 	}
 	return errs
+}
+
+// IsArchive reports whether a payload path names an archive bake can unpack.
+func IsArchive(path string) bool {
+	p := strings.ToLower(path)
+	return strings.HasSuffix(p, ".zip") || strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz")
 }
 
 // ValidatePayloadPath checks a payload path: relative, forward slashes, no "." or ".." parts.

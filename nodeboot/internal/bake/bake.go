@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
 
@@ -24,6 +27,12 @@ type Options struct {
 	Paths    nodecmd.Paths
 	Manifest []byte
 	Fetch    FetchOptions
+	// PullPause, when set, is the payload path at which the bake writes the manifest's pause
+	// image (reference and digest), pulled from its registry, as an OCI archive; the archive
+	// joins the payload and the manifest installed in the image lists it.
+	PullPause string
+	// Registry configures that pull.
+	Registry ociimage.Options
 	Out      io.Writer
 }
 
@@ -44,6 +53,21 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 		return st, err
 	}
 	fmt.Fprintf(o.Out, "[bake] payload: %d files verified, %d bytes downloaded, %d bytes already present, in %s\n", st.Files, st.Downloaded, st.Reused, st.Elapsed.Round(1e6))
+	if o.PullPause != "" {
+		if o.Manifest, err = pullPause(ctx, o, m); err != nil {
+			return st, err
+		}
+	}
+	for _, f := range m.Files {
+		if f.Unpack == "" {
+			continue
+		}
+		n, err := unpack(o.Machine.Path(o.Paths.Payload(f.Path)), o.Machine.Path(o.Paths.Payload(f.Unpack)))
+		if err != nil {
+			return st, fmt.Errorf("unpack payload file %s: %w", f.Path, err)
+		}
+		fmt.Fprintf(o.Out, "[bake] %s: %d files unpacked into %s\n", f.Path, n, o.Paths.Payload(f.Unpack))
+	}
 	for _, dir := range []string{o.Paths.LogDir, o.Paths.KubeletCertDir, o.Paths.CNIConfDir, o.Paths.CNIBinDir, o.Paths.NodebootDir, `C:\etc\kubernetes\pki`} {
 		if err := os.MkdirAll(o.Machine.Path(dir), 0o755); err != nil {
 			return st, fmt.Errorf("create %s: %w", dir, err)
@@ -74,6 +98,38 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	fmt.Fprintf(o.Out, "[bake] image ready: Windows Server %s, Kubernetes %s, %s %s; nodeboot starts at boot\n",
 		m.WindowsBuild.Release(), m.KubernetesVersion, m.Runtime.Name, m.Runtime.Version)
 	return st, nil
+}
+
+// pullPause writes the pause image as an OCI archive into the payload, adds it to the manifest
+// and returns the manifest to install.
+func pullPause(ctx context.Context, o Options, m *v1alpha1.ImageManifest) ([]byte, error) {
+	if err := v1alpha1.ValidatePayloadPath(o.PullPause); err != nil {
+		return nil, fmt.Errorf("pause archive path %q: %w", o.PullPause, err)
+	}
+	path := o.Machine.Path(o.Paths.Payload(o.PullPause))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	err = ociimage.WriteArchive(ctx, f, m.PauseImage.Reference, m.PauseImage.Digest, o.Registry)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pull the pause image: %w", err)
+	}
+	sum, size, err := FileSum(path)
+	if err != nil {
+		return nil, err
+	}
+	m.Files = slices.DeleteFunc(m.Files, func(f v1alpha1.File) bool { return f.Path == o.PullPause })
+	m.Files = append(m.Files, v1alpha1.File{Path: o.PullPause, SHA256: sum, Size: size})
+	m.PauseImage.Archive = o.PullPause
+	fmt.Fprintf(o.Out, "[bake] pause image %s@%s pulled into %s (%d bytes)\n", m.PauseImage.Reference, m.PauseImage.Digest, o.PullPause, size)
+	return api.EncodeJSON(m)
 }
 
 // configureRuntime pins the image's pause image and CNI directories in the runtime's

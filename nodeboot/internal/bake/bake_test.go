@@ -1,7 +1,9 @@
 package bake
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +22,7 @@ import (
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
 )
@@ -58,6 +61,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 func manifest(t *testing.T, base string, files map[string][]byte) []byte {
 	t.Helper()
+	return encode(t, plan(base, files))
+}
+
+func plan(base string, files map[string][]byte) v1alpha1.ImageManifest {
 	m := v1alpha1.ImageManifest{
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindImageManifest, WindowsBuild: v1alpha1.WindowsServer2025,
 		KubernetesVersion: "v1.36.2", Runtime: v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"},
@@ -67,10 +74,15 @@ func manifest(t *testing.T, base string, files map[string][]byte) []byte {
 	for p, data := range files {
 		sum := sha256.Sum256(data)
 		m.Files = append(m.Files, v1alpha1.File{Path: p, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data)), Source: base + "/" + p})
-		if strings.HasSuffix(p, "pause.tar") {
-			m.PauseImage.Archive = p
+		if strings.HasSuffix(p, ".tgz") {
+			m.Files[len(m.Files)-1].Unpack = "opt/cni/bin"
 		}
 	}
+	return m
+}
+
+func encode(t *testing.T, m v1alpha1.ImageManifest) []byte {
+	t.Helper()
 	b, err := api.EncodeJSON(m)
 	if err != nil {
 		t.Fatal(err)
@@ -85,15 +97,32 @@ func machine(t *testing.T) *sim.Platform {
 
 func payload() map[string][]byte {
 	big := bytes.Repeat([]byte("kubelet.exe "), 100_000) // 1.2 MB
-	return map[string][]byte{"k/kubelet.exe": big, "k/kube-proxy.exe": []byte("kube-proxy"), "opt/cni/bin/win-bridge.exe": []byte("cni"), "ProgramData/kubewin/images/pause.tar": []byte("oci archive")}
+	return map[string][]byte{"k/kubelet.exe": big, "k/kube-proxy.exe": []byte("kube-proxy"), "ProgramData/kubewin/archives/cni.tgz": tgz(map[string]string{"win-bridge.exe": "cni", "host-local.exe": "ipam"})}
+}
+
+func tgz(files map[string]string) []byte {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for name, data := range files {
+		_ = tw.WriteHeader(&tar.Header{Name: "./" + name, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg})
+		_, _ = tw.Write([]byte(data))
+	}
+	_ = tw.Close()
+	_ = gz.Close()
+	return buf.Bytes()
 }
 
 func TestBakeFetches(t *testing.T) {
 	files := payload()
 	srv := newServer(t, files)
+	reg := registrytest.Serve(t)
+	ref, digests := reg.PushPause(t, "pause:3.10.2", 20348, 26100)
+	p := plan(srv.URL, files)
+	p.PauseImage = v1alpha1.PauseImage{Reference: ref, Digest: digests[26100]}
 	m := machine(t)
 	var out bytes.Buffer
-	st, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, srv.URL, files), Out: &out})
+	st, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
 	if err != nil {
 		t.Fatalf("bake: %v\n%s", err, out.String())
 	}
@@ -103,11 +132,27 @@ func TestBakeFetches(t *testing.T) {
 			t.Errorf("%s not installed: %v", p, err)
 		}
 	}
-	if st.Files != 4 || st.Downloaded != srv.sent.Load() || st.Downloaded < 1_200_000 {
+	if got, err := os.ReadFile(m.Path(`C:\opt\cni\bin\host-local.exe`)); err != nil || string(got) != "ipam" {
+		t.Errorf("CNI archive not unpacked: %q %v", got, err)
+	}
+	if st.Files != 3 || st.Downloaded != srv.sent.Load() || st.Downloaded < 1_200_000 {
 		t.Errorf("stats %+v, server sent %d", st, srv.sent.Load())
 	}
-	if _, err := os.Stat(m.Path(nodecmd.DefaultPaths().ImageManifest)); err != nil {
-		t.Errorf("manifest not installed: %v", err)
+	installed, err := os.ReadFile(m.Path(nodecmd.DefaultPaths().ImageManifest))
+	if err != nil {
+		t.Fatalf("manifest not installed: %v", err)
+	}
+	im, err := api.LoadImageManifest(installed)
+	if err != nil {
+		t.Fatalf("installed manifest: %v", err)
+	}
+	if im.PauseImage.Archive != "ProgramData/kubewin/images/pause.tar" || len(im.Files) != 4 {
+		t.Fatalf("installed manifest does not list the pause archive: %+v", im)
+	}
+	for _, f := range im.Files {
+		if sum, size, err := FileSum(filepath.Join(m.Path(`C:\`), f.Path)); err != nil || sum != f.SHA256 || size != f.Size {
+			t.Errorf("%s: sha256 %s size %d (%v), manifest says %s %d", f.Path, sum, size, err, f.SHA256, f.Size)
+		}
 	}
 	if svc, err := m.Service("nodeboot"); err != nil || svc.Spec.Args[0] != "run" || svc.Running {
 		t.Errorf("nodeboot service: %+v %v", svc, err)
@@ -118,8 +163,15 @@ func TestBakeFetches(t *testing.T) {
 	if imported, err := m.ImportedImages(); err != nil || len(imported) != 1 || !strings.Contains(imported[0], `pause.tar`) {
 		t.Errorf("pause image import: %v %v", imported, err)
 	}
-	if conf, err := os.ReadFile(m.Path(`C:\Program Files\containerd\config.toml`)); err != nil || !strings.Contains(string(conf), "sandbox = 'registry.k8s.io/pause:3.10'") {
+	if conf, err := os.ReadFile(m.Path(`C:\Program Files\containerd\config.toml`)); err != nil || !strings.Contains(string(conf), "sandbox = '"+ref+"'") {
 		t.Errorf("containerd config: %s %v", conf, err)
+	}
+
+	// A pause image for another Windows build is refused, as a runtime on process isolation would.
+	p.PauseImage.Digest = digests[20348]
+	_, err = Bake(context.Background(), Options{Machine: machine(t), Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
+	if err == nil || !strings.Contains(err.Error(), "does not match the host operating system") {
+		t.Errorf("pause image for 20348 on a 26100 machine: %v", err)
 	}
 
 	// A second bake of the same machine downloads nothing.

@@ -14,8 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
@@ -224,8 +226,20 @@ func (p *Platform) FirewallRules() ([]platform.FirewallRule, error) {
 
 // ImportImage records the import.
 func (p *Platform) ImportImage(_ context.Context, runtime v1alpha1.RuntimeName, archive string) error {
-	if _, err := os.Stat(p.Path(archive)); err != nil {
+	// Like a real runtime on process isolation, the image must be complete and built for the
+	// machine's Windows build.
+	f, err := os.Open(p.Path(archive))
+	if err != nil {
 		return fmt.Errorf("image archive %s: %w", archive, err)
+	}
+	a, err := ociimage.Inspect(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("import image archive %s: %w", archive, err)
+	}
+	if want := v1alpha1.WindowsBuild(p.m.Build).OSVersion(); a.OS != "windows" || (a.OSVersion != want && !strings.HasPrefix(a.OSVersion, want+".")) {
+		return fmt.Errorf("import image archive %s: image %s is for %s %s, this machine runs Windows %s: the container operating system does not match the host operating system",
+			archive, a.Name, a.OS, a.OSVersion, want)
 	}
 	var imported []string
 	_ = readJSON(p.record("images.json"), &imported)

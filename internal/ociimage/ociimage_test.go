@@ -1,0 +1,49 @@
+package ociimage
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
+)
+
+func TestResolveAndArchive(t *testing.T) {
+	reg := registrytest.Serve(t)
+	ref, digests := reg.PushPause(t, "pause:3.10.2", 17763, 20348, 26100)
+	ctx := context.Background()
+	for build, want := range digests {
+		got, err := Resolve(ctx, ref, build, Options{})
+		if err != nil || got != want {
+			t.Errorf("Resolve(%d) = %s, %v; want %s", build, got, err, want)
+		}
+	}
+	if _, err := Resolve(ctx, ref, 14393, Options{}); err == nil || !strings.Contains(err.Error(), "no windows/amd64 image for Windows build 14393") {
+		t.Errorf("unsupported build: %v", err)
+	}
+
+	var a, b bytes.Buffer
+	if err := WriteArchive(ctx, &a, ref, digests[20348], Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteArchive(ctx, &b, ref, digests[20348], Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Error("two archives of one image differ")
+	}
+	got, err := Inspect(bytes.NewReader(a.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != ref || got.OS != "windows" || got.OSVersion != "10.0.20348.1" || got.Layers != 2 {
+		t.Errorf("archive holds %+v", got)
+	}
+
+	// A corrupted blob is caught.
+	bad := bytes.Replace(a.Bytes(), []byte(`"windows"`), []byte(`"linux!!"`), 1)
+	if _, err := Inspect(bytes.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "has digest") {
+		t.Errorf("corrupted archive: %v", err)
+	}
+}
