@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/filesum"
 	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
@@ -121,7 +122,7 @@ func pullPause(ctx context.Context, o Options, m *v1alpha1.ImageManifest) ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("pull the pause image: %w", err)
 	}
-	sum, size, err := FileSum(path)
+	sum, size, err := filesum.File(path)
 	if err != nil {
 		return nil, err
 	}

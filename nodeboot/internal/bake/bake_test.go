@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/filesum"
 	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
 	"github.com/kubewin/kubewin/internal/simmachine"
@@ -150,7 +151,7 @@ func TestBakeFetches(t *testing.T) {
 		t.Fatalf("installed manifest does not list the pause archive: %+v", im)
 	}
 	for _, f := range im.Files {
-		if sum, size, err := FileSum(filepath.Join(m.Path(`C:\`), f.Path)); err != nil || sum != f.SHA256 || size != f.Size {
+		if sum, size, err := filesum.File(filepath.Join(m.Path(`C:\`), f.Path)); err != nil || sum != f.SHA256 || size != f.Size {
 			t.Errorf("%s: sha256 %s size %d (%v), manifest says %s %d", f.Path, sum, size, err, f.SHA256, f.Size)
 		}
 	}

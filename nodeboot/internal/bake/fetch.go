@@ -6,11 +6,8 @@ package bake
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"os"
@@ -22,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/filesum"
 )
 
 // FetchOptions say where the payload comes from.
@@ -124,7 +122,7 @@ func sourceURL(f v1alpha1.File, mirror string) string {
 // fetchFile returns the bytes it downloaded and those it found on disk.
 func fetchFile(ctx context.Context, f v1alpha1.File, o FetchOptions) (int64, int64, error) {
 	dst := o.Local(f.Path)
-	if sum, size, err := FileSum(dst); err == nil && sum == f.SHA256 && size == f.Size {
+	if sum, size, err := filesum.File(dst); err == nil && sum == f.SHA256 && size == f.Size {
 		fmt.Fprintf(o.Progress, "[bake] %s: present and verified\n", f.Path)
 		return 0, size, nil
 	}
@@ -154,7 +152,7 @@ func fetchFile(ctx context.Context, f v1alpha1.File, o FetchOptions) (int64, int
 	if err != nil {
 		return downloaded, reused, fmt.Errorf("download payload file %s from %s: %w", f.Path, url, err)
 	}
-	sum, size, err := FileSum(part)
+	sum, size, err := filesum.File(part)
 	if err != nil {
 		return downloaded, reused, err
 	}
@@ -209,19 +207,4 @@ func download(ctx context.Context, c *http.Client, url, part string) (int64, int
 		err = cerr
 	}
 	return n, have, err
-}
-
-// FileSum returns the hex sha256 and the size of a file.
-func FileSum(path string) (string, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	var h hash.Hash = sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
 }

@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/filesum"
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/nodestatus"
-	"github.com/kubewin/kubewin/nodeboot/internal/bake"
 	"github.com/kubewin/kubewin/nodeboot/internal/discovery"
 	"github.com/kubewin/kubewin/nodeboot/internal/nodefiles"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
@@ -79,7 +79,7 @@ func (n *Node) preflight(ctx context.Context) error {
 func (n *Node) verifyPayload() error {
 	for _, f := range n.Manifest.Files {
 		win := n.Paths.Payload(f.Path)
-		got, size, err := bake.FileSum(n.Platform.Path(win))
+		got, size, err := filesum.File(n.Platform.Path(win))
 		if err != nil {
 			return nodestatus.Errorf(nodestatus.CodePayloadCorrupt, "payload file %s: %w", win, err)
 		}

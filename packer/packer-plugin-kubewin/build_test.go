@@ -1,0 +1,339 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kubewin/kubewin/internal/api"
+	"github.com/kubewin/kubewin/internal/filesum"
+	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
+	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/testenv"
+)
+
+// testVersion is the version the plugin and nodeboot are built with for these tests.
+const testVersion = "0.1.0"
+
+// packerEnv builds the plugin and nodeboot once, installs the plugin with the real packer
+// (packer plugins install --path) into a private plugin directory, and returns packer, the
+// environment to run it with and the host nodeboot.
+var packerEnv = sync.OnceValues(func() (*env, error) {
+	dir, err := os.MkdirTemp("", "kubewin-packer-test-")
+	if err != nil {
+		return nil, err
+	}
+	packer, err := testenv.Binary("packer")
+	if err != nil {
+		return nil, err
+	}
+	e := &env{dir: dir, packer: packer, nodeboot: filepath.Join(dir, "nodeboot")}
+	ld := "-X github.com/kubewin/kubewin/internal/version.Version=" + testVersion
+	plugin := filepath.Join(dir, "packer-plugin-kubewin")
+	for out, pkg := range map[string]string{plugin: ".", e.nodeboot: "../../nodeboot"} {
+		if b, err := exec.Command("go", "build", "-ldflags", ld, "-o", out, pkg).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	e.vars = append(os.Environ(), "PACKER_PLUGIN_PATH="+filepath.Join(dir, "plugins"), "PACKER_CONFIG_DIR="+dir, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
+	if b, err := e.command("plugins", "install", "--path", plugin, "github.com/kubewin/kubewin").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("packer plugins install: %v\n%s", err, b)
+	}
+	return e, nil
+})
+
+type env struct {
+	dir, packer, nodeboot string
+	vars                  []string
+}
+
+func (e *env) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(e.packer, args...)
+	cmd.Env = e.vars
+	return cmd
+}
+
+func testEnv(t testing.TB) *env {
+	t.Helper()
+	e, err := packerEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if e, err := packerEnv(); err == nil {
+		os.RemoveAll(e.dir)
+	}
+	os.Exit(code)
+}
+
+// build runs packer build on a template and returns its output.
+func (e *env) build(t testing.TB, dir, template string, args ...string) (string, error) {
+	t.Helper()
+	path := filepath.Join(dir, "build.pkr.hcl")
+	if err := os.WriteFile(path, []byte(template), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := e.command(append(append([]string{"build"}, args...), path)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// upstream serves a kubewin release's artifacts the way their upstream sites lay them out,
+// with checksum files, and counts the artifact bytes it sends.
+type upstream struct {
+	*httptest.Server
+	mu       sync.Mutex
+	files    map[string][]byte
+	tampered map[string][]byte // served instead of files[path], checksum files unchanged
+	sent     atomic.Int64
+}
+
+func newUpstream(t testing.TB) *upstream {
+	rng := rand.New(rand.NewPCG(1, 2))
+	blob := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	u := &upstream{files: map[string][]byte{}, tampered: map[string][]byte{}}
+	k := "/k8s/v1.37.1/bin/windows/amd64/"
+	u.add(k+"kubelet.exe", blob(24<<20), ".sha256", false)
+	u.add(k+"kube-proxy.exe", blob(8<<20), ".sha256", false)
+	u.add(k+"kubeadm.exe", blob(8<<20), ".sha256", false)
+	u.add(k+"kube-log-runner.exe", blob(1<<20), ".sha256", false)
+	u.add("/containerd/v2.1.4/containerd-2.1.4-windows-amd64.tar.gz", tgz(map[string][]byte{"bin/containerd.exe": blob(4 << 20), "bin/ctr.exe": blob(1 << 20), "bin/containerd-shim-runhcs-v1.exe": blob(1 << 20)}), ".sha256sum", true)
+	u.add("/cni/v1.7.1/cni-plugins-windows-amd64-v1.7.1.tgz", tgz(map[string][]byte{"./win-bridge.exe": blob(1 << 20), "./win-overlay.exe": blob(1 << 20), "./host-local.exe": blob(1 << 20)}), ".sha256", true)
+	nb := fmt.Sprintf("/nodeboot/v%[1]s/nodeboot_%[1]s_windows_amd64.exe", testVersion)
+	u.files[nb] = blob(2 << 20)
+	sum := sha256.Sum256(u.files[nb])
+	u.files[fmt.Sprintf("/nodeboot/v%[1]s/nodeboot_%[1]s_SHA256SUMS", testVersion)] = fmt.Appendf(nil, "%s  %s\n", hex.EncodeToString(sum[:]), filepath.Base(nb))
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		data, ok := u.tampered[r.URL.Path]
+		if !ok {
+			data, ok = u.files[r.URL.Path]
+		}
+		u.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		if r.Method == http.MethodHead {
+			return
+		}
+		n, _ := w.Write(data)
+		if !strings.Contains(r.URL.Path, "sha256") && !strings.HasSuffix(r.URL.Path, "SUMS") {
+			u.sent.Add(int64(n))
+		}
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *upstream) add(path string, data []byte, sumExt string, named bool) {
+	u.files[path] = data
+	sum := sha256.Sum256(data)
+	line := hex.EncodeToString(sum[:])
+	if named {
+		line += "  " + filepath.Base(path)
+	}
+	u.files[path+sumExt] = []byte(line + "\n")
+}
+
+func tgz(files map[string][]byte) []byte {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(files[name])), Typeflag: tar.TypeReg})
+		_, _ = tw.Write(files[name])
+	}
+	_ = tw.Close()
+	_ = gz.Close()
+	return buf.Bytes()
+}
+
+
+// release is the kubewin-release data source block for the upstream and registry.
+func releaseBlock(u *upstream, pause string) string {
+	return fmt.Sprintf(`
+data "kubewin-release" "node" {
+  kubernetes_version  = "v1.37.1"
+  windows_version     = "2022"
+  nodeboot_version    = %[2]q
+  pause_image         = %[3]q
+  kubernetes_base_url = "%[1]s/k8s"
+  containerd_base_url = "%[1]s/containerd"
+  cni_plugins_base_url = "%[1]s/cni"
+  nodeboot_base_url   = "%[1]s/nodeboot"
+}
+`, u.URL, testVersion, pause)
+}
+
+func localBuild(e *env, out, provisioner string) string {
+	return fmt.Sprintf(`
+source "kubewin-local" "node" {
+  output_directory = %q
+  windows_version  = "2022"
+  nodeboot_path    = %q
+}
+
+build {
+  sources = ["source.kubewin-local.node"]
+  provisioner "kubewin-node" {
+    release = data.kubewin-release.node.manifest
+%s
+  }
+}
+`, out, e.nodeboot, provisioner)
+}
+
+// checkImage verifies an image directory: every file the manifest lists is in the payload with
+// its sha256 and size, and the pause image archive is listed.
+func checkImage(t *testing.T, dir string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, simmachine.ImageManifestFile))
+	if err != nil {
+		t.Fatalf("image manifest: %v", err)
+	}
+	m, err := api.LoadImageManifest(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"k/kubelet.exe", "k/kube-proxy.exe", "k/kubeadm.exe", "k/kube-log-runner.exe", "k/nodeboot.exe",
+		"ProgramData/kubewin/archives/containerd-2.1.4-windows-amd64.tar.gz", "ProgramData/kubewin/archives/cni-plugins-windows-amd64-v1.7.1.tgz", "ProgramData/kubewin/images/pause.tar"}
+	var got []string
+	for _, f := range m.Files {
+		got = append(got, f.Path)
+		sum, size, err := filesum.File(filepath.Join(dir, simmachine.ImagePayloadDir, filepath.FromSlash(f.Path)))
+		if err != nil || sum != f.SHA256 || size != f.Size {
+			t.Errorf("%s: sha256 %s, %d bytes (%v); the manifest says %s, %d bytes", f.Path, sum, size, err, f.SHA256, f.Size)
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(strings.Join(got, "\n"), w) {
+			t.Errorf("the manifest does not list %s: %v", w, got)
+		}
+	}
+	if m.PauseImage.Archive != "ProgramData/kubewin/images/pause.tar" || m.WindowsBuild != 20348 || m.KubernetesVersion != "v1.37.1" || m.NodebootVersion != testVersion {
+		t.Errorf("manifest: %+v", m)
+	}
+}
+
+func TestBuildGuestFetch(t *testing.T) {
+	e := testEnv(t)
+	u := newUpstream(t)
+	reg := registrytest.Serve(t)
+	pause, _ := reg.PushPause(t, "pause:3.10.2", 17763, 20348, 26100)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "image")
+	tpl := releaseBlock(u, pause) + localBuild(e, out, `    manifest_output = "manifest.json"`)
+	start := time.Now()
+	log, err := e.build(t, dir, tpl)
+	if err != nil {
+		t.Fatalf("packer build: %v\n%s", err, log)
+	}
+	elapsed := time.Since(start)
+	if os.Getenv("KUBEWIN_SHOW_BUILD") != "" {
+		t.Log(log)
+	}
+	checkImage(t, out)
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		t.Errorf("manifest_output not written: %v", err)
+	}
+	if !regexp.MustCompile(`\[bake\] payload: 7 files verified, \d+ bytes downloaded`).MatchString(log) {
+		t.Errorf("the guest did not fetch the payload itself:\n%s", log)
+	}
+	t.Logf("guest-fetch build: %d artifact bytes served in %s (whole packer build)", u.sent.Load(), elapsed.Round(time.Millisecond))
+
+	// A tampered artifact (its checksum file unchanged) fails the build, naming the file, and
+	// leaves no image behind.
+	u.mu.Lock()
+	k := "/k8s/v1.37.1/bin/windows/amd64/kube-proxy.exe"
+	bad := bytes.Clone(u.files[k])
+	bad[len(bad)/2] ^= 0xff
+	u.tampered[k] = bad
+	u.mu.Unlock()
+	out2 := filepath.Join(dir, "tampered")
+	log, err = e.build(t, dir, releaseBlock(u, pause)+localBuild(e, out2, ""))
+	if err == nil {
+		t.Fatalf("a tampered kube-proxy.exe was baked:\n%s", log)
+	}
+	if !strings.Contains(log, "payload file k/kube-proxy.exe from "+u.URL+k+" has sha256") {
+		t.Errorf("the failure does not name the tampered file:\n%s", log)
+	}
+	if _, err := os.Stat(out2); !os.IsNotExist(err) {
+		t.Errorf("a failed build left %s behind (%v)", out2, err)
+	}
+}
+
+var hostCacheLine = regexp.MustCompile(`host cache .*: (\d+) files, (\d+) bytes downloaded, (\d+) bytes from the cache`)
+
+// hostCacheBuild builds an image in host-cache mode and returns the bytes the cache
+// downloaded, as the provisioner reports them, and the build's output.
+func hostCacheBuild(t testing.TB, e *env, u *upstream, pause, dir, cache, out string) (int64, string) {
+	t.Helper()
+	log, err := e.build(t, dir, releaseBlock(u, pause)+localBuild(e, out, fmt.Sprintf("    transfer = \"host-cache\"\n    cache_dir = %q", cache)), "-force")
+	if err != nil {
+		t.Fatalf("packer build: %v\n%s", err, log)
+	}
+	m := hostCacheLine.FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no host cache figures in the output:\n%s", log)
+	}
+	n, _ := strconv.ParseInt(m[2], 10, 64)
+	return n, log
+}
+
+func TestBuildHostCache(t *testing.T) {
+	e := testEnv(t)
+	u := newUpstream(t)
+	reg := registrytest.Serve(t)
+	pause, _ := reg.PushPause(t, "pause:3.10.2", 20348)
+	dir := t.TempDir()
+	cache, out := filepath.Join(dir, "cache"), filepath.Join(dir, "image")
+
+	first, log := hostCacheBuild(t, e, u, pause, dir, cache, out)
+	checkImage(t, out)
+	if first == 0 || !strings.Contains(log, "[bake] payload: 8 files verified, 0 bytes downloaded") {
+		t.Errorf("first host-cache build downloaded %d bytes; the guest must download nothing:\n%s", first, log)
+	}
+	served, registrySent := u.sent.Load(), reg.Sent.Load()
+	second, _ := hostCacheBuild(t, e, u, pause, dir, cache, out)
+	checkImage(t, out)
+	fmt.Printf("host-cache: first build downloaded %d bytes, second build (warm cache) %d bytes; upstream served %d more artifact bytes\n", first, second, u.sent.Load()-served)
+	if second != 0 || u.sent.Load() != served {
+		t.Errorf("second build with a warm cache downloaded %d bytes (upstream served %d more)", second, u.sent.Load()-served)
+	}
+	// The registry only answered the data source's digest lookup, no layer.
+	if d := reg.Sent.Load() - registrySent; d > 16<<10 {
+		t.Errorf("the registry sent %d bytes during the second build", d)
+	}
+}
+

@@ -1,0 +1,134 @@
+//go:generate packer-sdc struct-markdown
+//go:generate packer-sdc mapstructure-to-hcl2 -type Config
+
+package node
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/packer-plugin-sdk/common"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/kubewin/kubewin/internal/api"
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+)
+
+// Transfer modes.
+const (
+	// GuestFetch makes the guest download every artifact itself (nodeboot bake: parallel,
+	// resumable, sha256-verified), from the upstream URLs or a mirror.
+	GuestFetch = "guest-fetch"
+	// HostCache downloads on the Packer host into a content-addressed cache and uploads.
+	HostCache = "host-cache"
+)
+
+// Config of the kubewin-node provisioner.
+type Config struct {
+	common.PackerConfig `mapstructure:",squash"`
+
+	// The bake plan: the `manifest` of a `kubewin-release` data source (an image manifest in
+	// JSON listing every artifact with its URL, sha256 and size).
+	Release string `mapstructure:"release" required:"true"`
+	// How artifacts reach the guest: `guest-fetch` (default) has the guest download each one
+	// itself, in parallel and resumably, verifying every sha256 — use it over WinRM, whose
+	// uploads move a few KB per command; `host-cache` downloads on the Packer host into a
+	// content-addressed cache (reused by later builds), exports the pause image as an OCI
+	// archive and uploads everything — use it over SSH, with the `kubewin-local` builder and
+	// on air-gapped sites.
+	Transfer string `mapstructure:"transfer"`
+	// With `guest-fetch`, fetch every file from `<mirror>/<path>` (the path on the node's
+	// system drive, such as `k/kubelet.exe`) instead of its upstream URL.
+	Mirror string `mapstructure:"mirror"`
+	// With `guest-fetch`, how many files the guest downloads at once. Default 4.
+	Parallel int `mapstructure:"parallel"`
+	// With `host-cache`, the cache directory. Default: `kubewin/packer` in the user's cache
+	// directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux).
+	CacheDir string `mapstructure:"cache_dir"`
+	// Where the image manifest baked into the guest is written on the Packer host, for
+	// Terraform (`kubewin_image_manifest`) and HCP Packer. Default `kubewin-manifest.json`.
+	ManifestOutput string `mapstructure:"manifest_output"`
+	// Whether to install the Windows Containers feature (and restart when Windows asks to).
+	// Default true.
+	InstallContainersFeature *bool `mapstructure:"install_containers_feature"`
+	// How long to wait for the guest to come back from that restart. Default `15m`.
+	RestartTimeout time.Duration `mapstructure:"restart_timeout"`
+	// Run the feature installation and the bake as this user through a scheduled task, as
+	// the `powershell` provisioner does: use `build.User` on images whose WinRM user is not
+	// elevated. `SYSTEM` with an empty password runs as LocalSystem.
+	ElevatedUser string `mapstructure:"elevated_user"`
+	// The password of `elevated_user`.
+	ElevatedPassword string `mapstructure:"elevated_password"`
+
+	// Bake a simulated Windows machine (nodeboot's sim platform) kept in this directory of a
+	// POSIX guest instead of a Windows guest: what the `kubewin-local` builder sets up by itself;
+	// with another builder (such as `null` over SSH) set it and `sim_nodeboot`.
+	SimRoot string `mapstructure:"sim_root"`
+	// The nodeboot binary on the guest that runs the simulated machine's bake.
+	SimNodeboot string `mapstructure:"sim_nodeboot"`
+
+	plan *v1alpha1.ImageManifest
+}
+
+func (c *Config) prepare() error {
+	var errs *packersdk.MultiError
+	add := func(format string, a ...any) { errs = packersdk.MultiErrorAppend(errs, fmt.Errorf(format, a...)) }
+	if c.Release == "" {
+		add("release is required: set it to data.kubewin-release.<name>.manifest")
+	} else if m, err := api.LoadImageManifest([]byte(c.Release)); err != nil {
+		add("release is not a kubewin bake plan (the manifest of a kubewin-release data source): %w", err)
+	} else {
+		c.plan = m
+	}
+	switch c.Transfer {
+	case "":
+		c.Transfer = GuestFetch
+	case GuestFetch, HostCache:
+	default:
+		add("transfer %q is not a transfer mode: use %q or %q", c.Transfer, GuestFetch, HostCache)
+	}
+	if c.Mirror != "" {
+		if u, err := url.Parse(c.Mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("mirror %q is not an http(s) URL", c.Mirror)
+		} else if c.Transfer != GuestFetch {
+			add("mirror is for transfer = %q; with %q the Packer host downloads: point the release's base URLs at the mirror instead", GuestFetch, c.Transfer)
+		}
+	}
+	if c.Parallel < 0 {
+		add("parallel %d must be positive", c.Parallel)
+	} else if c.Parallel == 0 {
+		c.Parallel = 4
+	}
+	if c.CacheDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		c.CacheDir = filepath.Join(dir, "kubewin", "packer")
+	}
+	if c.ManifestOutput == "" {
+		c.ManifestOutput = "kubewin-manifest.json"
+	}
+	if c.InstallContainersFeature == nil {
+		yes := true
+		c.InstallContainersFeature = &yes
+	}
+	if c.RestartTimeout < 0 {
+		add("restart_timeout %s must be positive", c.RestartTimeout)
+	} else if c.RestartTimeout == 0 {
+		c.RestartTimeout = 15 * time.Minute
+	}
+	if c.ElevatedPassword != "" && c.ElevatedUser == "" {
+		add("elevated_password is set without elevated_user: set both, or neither")
+	}
+	if (c.SimRoot == "") != (c.SimNodeboot == "") {
+		add("sim_root and sim_nodeboot go together: set both to bake a simulated machine, or neither")
+	}
+	if errs != nil && len(errs.Errors) > 0 {
+		return errs
+	}
+	return nil
+}
