@@ -77,9 +77,31 @@ build_release() {
 	(cd "$root/tools/release" && go build -trimpath -ldflags "-s -w" -o "$bin/goreleaser" github.com/goreleaser/goreleaser/v2)
 	mark release
 }
+build_packersdc() {
+	fresh packersdc packer-sdc && return
+	echo "testenv: building packer-sdc $(modver packersdc github.com/hashicorp/packer-plugin-sdk)"
+	(cd "$root/tools/packersdc" && go build -trimpath -ldflags "-s -w" -o "$bin/packer-sdc" github.com/hashicorp/packer-plugin-sdk/cmd/packer-sdc)
+	mark packersdc
+}
+
+# The Packer SSH test runs Debian's OpenSSH server itself, on 127.0.0.1.
+build_sshd() {
+	[ -x /usr/sbin/sshd ] && return
+	if [ "$(id -u)" != 0 ]; then
+		echo "testenv: /usr/sbin/sshd is missing: install Debian's openssh-server (sudo apt-get install openssh-server)" >&2
+		return 1
+	fi
+	echo "testenv: installing Debian's openssh-server"
+	local guard=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then # keep the package from starting a system sshd
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && guard=1
+	fi
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null
+	[ -z "$guard" ] || rm -f /usr/sbin/policy-rc.d
+}
 
 start=$(date +%s)
-for t in ${*:-kube packer tofu terraform docs release}; do "build_$t"; done
+for t in ${*:-kube packer tofu terraform sshd docs release packersdc}; do "build_$t"; done
 echo "testenv: ready in $(( $(date +%s) - start ))s at $bin"
 for b in kube-apiserver kubeadm etcd packer tofu terraform; do # versions, as each prints it
 	[ -x "$bin/$b" ] || continue

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/common"
+	"github.com/hashicorp/packer-plugin-sdk/hcl2helper"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/kubewin/kubewin/internal/api"
@@ -25,6 +26,9 @@ const (
 	// HostCache downloads on the Packer host into a content-addressed cache and uploads.
 	HostCache = "host-cache"
 )
+
+// unknownValue is what packer validate passes for a data source's output it did not evaluate.
+const unknownValue = "<unknown>"
 
 // Config of the kubewin-node provisioner.
 type Config struct {
@@ -76,11 +80,16 @@ type Config struct {
 func (c *Config) prepare() error {
 	var errs *packersdk.MultiError
 	add := func(format string, a ...any) { errs = packersdk.MultiErrorAppend(errs, fmt.Errorf(format, a...)) }
-	if c.Release == "" {
+	switch {
+	case c.Release == "":
 		add("release is required: set it to data.kubewin-release.<name>.manifest")
-	} else if m, err := api.LoadImageManifest([]byte(c.Release)); err != nil {
-		add("release is not a kubewin bake plan (the manifest of a kubewin-release data source): %w", err)
-	} else {
+	case c.Release == unknownValue || c.Release == hcl2helper.UnknownVariableValue:
+		// packer validate leaves data sources unevaluated: the plan is checked at build.
+	default:
+		m, err := api.LoadImageManifest([]byte(c.Release))
+		if err != nil {
+			add("release is not a kubewin bake plan (the manifest of a kubewin-release data source): %w", err)
+		}
 		c.plan = m
 	}
 	switch c.Transfer {

@@ -67,6 +67,9 @@ func (p *Provisioner) ElevatedPassword() string             { return p.config.El
 
 func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, data map[string]any) error {
 	p.comm = comm
+	if p.config.plan == nil {
+		return fmt.Errorf("release has no value: set it to data.kubewin-release.<name>.manifest")
+	}
 	g := p.guestOf(data)
 	plan := *p.config.plan
 	ui.Say(fmt.Sprintf("kubewin: baking Windows Server %s, Kubernetes %s, %s %s (%d artifacts, %s)",
@@ -96,7 +99,7 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 	if err != nil {
 		return err
 	}
-	if err := p.run(ctx, ui, "prepare the bake directory", g.mkdir(filepath.Dir(planPath)), false); err != nil {
+	if err := p.run(ctx, ui, "prepare the bake directory", g.mkdir(winDir(planPath)), false); err != nil {
 		return err
 	}
 	if err := comm.Upload(g.path(planPath), bytes.NewReader(doc), nil); err != nil {
@@ -259,7 +262,7 @@ func (p *Provisioner) upload(ctx context.Context, ui packersdk.Ui, g guest, plan
 	start = time.Now()
 	var sent int64
 	for _, it := range items {
-		if dir := it.node[:strings.LastIndex(it.node, `\`)]; !dirs[dir] {
+		if dir := winDir(it.node); !dirs[dir] {
 			dirs[dir] = true
 			if err := p.run(ctx, ui, "create "+dir, g.mkdir(dir), false); err != nil {
 				return err
@@ -275,6 +278,9 @@ func (p *Provisioner) upload(ctx context.Context, ui packersdk.Ui, g guest, plan
 	ui.Say(fmt.Sprintf("kubewin: uploaded %d files, %d bytes in %.1fs (%.1f MB/s)", len(items), sent, secs, float64(sent)/1e6/max(secs, 1e-3)))
 	return nil
 }
+
+// winDir is the directory of a node path.
+func winDir(node string) string { return node[:max(strings.LastIndex(node, `\`), 0)] }
 
 func uploadFile(comm packersdk.Communicator, dst, src string) error {
 	f, err := os.Open(src)

@@ -1,0 +1,122 @@
+# Windows Server 2019 + Docker and cri-dockerd, as in the original Windows guides, published to
+# an Azure Compute Gallery. The Containers feature is enabled by a powershell step and finished
+# by windows-restart; kubewin-node then skips it.
+#   az login && packer init . && packer build -var subscription_id=... -var resource_group=... \
+#     -var gallery_name=... examples/packer/azure-ws2019-docker.pkr.hcl
+packer {
+  required_plugins {
+    azure = {
+      source  = "github.com/hashicorp/azure"
+      version = ">= 2.3.0"
+    }
+    kubewin = {
+      source  = "github.com/kubewin/kubewin"
+      version = ">= 0.1.0"
+    }
+  }
+}
+
+variable "subscription_id" {
+  type = string
+}
+
+variable "resource_group" {
+  type        = string
+  description = "Resource group of the gallery."
+}
+
+variable "gallery_name" {
+  type = string
+}
+
+variable "location" {
+  type    = string
+  default = "westeurope"
+}
+
+variable "kubernetes_version" {
+  type    = string
+  default = "v1.37.1"
+}
+
+variable "docker_version" {
+  type    = string
+  default = "28.3.3"
+}
+
+variable "cri_dockerd_version" {
+  type    = string
+  default = "0.3.18"
+}
+
+variable "mirror" {
+  type        = string
+  description = "Optional artifact mirror the VM fetches from (<mirror>/<path>); empty for upstream."
+  default     = ""
+}
+
+data "kubewin-release" "node" {
+  kubernetes_version  = var.kubernetes_version
+  windows_version     = "2019"
+  runtime             = "docker"
+  docker_version      = var.docker_version
+  cri_dockerd_version = var.cri_dockerd_version
+}
+
+source "azure-arm" "ws2019" {
+  use_azure_cli_auth = true
+  subscription_id    = var.subscription_id
+  location           = var.location
+  vm_size            = "Standard_D4s_v5"
+
+  os_type         = "Windows"
+  image_publisher = "MicrosoftWindowsServer"
+  image_offer     = "WindowsServer"
+  image_sku       = "2019-datacenter-core-g2"
+
+  communicator   = "winrm"
+  winrm_use_ssl  = true
+  winrm_insecure = true
+  winrm_timeout  = "10m"
+  winrm_username = "packer"
+
+  shared_image_gallery_destination {
+    subscription   = var.subscription_id
+    resource_group = var.resource_group
+    gallery_name   = var.gallery_name
+    image_name     = "kubewin-ws2019-docker"
+    image_version  = "1.0.0"
+  }
+}
+
+build {
+  sources = ["source.azure-arm.ws2019"]
+
+  provisioner "powershell" {
+    elevated_user     = build.User
+    elevated_password = build.Password
+    inline            = ["Install-WindowsFeature -Name Containers"]
+  }
+
+  provisioner "windows-restart" {
+    restart_timeout = "15m"
+    check_registry  = true
+  }
+
+  provisioner "kubewin-node" {
+    release                    = data.kubewin-release.node.manifest
+    install_containers_feature = false
+    mirror                     = var.mirror == "" ? null : var.mirror
+    elevated_user              = build.User
+    elevated_password          = build.Password
+    manifest_output            = "kubewin-ws2019-docker-manifest.json"
+  }
+
+  provisioner "powershell" {
+    inline = [
+      "foreach ($service in Get-Service -Name RdAgent, WindowsAzureGuestAgent -ErrorAction SilentlyContinue) { while ((Get-Service $service.Name).Status -ne 'Running') { Start-Sleep -Seconds 5 } }",
+      "& $env:SystemRoot\\System32\\Sysprep\\Sysprep.exe /oobe /generalize /quiet /quit /mode:vm",
+      "while ($true) { $state = (Get-ItemProperty HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Setup\\State).ImageState; if ($state -ne 'IMAGE_STATE_GENERALIZE_RESEAL_TO_OOBE') { Write-Output $state; Start-Sleep -Seconds 10 } else { break } }",
+    ]
+  }
+}
