@@ -84,6 +84,33 @@ build_packersdc() {
 	mark packersdc
 }
 
+# make demo's release mirror (hack/demorelease) serves Windows node binaries built from source
+# for windows/amd64: Kubernetes' from tools/kube, containerd's and the CNI plugins' from
+# tools/winnode, and the demo's pause program.
+build_winnode() {
+	local out=$bin/windows want
+	want="$(stamp kube)$(stamp winnode)$(sha256sum "$root/hack/demopause/main.go" | cut -c1-16)"
+	if [ "$(cat "$bin/.stamp-winnode" 2>/dev/null)" = "$want" ] && [ -x "$out/kubelet.exe" ] && [ -x "$out/pause.exe" ]; then
+		return
+	fi
+	local v; v=$(modver kube k8s.io/kubernetes)
+	local minor=${v#v1.}; minor=${minor%%.*}
+	local pkg=k8s.io/component-base/version
+	local ld="-s -w -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=2000-01-01T00:00:00Z"
+	mkdir -p "$out"
+	echo "testenv: building Windows node binaries: kubernetes $v, containerd $(modver winnode github.com/containerd/containerd/v2), CNI plugins $(modver winnode github.com/containernetworking/plugins)"
+	(cd "$root/tools/kube" && GOOS=windows GOARCH=amd64 go build -trimpath -ldflags "$ld" -o "$out/" \
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubeadm k8s.io/component-base/logs/kube-log-runner)
+	(cd "$root/tools/winnode" && GOOS=windows GOARCH=amd64 go build -trimpath -ldflags "-s -w" -o "$out/" \
+		github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr \
+		github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1 \
+		github.com/containernetworking/plugins/plugins/main/windows/win-bridge \
+		github.com/containernetworking/plugins/plugins/main/windows/win-overlay \
+		github.com/containernetworking/plugins/plugins/ipam/host-local)
+	(cd "$root" && GOOS=windows GOARCH=amd64 go build -trimpath -ldflags "-s -w" -o "$out/pause.exe" ./hack/demopause)
+	echo "$want" >"$bin/.stamp-winnode"
+}
+
 # The Packer SSH test runs Debian's OpenSSH server itself, on 127.0.0.1.
 build_sshd() {
 	[ -x /usr/sbin/sshd ] && return

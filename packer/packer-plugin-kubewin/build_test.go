@@ -1,31 +1,24 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"maps"
 	"math/rand/v2"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/filesum"
 	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
+	"github.com/kubewin/kubewin/internal/releasemirror"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/internal/testenv"
 )
@@ -101,14 +94,10 @@ func (e *env) build(t testing.TB, dir, template string, args ...string) (string,
 	return string(out), err
 }
 
-// upstream serves a kubewin release's artifacts the way their upstream sites lay them out,
-// with checksum files, and counts the artifact bytes it sends.
+// upstream is a release mirror on 127.0.0.1 with random artifacts of realistic sizes.
 type upstream struct {
-	*httptest.Server
-	mu       sync.Mutex
-	files    map[string][]byte
-	tampered map[string][]byte // served instead of files[path], checksum files unchanged
-	sent     atomic.Int64
+	*releasemirror.Mirror
+	URL string
 }
 
 func newUpstream(t testing.TB) *upstream {
@@ -120,65 +109,15 @@ func newUpstream(t testing.TB) *upstream {
 		}
 		return b
 	}
-	u := &upstream{files: map[string][]byte{}, tampered: map[string][]byte{}}
-	k := "/k8s/v1.37.1/bin/windows/amd64/"
-	u.add(k+"kubelet.exe", blob(24<<20), ".sha256", false)
-	u.add(k+"kube-proxy.exe", blob(8<<20), ".sha256", false)
-	u.add(k+"kubeadm.exe", blob(8<<20), ".sha256", false)
-	u.add(k+"kube-log-runner.exe", blob(1<<20), ".sha256", false)
-	u.add("/containerd/v2.1.4/containerd-2.1.4-windows-amd64.tar.gz", tgz(map[string][]byte{"bin/containerd.exe": blob(4 << 20), "bin/ctr.exe": blob(1 << 20), "bin/containerd-shim-runhcs-v1.exe": blob(1 << 20)}), ".sha256sum", true)
-	u.add("/cni/v1.7.1/cni-plugins-windows-amd64-v1.7.1.tgz", tgz(map[string][]byte{"./win-bridge.exe": blob(1 << 20), "./win-overlay.exe": blob(1 << 20), "./host-local.exe": blob(1 << 20)}), ".sha256", true)
-	nb := fmt.Sprintf("/nodeboot/v%[1]s/nodeboot_%[1]s_windows_amd64.exe", testVersion)
-	u.files[nb] = blob(2 << 20)
-	sum := sha256.Sum256(u.files[nb])
-	u.files[fmt.Sprintf("/nodeboot/v%[1]s/nodeboot_%[1]s_SHA256SUMS", testVersion)] = fmt.Appendf(nil, "%s  %s\n", hex.EncodeToString(sum[:]), filepath.Base(nb))
-	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u.mu.Lock()
-		data, ok := u.tampered[r.URL.Path]
-		if !ok {
-			data, ok = u.files[r.URL.Path]
-		}
-		u.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-		if r.Method == http.MethodHead {
-			return
-		}
-		n, _ := w.Write(data)
-		if !strings.Contains(r.URL.Path, "sha256") && !strings.HasSuffix(r.URL.Path, "SUMS") {
-			u.sent.Add(int64(n))
-		}
-	}))
-	t.Cleanup(u.Close)
-	return u
+	m := releasemirror.New()
+	m.AddKubernetes("v1.37.1", map[string][]byte{"kubelet.exe": blob(24 << 20), "kube-proxy.exe": blob(8 << 20), "kubeadm.exe": blob(8 << 20), "kube-log-runner.exe": blob(1 << 20)})
+	m.AddContainerd("2.1.4", map[string][]byte{"bin/containerd.exe": blob(4 << 20), "bin/ctr.exe": blob(1 << 20), "bin/containerd-shim-runhcs-v1.exe": blob(1 << 20)})
+	m.AddCNIPlugins("1.7.1", map[string][]byte{"./win-bridge.exe": blob(1 << 20), "./win-overlay.exe": blob(1 << 20), "./host-local.exe": blob(1 << 20)})
+	m.AddNodeboot(testVersion, blob(2<<20))
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	return &upstream{Mirror: m, URL: srv.URL}
 }
-
-func (u *upstream) add(path string, data []byte, sumExt string, named bool) {
-	u.files[path] = data
-	sum := sha256.Sum256(data)
-	line := hex.EncodeToString(sum[:])
-	if named {
-		line += "  " + filepath.Base(path)
-	}
-	u.files[path+sumExt] = []byte(line + "\n")
-}
-
-func tgz(files map[string][]byte) []byte {
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(files[name])), Typeflag: tar.TypeReg})
-		_, _ = tw.Write(files[name])
-	}
-	_ = tw.Close()
-	_ = gz.Close()
-	return buf.Bytes()
-}
-
 
 // release is the kubewin-release data source block for the upstream and registry.
 func releaseBlock(u *upstream, pause string) string {
@@ -270,16 +209,14 @@ func TestBuildGuestFetch(t *testing.T) {
 	if !regexp.MustCompile(`\[bake\] payload: 7 files verified, \d+ bytes downloaded`).MatchString(log) {
 		t.Errorf("the guest did not fetch the payload itself:\n%s", log)
 	}
-	t.Logf("guest-fetch build: %d artifact bytes served in %s (whole packer build)", u.sent.Load(), elapsed.Round(time.Millisecond))
+	t.Logf("guest-fetch build: %d artifact bytes served in %s (whole packer build)", u.Sent.Load(), elapsed.Round(time.Millisecond))
 
 	// A tampered artifact (its checksum file unchanged) fails the build, naming the file, and
 	// leaves no image behind.
-	u.mu.Lock()
 	k := "/k8s/v1.37.1/bin/windows/amd64/kube-proxy.exe"
-	bad := bytes.Clone(u.files[k])
+	bad := bytes.Clone(u.File(k))
 	bad[len(bad)/2] ^= 0xff
-	u.tampered[k] = bad
-	u.mu.Unlock()
+	u.Replace(k, bad)
 	out2 := filepath.Join(dir, "tampered")
 	log, err = e.build(t, dir, releaseBlock(u, pause)+localBuild(e, out2, ""))
 	if err == nil {
@@ -324,12 +261,12 @@ func TestBuildHostCache(t *testing.T) {
 	if first == 0 || !strings.Contains(log, "[bake] payload: 8 files verified, 0 bytes downloaded") {
 		t.Errorf("first host-cache build downloaded %d bytes; the guest must download nothing:\n%s", first, log)
 	}
-	served, registrySent := u.sent.Load(), reg.Sent.Load()
+	served, registrySent := u.Sent.Load(), reg.Sent.Load()
 	second, _ := hostCacheBuild(t, e, u, pause, dir, cache, out)
 	checkImage(t, out)
-	fmt.Printf("host-cache: first build downloaded %d bytes, second build (warm cache) %d bytes; upstream served %d more artifact bytes\n", first, second, u.sent.Load()-served)
-	if second != 0 || u.sent.Load() != served {
-		t.Errorf("second build with a warm cache downloaded %d bytes (upstream served %d more)", second, u.sent.Load()-served)
+	fmt.Printf("host-cache: first build downloaded %d bytes, second build (warm cache) %d bytes; upstream served %d more artifact bytes\n", first, second, u.Sent.Load()-served)
+	if second != 0 || u.Sent.Load() != served {
+		t.Errorf("second build with a warm cache downloaded %d bytes (upstream served %d more)", second, u.Sent.Load()-served)
 	}
 	// The registry only answered the data source's digest lookup, no layer.
 	if d := reg.Sent.Load() - registrySent; d > 16<<10 {
@@ -337,3 +274,21 @@ func TestBuildHostCache(t *testing.T) {
 	}
 }
 
+
+// BenchmarkSecondBake reports what a host-cache build downloads with a cold cache and with the
+// cache the first build warmed.
+func BenchmarkSecondBake(b *testing.B) {
+	e := testEnv(b)
+	u := newUpstream(b)
+	reg := registrytest.Serve(b)
+	pause, _ := reg.PushPause(b, "pause:3.10.2", 20348)
+	dir := b.TempDir()
+	cache, out := filepath.Join(dir, "cache"), filepath.Join(dir, "image")
+	first, _ := hostCacheBuild(b, e, u, pause, dir, cache, out)
+	var second int64
+	for range b.N {
+		second, _ = hostCacheBuild(b, e, u, pause, dir, cache, out)
+	}
+	b.ReportMetric(float64(first), "first-bake-bytes")
+	b.ReportMetric(float64(second), "second-bake-bytes")
+}

@@ -25,7 +25,7 @@ import (
 )
 
 // testAccLocal is a provider block for a fresh local state directory.
-func testAccLocal(t *testing.T) (string, string) {
+func testAccLocal(t testing.TB) (string, string) {
 	t.Helper()
 	bin, err := testenv.BinDir()
 	if err != nil {

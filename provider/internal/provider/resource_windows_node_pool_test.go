@@ -32,7 +32,7 @@ import (
 	"github.com/kubewin/kubewin/provider/internal/local"
 )
 
-func testBackend(t *testing.T, state string) *local.Backend {
+func testBackend(t testing.TB, state string) *local.Backend {
 	t.Helper()
 	bin, err := testenv.BinDir()
 	if err != nil {
@@ -46,7 +46,7 @@ func testBackend(t *testing.T, state string) *local.Backend {
 }
 
 // testImage writes a kubewin-local image directory for the control plane's Kubernetes version.
-func testImage(t *testing.T, b *local.Backend, tag string) string {
+func testImage(t testing.TB, b *local.Backend, tag string) string {
 	t.Helper()
 	version, err := b.ControlPlaneVersion()
 	if err != nil {

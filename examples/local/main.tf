@@ -1,0 +1,69 @@
+# kubewin end to end on this machine: a real control plane, a pool of simulated Windows Server
+# nodes that join it with nodeboot, and a pod route per node. The image comes from
+#   packer build examples/packer/local.pkr.hcl
+# With the provider from make build (see README: TF_CLI_CONFIG_FILE=bin/terraformrc):
+#   terraform -chdir=examples/local init && terraform -chdir=examples/local apply
+terraform {
+  required_version = ">= 1.11"
+  required_providers {
+    kubewin = {
+      source = "kubewin/kubewin"
+    }
+  }
+}
+
+variable "image" {
+  type        = string
+  description = "Image directory built by the kubewin-local Packer builder."
+  default     = "../../images/ws2022"
+}
+
+variable "node_count" {
+  type    = number
+  default = 3
+}
+
+provider "kubewin" {
+  local {
+    state_dir = "${path.root}/.kubewin"
+    bin_path  = ["${path.root}/../../bin", "${path.root}/../../.testbin"]
+  }
+}
+
+resource "kubewin_cluster" "demo" {
+  name = "demo"
+}
+
+resource "kubewin_windows_node_pool" "win" {
+  name       = "win"
+  cluster_id = kubewin_cluster.demo.id
+  image      = var.image
+  node_count = var.node_count
+  labels     = { "example.com/team" = "windows" }
+  drain      = { timeout = "2m" }
+}
+
+# Upstream L3 routing for l2bridge: each node's pod CIDR goes to the node.
+resource "kubewin_pod_route" "node" {
+  count       = var.node_count
+  route_table = "windows-pods"
+  name        = kubewin_windows_node_pool.win.nodes[count.index].name
+  destination = kubewin_windows_node_pool.win.nodes[count.index].pod_cidr
+  next_hop    = kubewin_windows_node_pool.win.nodes[count.index].ip
+}
+
+output "endpoint" {
+  value = kubewin_cluster.demo.endpoint
+}
+
+output "nodes" {
+  value = kubewin_windows_node_pool.win.nodes
+}
+
+output "routes" {
+  value = { for r in kubewin_pod_route.node : r.destination => r.next_hop }
+}
+
+output "kubeconfig_path" {
+  value = kubewin_cluster.demo.kubeconfig_path
+}

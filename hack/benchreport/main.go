@@ -1,0 +1,69 @@
+// Command benchreport turns the output of make bench's Go benchmarks into the product's
+// figures table (Markdown): one row per reported metric, labelled, in the order measured.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"log"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// figures names each benchmark metric.
+var figures = map[string]string{
+	"BenchmarkJoin p50-ms":                      "join, discovery to kubelet credential, p50 (ms)",
+	"BenchmarkJoin p95-ms":                      "join, discovery to kubelet credential, p95 (ms)",
+	"BenchmarkConcurrentJoins wall-s/100-joins": "100 concurrent joins, wall time (s)",
+	"BenchmarkRunIdleRSS idle-RSS-MiB":          "nodeboot run, idle RSS (MiB)",
+	"BenchmarkStart median-s/start":             "local control plane start, median (s)",
+	"BenchmarkPoolApply/nodes=1 s/apply":        "terraform apply, pool of 1 local node (s)",
+	"BenchmarkPoolApply/nodes=10 s/apply":       "terraform apply, pool of 10 local nodes (s)",
+	"BenchmarkPoolApply/nodes=50 s/apply":       "terraform apply, pool of 50 local nodes (s)",
+	"BenchmarkPlanRoutes s/plan":                "terraform plan, 400 routes (s)",
+	"BenchmarkSecondBake first-bake-bytes":      "bake download, cold host cache (bytes)",
+	"BenchmarkSecondBake second-bake-bytes":     "bake download, second bake, warm cache (bytes)",
+}
+
+var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+\d+ ns/op((?:\s+[0-9.e+-]+ \S+)*)\s*$`)
+
+func main() {
+	log.SetFlags(0)
+	if len(os.Args) != 2 {
+		log.Fatal("usage: benchreport <go test -bench output>")
+	}
+	f, err := os.Open(os.Args[1])
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	fmt.Println("| figure | value | benchmark |")
+	fmt.Println("|---|---:|---|")
+	sc := bufio.NewScanner(f)
+	rows := 0
+	for sc.Scan() {
+		m := line.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		fields := strings.Fields(m[3])
+		for i := 0; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				continue
+			}
+			key := m[1] + " " + fields[i+1]
+			label, ok := figures[key]
+			if !ok {
+				label = key
+			}
+			fmt.Printf("| %s | %s | %s |\n", label, strconv.FormatFloat(v, 'f', -1, 64), key)
+			rows++
+		}
+	}
+	if rows == 0 {
+		log.Fatal("benchreport: no benchmark figures in " + os.Args[1])
+	}
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# make demo: the whole product on this machine, no cloud account. It bakes an image with Packer
+# (the kubewin-local builder and the kubewin-node provisioner, from a release mirror on
+# 127.0.0.1 serving Windows node binaries built from source), applies examples/local with
+# Terraform (a real control plane, a pool of 3 simulated Windows Server nodes joined by nodeboot,
+# a pod route per node), shows the nodes, runs the guides' IIS Deployment and Service on them,
+# destroys everything and shows that nothing is left. Each stage is timed. A second run starts
+# from scratch; a failed or interrupted run cleans up after itself.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+work=$root/.demo
+tf=$work/local
+export PATH=$root/.testbin:$root/bin:$PATH CHECKPOINT_DISABLE=1
+export PACKER_PLUGIN_PATH=$work/packer-plugins TF_CLI_CONFIG_FILE=$work/terraformrc TF_IN_AUTOMATION=1
+unset TF_LOG PACKER_LOG
+
+stages=() current='' began=0
+stage() {
+	end_stage
+	current=$1 began=$(date +%s%N)
+	printf '\n\033[1m==> %s\033[0m\n' "$1"
+}
+end_stage() {
+	[ -n "$current" ] || return 0
+	local ms=$((($(date +%s%N) - began) / 1000000))
+	stages+=("$(awk -v n="$current" -v ms="$ms" 'BEGIN { printf "%-66s %7.1f s", n, ms / 1000 }')")
+	current=''
+}
+
+mirror_pid=''
+destroy() { # destroy what a run left in Terraform's state, quietly
+	[ -s "$tf/terraform.tfstate" ] || return 0
+	[ -n "$(terraform -chdir="$tf" state list 2>/dev/null)" ] || return 0
+	terraform -chdir="$tf" destroy -auto-approve -input=false -var image="$work/image" >"$work/cleanup.log" 2>&1 ||
+		echo "demo: terraform destroy failed, see $work/cleanup.log" >&2
+}
+cleanup() {
+	local status=$?
+	trap - EXIT INT TERM
+	if [ "$status" != 0 ]; then
+		echo "demo: stopped (exit $status); cleaning up" >&2
+		destroy
+	fi
+	[ -z "$mirror_pid" ] || kill "$mirror_pid" 2>/dev/null || true
+	exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+stage "clean up a previous run"
+mkdir -p "$work"
+destroy
+rm -rf "$tf" "$work/image" "$work/image.manifest.json" "$PACKER_PLUGIN_PATH"
+
+stage "build kubewin, the test environment, Windows node binaries"
+make --no-print-directory build
+bash hack/testenv.sh kube packer terraform winnode
+go build -o .testbin/demorelease ./hack/demorelease
+
+stage "start the release mirror and registry on 127.0.0.1"
+modver() { (cd "tools/$1" && go list -m -f '{{.Version}}' "$2"); }
+version=$(bin/nodeboot version)
+rm -f "$work/release.pkrvars.hcl"
+.testbin/demorelease -bin .testbin/windows -nodeboot bin/windows_amd64/nodeboot.exe -vars "$work/release.pkrvars.hcl" \
+	-kubernetes-version "$(modver kube k8s.io/kubernetes)" \
+	-containerd-version "$(modver winnode github.com/containerd/containerd/v2 | sed 's/^v//')" \
+	-cni-plugins-version "$(modver winnode github.com/containernetworking/plugins | sed 's/^v//')" \
+	-nodeboot-version "$version" &
+mirror_pid=$!
+for _ in $(seq 100); do [ -s "$work/release.pkrvars.hcl" ] && break; sleep 0.1; done
+[ -s "$work/release.pkrvars.hcl" ] || { echo "demo: the release mirror did not start" >&2; exit 1; }
+
+stage "packer build examples/packer/local.pkr.hcl"
+packer plugins install --path bin/packer-plugin-kubewin github.com/kubewin/kubewin
+packer build -force -var-file "$work/release.pkrvars.hcl" -var output_directory="$work/image" \
+	-var nodeboot_path="$root/bin/nodeboot" examples/packer/local.pkr.hcl
+
+stage "terraform apply examples/local (cluster, 3 Windows nodes, routes)"
+cat >"$TF_CLI_CONFIG_FILE" <<EOF
+provider_installation {
+  dev_overrides {
+    "kubewin/kubewin" = "$root/bin"
+  }
+  direct {}
+}
+EOF
+mkdir -p "$tf"
+cp examples/local/main.tf "$tf/" # two levels below the repository, as examples/local is
+terraform -chdir="$tf" apply -auto-approve -input=false -var image="$work/image"
+kubeconfig=$(terraform -chdir="$tf" output -raw kubeconfig_path)
+kc() { kubectl --kubeconfig "$kubeconfig" "$@"; }
+
+stage "the nodes"
+kc get nodes -l kubernetes.io/os=windows -o custom-columns='NAME:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].status,OS BUILD:.metadata.labels.node\.kubernetes\.io/windows-build,POD CIDR:.spec.podCIDR,IP:.status.addresses[?(@.type=="InternalIP")].address,KUBELET:.status.nodeInfo.kubeletVersion'
+echo
+echo "pod routes (destination -> next hop):"
+terraform -chdir="$tf" output -json routes | tr -d '{}"' | tr ',' '\n' | sed 's/:/ -> /; s/^/  /'
+
+stage "IIS Deployment and Service from the guides"
+kc apply -f examples/workloads/iis.yaml
+kc rollout status deployment/iis --timeout=3m
+kc get pods -l app=iis -o wide
+echo
+echo "the scheduler's bindings:"
+kc get events --field-selector reason=Scheduled -o custom-columns='FROM:.source.component,MESSAGE:.message' | grep -E 'FROM|iis'
+echo
+kc get service iis
+kc get endpointslices -l kubernetes.io/service-name=iis -o custom-columns='SERVICE:.metadata.labels.kubernetes\.io/service-name,ADDRESSES:.endpoints[*].addresses[0]'
+
+stage "terraform destroy"
+terraform -chdir="$tf" destroy -auto-approve -input=false -var image="$work/image"
+
+stage "nothing is left"
+left=$(terraform -chdir="$tf" state list)
+procs=$(pgrep -af -- "$tf/.kubewin" || true)
+files=$(find "$tf/.kubewin" -mindepth 1 -maxdepth 2 2>/dev/null | head -5 || true)
+echo "terraform state: ${left:-empty}"
+echo "processes of the demo cluster and nodes: ${procs:-none}"
+echo "local backend state: ${files:-empty}"
+[ -z "$left$procs$files" ] || { echo "demo: something was left behind" >&2; exit 1; }
+kill "$mirror_pid" 2>/dev/null || true
+mirror_pid=''
+end_stage
+
+printf '\n\033[1m==> stage timings\033[0m\n'
+printf '  %s\n' "${stages[@]}"
