@@ -1,0 +1,154 @@
+package release
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/ociimage"
+	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
+	"github.com/kubewin/kubewin/internal/releasemirror"
+)
+
+func mirror(t *testing.T) (*releasemirror.Mirror, string) {
+	m := releasemirror.New()
+	m.AddKubernetes("v1.36.3", map[string][]byte{"kubelet.exe": []byte("kubelet"), "kube-proxy.exe": []byte("kube-proxy"), "kubeadm.exe": []byte("kubeadm"), "kube-log-runner.exe": []byte("klr")})
+	m.AddContainerd("2.1.4", map[string][]byte{"bin/containerd.exe": []byte("containerd")})
+	m.AddCNIPlugins("1.7.1", map[string][]byte{"./win-bridge.exe": []byte("wb")})
+	m.AddNodeboot("0.2.0", []byte("nodeboot"))
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	return m, srv.URL
+}
+
+func testConfig(base, pause string) Config {
+	return Config{
+		KubernetesVersion: "1.36.3", WindowsVersion: "2025", NodebootVersion: "0.2.0", PauseImage: pause,
+		KubernetesBaseURL: base + releasemirror.Kubernetes, ContainerdBaseURL: base + releasemirror.Containerd,
+		CNIPluginsBaseURL: base + releasemirror.CNIPlugins, NodebootBaseURL: base + releasemirror.Nodeboot,
+	}
+}
+
+func TestResolve(t *testing.T) {
+	m, base := mirror(t)
+	reg := registrytest.Serve(t)
+	pause, digests := reg.PushPause(t, "pause:3.10.2", 20348, 26100)
+	c := testConfig(base, pause)
+	if err := c.prepare(); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := c.Resolve(context.Background(), http.DefaultClient, ociimage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.KubernetesVersion != "v1.36.3" || plan.WindowsBuild != v1alpha1.WindowsServer2025 || plan.PauseImage.Digest != digests[26100] || plan.PauseImage.Archive != "" {
+		t.Errorf("plan: %+v", plan)
+	}
+	if len(plan.Files) != 7 {
+		t.Fatalf("%d files, want 7: %+v", len(plan.Files), plan.Files)
+	}
+	for _, f := range plan.Files {
+		data := m.File(strings.TrimPrefix(f.Source, base))
+		if data == nil {
+			t.Errorf("%s: source %s is not on the mirror", f.Path, f.Source)
+			continue
+		}
+		if got := sha(data); got != f.SHA256 || f.Size != int64(len(data)) {
+			t.Errorf("%s: sha256 %s size %d, want %s %d", f.Path, f.SHA256, f.Size, got, len(data))
+		}
+		if strings.HasSuffix(f.Path, ".tgz") && f.Unpack != "opt/cni/bin" || strings.Contains(f.Path, "containerd-") && f.Unpack != "Program Files/containerd" {
+			t.Errorf("%s unpacks into %q", f.Path, f.Unpack)
+		}
+	}
+
+	// A missing checksum and a registry without the build both show, in one error.
+	c = testConfig(base, pause)
+	c.WindowsVersion = "2019"
+	c.CNIPluginsVersion = "9.9.9"
+	if err := c.prepare(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Resolve(context.Background(), http.DefaultClient, ociimage.Options{})
+	for _, want := range []string{"cni-plugins-windows-amd64-v9.9.9.tgz: GET", "404", "no windows/amd64 image for Windows build 17763", "pause_image_digest"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Docker publishes no checksum files: the zip is hashed once at resolve.
+func TestResolveDockerHashes(t *testing.T) {
+	m, base := mirror(t)
+	docker, cri := []byte("docker zip"), []byte("cri-dockerd zip")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/docker/docker-28.3.3.zip":
+			w.Write(docker)
+		case "/cri/v0.3.18/cri-dockerd-0.3.18.amd64.zip":
+			w.Write(cri)
+		default:
+			m.ServeHTTP(w, r)
+		}
+	}))
+	defer srv.Close()
+	c := testConfig(base, "registry.k8s.io/pause:3.10.2")
+	c.Runtime, c.DockerVersion, c.CRIDockerdVersion = "docker", "28.3.3", "0.3.18"
+	c.DockerBaseURL, c.CRIDockerdBaseURL = srv.URL+"/docker", srv.URL+"/cri"
+	c.PauseImageDigest = "sha256:" + strings.Repeat("1", 64) // offline: no registry asked
+	if err := c.prepare(); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := c.Resolve(context.Background(), http.DefaultClient, ociimage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, f := range plan.Files {
+		switch {
+		case strings.HasSuffix(f.Path, "docker-28.3.3.zip"):
+			found++
+			if f.SHA256 != sha(docker) || f.Unpack != "Program Files" {
+				t.Errorf("docker: %+v", f)
+			}
+		case strings.HasSuffix(f.Path, "cri-dockerd-0.3.18.amd64.zip"):
+			found++
+			if f.SHA256 != sha(cri) {
+				t.Errorf("cri-dockerd: %+v", f)
+			}
+		case strings.Contains(f.Path, "containerd"):
+			t.Errorf("a docker image lists %s", f.Path)
+		}
+	}
+	if found != 2 || plan.Runtime.Name != v1alpha1.RuntimeDocker || plan.Runtime.CRIDockerdVersion != "0.3.18" {
+		t.Errorf("plan: %+v", plan)
+	}
+}
+
+func TestPrepareReportsEveryError(t *testing.T) {
+	c := Config{WindowsVersion: "2016", Runtime: "docker", DockerSHA256: "abc", PauseImageDigest: "md5:x", KubernetesBaseURL: "ftp://mirror"}
+	err := c.prepare()
+	for _, want := range []string{
+		"kubernetes_version is required", `windows_version "2016" is not supported`, "docker_version is required",
+		"cri_dockerd_version is required", `docker_sha256 "abc" is not a sha256`, `pause_image_digest "md5:x"`,
+		`kubernetes_base_url "ftp://mirror" is not an http(s) URL`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+	c = Config{KubernetesVersion: "v1.29.0"}
+	if err := c.prepare(); err == nil || !strings.Contains(err.Error(), "not supported on kubewin nodes") {
+		t.Errorf("1.29: %v", err)
+	}
+}
+
