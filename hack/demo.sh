@@ -103,7 +103,7 @@ kc rollout status deployment/iis --timeout=3m
 kc get pods -l app=iis -o wide
 echo
 echo "the scheduler's bindings:"
-kc get events --field-selector reason=Scheduled -o custom-columns='FROM:.source.component,MESSAGE:.message' | grep -E 'FROM|iis'
+kc get events --field-selector reason=Scheduled -o custom-columns='FROM:.reportingComponent,MESSAGE:.message' | grep -E 'FROM|iis'
 echo
 kc get service iis
 kc get endpointslices -l kubernetes.io/service-name=iis -o custom-columns='SERVICE:.metadata.labels.kubernetes\.io/service-name,ADDRESSES:.endpoints[*].addresses[0]'
@@ -114,11 +114,13 @@ terraform -chdir="$tf" destroy -auto-approve -input=false -var image="$work/imag
 stage "nothing is left"
 left=$(terraform -chdir="$tf" state list)
 procs=$(pgrep -af -- "$tf/.kubewin" || true)
-files=$(find "$tf/.kubewin" -mindepth 1 -maxdepth 2 2>/dev/null | head -5 || true)
+files=$(find "$tf/.kubewin/clusters" "$tf/.kubewin/pools" -mindepth 1 2>/dev/null || true)
+routes=$(cat "$tf/.kubewin"/routetables/*.json 2>/dev/null | grep '"destination"' || true)
 echo "terraform state: ${left:-empty}"
 echo "processes of the demo cluster and nodes: ${procs:-none}"
-echo "local backend state: ${files:-empty}"
-[ -z "$left$procs$files" ] || { echo "demo: something was left behind" >&2; exit 1; }
+echo "clusters and machines on disk: ${files:-none}"
+echo "routes: ${routes:-none}"
+[ -z "$left$procs$files$routes" ] || { echo "demo: something was left behind" >&2; exit 1; }
 kill "$mirror_pid" 2>/dev/null || true
 mirror_pid=''
 end_stage

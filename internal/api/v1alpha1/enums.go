@@ -93,6 +93,17 @@ func (b WindowsBuild) Release() string {
 	return ""
 }
 
+// ParseWindowsVersion reads a Windows Server release ("2022") or build number ("20348") and
+// reports whether it is a supported one.
+func ParseWindowsVersion(s string) (WindowsBuild, bool) {
+	for _, b := range WindowsBuilds {
+		if s == b.Release() || s == strconv.FormatUint(uint64(b), 10) {
+			return b, true
+		}
+	}
+	return 0, false
+}
+
 // OSVersion is the full OS version string ("10.0.20348"), as in node.kubernetes.io/windows-build.
 func (b WindowsBuild) OSVersion() string { return "10.0." + strconv.FormatUint(uint64(b), 10) }
 

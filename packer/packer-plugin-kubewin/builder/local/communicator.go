@@ -101,7 +101,7 @@ func writeFile(path string, r io.Reader, mode os.FileMode) error {
 
 // UploadDir copies src into dst, or src's content when src ends in a slash (rsync's rule).
 func (c *Communicator) UploadDir(dst, src string, exclude []string) error {
-	return copyTree(c.local(dst), src, exclude)
+	return copyTree(c.local(dst), src, strings.HasSuffix(src, "/"), exclude)
 }
 
 func (c *Communicator) Download(src string, w io.Writer) error {
@@ -115,11 +115,12 @@ func (c *Communicator) Download(src string, w io.Writer) error {
 }
 
 func (c *Communicator) DownloadDir(src, dst string, exclude []string) error {
-	return copyTree(dst, c.local(src), exclude)
+	return copyTree(dst, c.local(src), strings.HasSuffix(src, "/"), exclude)
 }
 
-func copyTree(dst, src string, exclude []string) error {
-	if !strings.HasSuffix(src, "/") {
+// copyTree copies src into dst, or only src's content when contentOnly.
+func copyTree(dst, src string, contentOnly bool, exclude []string) error {
+	if !contentOnly {
 		dst = filepath.Join(dst, filepath.Base(src))
 	}
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {

@@ -43,11 +43,7 @@ func (c *Config) prepare() error {
 	if c.WindowsVersion == "" {
 		c.WindowsVersion = "2022"
 	}
-	for _, b := range v1alpha1.WindowsBuilds {
-		if c.WindowsVersion == b.Release() || c.WindowsVersion == fmt.Sprint(uint32(b)) {
-			c.build = b
-		}
-	}
+	c.build, _ = v1alpha1.ParseWindowsVersion(c.WindowsVersion)
 	if c.build == 0 {
 		add("windows_version %q is not supported: use 2019, 2022 or 2025", c.WindowsVersion)
 	}
