@@ -12,7 +12,7 @@ cd "$root"
 work=$root/.demo
 tf=$work/local
 export PATH=$root/.testbin:$root/bin:$PATH CHECKPOINT_DISABLE=1
-export PACKER_PLUGIN_PATH=$work/packer-plugins TF_CLI_CONFIG_FILE=$work/terraformrc TF_IN_AUTOMATION=1
+export PACKER_PLUGIN_PATH=$work/packer-plugins TF_CLI_CONFIG_FILE=$root/bin/terraformrc TF_IN_AUTOMATION=1
 unset TF_LOG PACKER_LOG
 
 stages=() current='' began=0
@@ -77,16 +77,9 @@ packer build -force -var-file "$work/release.pkrvars.hcl" -var output_directory=
 	-var nodeboot_path="$root/bin/nodeboot" examples/packer/local.pkr.hcl
 
 stage "terraform apply examples/local (cluster, 3 Windows nodes, routes)"
-cat >"$TF_CLI_CONFIG_FILE" <<EOF
-provider_installation {
-  dev_overrides {
-    "kubewin/kubewin" = "$root/bin"
-  }
-  direct {}
-}
-EOF
 mkdir -p "$tf"
 cp examples/local/main.tf "$tf/" # two levels below the repository, as examples/local is
+terraform -chdir="$tf" init -input=false # the provider from make build's mirror (bin/terraformrc)
 terraform -chdir="$tf" apply -auto-approve -input=false -var image="$work/image"
 kubeconfig=$(terraform -chdir="$tf" output -raw kubeconfig_path)
 kc() { kubectl --kubeconfig "$kubeconfig" "$@"; }

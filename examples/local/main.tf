@@ -1,7 +1,7 @@
 # kubewin end to end on this machine: a real control plane, a pool of simulated Windows Server
 # nodes that join it with nodeboot, and a pod route per node. The image comes from
 #   packer build examples/packer/local.pkr.hcl
-# With the provider from make build (see README: TF_CLI_CONFIG_FILE=bin/terraformrc):
+# With the provider from make build (export TF_CLI_CONFIG_FILE=$PWD/bin/terraformrc):
 #   terraform -chdir=examples/local init && terraform -chdir=examples/local apply
 terraform {
   required_version = ">= 1.11"

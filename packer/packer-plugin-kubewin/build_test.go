@@ -274,7 +274,6 @@ func TestBuildHostCache(t *testing.T) {
 	}
 }
 
-
 // BenchmarkSecondBake reports what a host-cache build downloads with a cold cache and with the
 // cache the first build warmed.
 func BenchmarkSecondBake(b *testing.B) {

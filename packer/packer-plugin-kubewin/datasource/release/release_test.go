@@ -151,4 +151,3 @@ func TestPrepareReportsEveryError(t *testing.T) {
 		t.Errorf("1.29: %v", err)
 	}
 }
-
