@@ -18,6 +18,8 @@ type Paths struct {
 	CNIBinDir            string
 	CNIConfDir           string
 	ContainerdConfigFile string
+	// ContainerdBinDir holds containerd.exe and ctr.exe, as containerd's Windows release unpacks.
+	ContainerdBinDir string
 	LogDir               string
 	// CustomData is where the provisioner hands the NodeConfig to the machine (Azure's custom data).
 	CustomData string
@@ -46,6 +48,7 @@ func DefaultPaths() Paths {
 		CNIBinDir:            `C:\opt\cni\bin`,
 		CNIConfDir:           `C:\etc\cni\net.d`,
 		ContainerdConfigFile: `C:\Program Files\containerd\config.toml`,
+		ContainerdBinDir:     `C:\Program Files\containerd\bin`,
 		LogDir:               `C:\var\log\kubernetes`,
 		CustomData:           `C:\AzureData\CustomData.bin`,
 		NodebootDir:          `C:\ProgramData\kubewin\nodeboot`,

@@ -148,6 +148,17 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 			}
 		}
 	}
+	if m.Runtime.Name == v1alpha1.RuntimeContainerd {
+		// containerd runs as a Windows service of its own, from the release the image unpacked.
+		svc := platform.ServiceSpec{
+			Name: "containerd", DisplayName: "containerd", Description: "containerd container runtime (kubewin)",
+			Executable: o.Paths.ContainerdBinDir + `\containerd.exe`, Args: []string{"--run-service", "--config", o.Paths.ContainerdConfigFile},
+			LogFile: o.Paths.LogDir + `\containerd.log`, LogRunner: o.Paths.BinDir + `\kube-log-runner.exe`,
+		}
+		if err := o.Machine.Services().Ensure(ctx, svc); err != nil {
+			return fmt.Errorf("register the containerd service: %w", err)
+		}
+	}
 	if err := o.Machine.RestartRuntime(ctx, m.Runtime.Name); err != nil {
 		return fmt.Errorf("restart %s: %w", m.Runtime.Name, err)
 	}

@@ -158,6 +158,9 @@ func TestBakeFetches(t *testing.T) {
 	if svc, err := m.Service("nodeboot"); err != nil || svc.Spec.Args[0] != "run" || svc.Running {
 		t.Errorf("nodeboot service: %+v %v", svc, err)
 	}
+	if svc, err := m.Service("containerd"); err != nil || svc.Spec.Executable != `C:\Program Files\containerd\bin\containerd.exe` || svc.Spec.Args[0] != "--run-service" {
+		t.Errorf("containerd service: %+v %v", svc, err)
+	}
 	if rules, err := m.FirewallRules(); err != nil || len(rules) != 2 {
 		t.Errorf("firewall rules: %v %v", rules, err)
 	}

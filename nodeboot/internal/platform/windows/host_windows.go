@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
 
@@ -43,7 +44,7 @@ func (*Platform) ImportImage(ctx context.Context, runtime v1alpha1.RuntimeName, 
 	var cmd *exec.Cmd
 	switch runtime {
 	case v1alpha1.RuntimeContainerd:
-		cmd = exec.CommandContext(ctx, `C:\Program Files\containerd\ctr.exe`, "--namespace", "k8s.io", "images", "import", archive)
+		cmd = exec.CommandContext(ctx, nodecmd.DefaultPaths().ContainerdBinDir+`\ctr.exe`, "--namespace", "k8s.io", "images", "import", archive)
 	case v1alpha1.RuntimeDocker:
 		cmd = exec.CommandContext(ctx, "docker.exe", "load", "--input", archive)
 	default:
