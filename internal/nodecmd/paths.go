@@ -20,7 +20,7 @@ type Paths struct {
 	ContainerdConfigFile string
 	// ContainerdBinDir holds containerd.exe and ctr.exe, as containerd's Windows release unpacks.
 	ContainerdBinDir string
-	LogDir               string
+	LogDir           string
 	// CustomData is where the provisioner hands the NodeConfig to the machine (Azure's custom data).
 	CustomData string
 	// NodebootDir holds nodeboot's state, its copy of the NodeConfig and the cluster CA pin result.
