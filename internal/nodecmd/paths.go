@@ -20,7 +20,9 @@ type Paths struct {
 	ContainerdConfigFile string
 	// ContainerdBinDir holds containerd.exe and ctr.exe, as containerd's Windows release unpacks.
 	ContainerdBinDir string
-	LogDir           string
+	// DockerBinDir holds dockerd.exe and docker.exe, as Docker's Windows static build unpacks.
+	DockerBinDir string
+	LogDir       string
 	// CustomData is where the provisioner hands the NodeConfig to the machine (Azure's custom data).
 	CustomData string
 	// NodebootDir holds nodeboot's state, its copy of the NodeConfig and the cluster CA pin result.
@@ -49,6 +51,7 @@ func DefaultPaths() Paths {
 		CNIConfDir:           `C:\etc\cni\net.d`,
 		ContainerdConfigFile: `C:\Program Files\containerd\config.toml`,
 		ContainerdBinDir:     `C:\Program Files\containerd\bin`,
+		DockerBinDir:         `C:\Program Files\docker`,
 		LogDir:               `C:\var\log\kubernetes`,
 		CustomData:           `C:\AzureData\CustomData.bin`,
 		NodebootDir:          `C:\ProgramData\kubewin\nodeboot`,

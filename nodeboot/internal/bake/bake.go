@@ -148,17 +148,21 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 			}
 		}
 	}
-	if m.Runtime.Name == v1alpha1.RuntimeContainerd {
-		// containerd runs as a Windows service of its own, from the release the image unpacked.
-		svc := platform.ServiceSpec{
-			Name: "containerd", DisplayName: "containerd", Description: "containerd container runtime (kubewin)",
-			Executable: o.Paths.ContainerdBinDir + `\containerd.exe`, Args: []string{"--run-service", "--config", o.Paths.ContainerdConfigFile},
-			LogFile: o.Paths.LogDir + `\containerd.log`, LogRunner: o.Paths.BinDir + `\kube-log-runner.exe`,
-		}
-		if err := o.Machine.Services().Ensure(ctx, svc); err != nil {
-			return fmt.Errorf("register the containerd service: %w", err)
-		}
+	// The runtime runs as a Windows service of its own, from the release the image unpacked.
+	svc := platform.ServiceSpec{Name: string(m.Runtime.Name), DisplayName: string(m.Runtime.Name),
+		LogFile: o.Paths.LogDir + `\` + string(m.Runtime.Name) + `.log`, LogRunner: o.Paths.BinDir + `\kube-log-runner.exe`}
+	switch m.Runtime.Name {
+	case v1alpha1.RuntimeContainerd:
+		svc.Description = "containerd container runtime (kubewin)"
+		svc.Executable, svc.Args = o.Paths.ContainerdBinDir+`\containerd.exe`, []string{"--run-service", "--config", o.Paths.ContainerdConfigFile}
+	case v1alpha1.RuntimeDocker:
+		svc.Description = "Docker Engine (kubewin)"
+		svc.Executable, svc.Args = o.Paths.DockerBinDir+`\dockerd.exe`, []string{"--run-service"}
 	}
+	if err := o.Machine.Services().Ensure(ctx, svc); err != nil {
+		return fmt.Errorf("register the %s service: %w", m.Runtime.Name, err)
+	}
+
 	if err := o.Machine.RestartRuntime(ctx, m.Runtime.Name); err != nil {
 		return fmt.Errorf("restart %s: %w", m.Runtime.Name, err)
 	}

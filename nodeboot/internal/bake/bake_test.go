@@ -240,3 +240,22 @@ func TestBakeMirrorAndMissing(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// A Docker image gets the Docker Engine registered as the "docker" service cri-dockerd depends on.
+func TestBakeRegistersDocker(t *testing.T) {
+	files := payload()
+	srv := newServer(t, files)
+	p := plan(srv.URL, files)
+	p.Runtime = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "28.3.3", CRIDockerdVersion: "0.3.18"}
+	m := sim.New(simmachine.Machine{Root: t.TempDir(), Build: 26100, Adapter: "Ethernet", Address: netip.MustParseAddr("127.3.0.1"), Subnet: netip.MustParsePrefix("127.3.0.0/16"), Runtime: v1alpha1.RuntimeDocker})
+	var out bytes.Buffer
+	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), Out: &out}); err != nil {
+		t.Fatalf("bake: %v\n%s", err, out.String())
+	}
+	if svc, err := m.Service("docker"); err != nil || svc.Spec.Executable != `C:\Program Files\docker\dockerd.exe` || svc.Spec.Args[0] != "--run-service" {
+		t.Errorf("docker service: %+v %v", svc, err)
+	}
+	if _, err := m.Service("containerd"); err == nil {
+		t.Error("a Docker image registered containerd")
+	}
+}

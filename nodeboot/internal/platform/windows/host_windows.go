@@ -46,7 +46,7 @@ func (*Platform) ImportImage(ctx context.Context, runtime v1alpha1.RuntimeName, 
 	case v1alpha1.RuntimeContainerd:
 		cmd = exec.CommandContext(ctx, nodecmd.DefaultPaths().ContainerdBinDir+`\ctr.exe`, "--namespace", "k8s.io", "images", "import", archive)
 	case v1alpha1.RuntimeDocker:
-		cmd = exec.CommandContext(ctx, "docker.exe", "load", "--input", archive)
+		cmd = exec.CommandContext(ctx, nodecmd.DefaultPaths().DockerBinDir+`\docker.exe`, "load", "--input", archive)
 	default:
 		return fmt.Errorf("runtime %q cannot import images", runtime)
 	}
