@@ -22,16 +22,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/internal/releasemirror"
 )
 
@@ -131,29 +129,23 @@ func pushPause(ref string, exe []byte) error {
 	if err != nil {
 		return err
 	}
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	for _, b := range v1alpha1.WindowsBuilds {
-		img, err := mutate.AppendLayers(mutate.MediaType(mutate.ConfigMediaType(empty.Image, types.OCIConfigJSON), types.OCIManifestSchema1), layer)
-		if err != nil {
-			return err
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			return err
-		}
-		cf = cf.DeepCopy()
-		cf.OS, cf.Architecture, cf.OSVersion = "windows", "amd64", b.OSVersion()+".1"
-		cf.Config.Entrypoint = []string{`C:\pause.exe`}
-		if img, err = mutate.ConfigFile(img, cf); err != nil {
-			return err
-		}
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
-			Platform: &v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: cf.OSVersion},
-		}})
-	}
-	tag, err := name.NewTag(ref)
+	img, err := mutate.AppendLayers(mutate.MediaType(mutate.ConfigMediaType(empty.Image, types.OCIConfigJSON), types.OCIManifestSchema1), layer)
 	if err != nil {
 		return err
 	}
-	return remote.WriteIndex(tag, idx, remote.WithContext(context.Background()))
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	cf = cf.DeepCopy()
+	cf.Config.Entrypoint = []string{`C:\pause.exe`}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return err
+	}
+	builds := make([]uint32, len(v1alpha1.WindowsBuilds))
+	for i, b := range v1alpha1.WindowsBuilds {
+		builds[i] = uint32(b)
+	}
+	_, err = ociimage.PushWindows(context.Background(), ref, img, builds, ociimage.Options{})
+	return err
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -268,4 +270,40 @@ func Inspect(r io.Reader) (Archived, error) {
 	}
 	a.OS, a.OSVersion, a.Layers = cf.OS, cf.OSVersion, len(m.Layers)
 	return a, nil
+}
+
+// PushWindows pushes ref as an index holding base once per Windows build, as a windows/amd64
+// image whose os.version is 10.0.<build>.1 (how Windows base images are published), and
+// returns each build's image digest.
+func PushWindows(ctx context.Context, ref string, base v1.Image, builds []uint32, o Options) (map[uint32]string, error) {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return nil, fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	digests := map[uint32]string{}
+	for _, b := range builds {
+		cf, err := base.ConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		cf = cf.DeepCopy()
+		cf.OS, cf.Architecture, cf.OSVersion = "windows", "amd64", fmt.Sprintf("10.0.%d.1", b)
+		img, err := mutate.ConfigFile(base, cf)
+		if err != nil {
+			return nil, err
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		digests[b] = d.String()
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform: &v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: cf.OSVersion},
+		}})
+	}
+	if err := remote.WriteIndex(tag, idx, o.remote(ctx)...); err != nil {
+		return nil, fmt.Errorf("push %s: %w", ref, err)
+	}
+	return digests, nil
 }

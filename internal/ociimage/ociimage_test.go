@@ -1,4 +1,4 @@
-package ociimage
+package ociimage_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
 )
 
@@ -14,26 +15,26 @@ func TestResolveAndArchive(t *testing.T) {
 	ref, digests := reg.PushPause(t, "pause:3.10.2", 17763, 20348, 26100)
 	ctx := context.Background()
 	for build, want := range digests {
-		got, err := Resolve(ctx, ref, build, Options{})
+		got, err := ociimage.Resolve(ctx, ref, build, ociimage.Options{})
 		if err != nil || got != want {
-			t.Errorf("Resolve(%d) = %s, %v; want %s", build, got, err, want)
+			t.Errorf("ociimage.Resolve(%d) = %s, %v; want %s", build, got, err, want)
 		}
 	}
-	if _, err := Resolve(ctx, ref, 14393, Options{}); err == nil || !strings.Contains(err.Error(), "no windows/amd64 image for Windows build 14393") {
+	if _, err := ociimage.Resolve(ctx, ref, 14393, ociimage.Options{}); err == nil || !strings.Contains(err.Error(), "no windows/amd64 image for Windows build 14393") {
 		t.Errorf("unsupported build: %v", err)
 	}
 
 	var a, b bytes.Buffer
-	if err := WriteArchive(ctx, &a, ref, digests[20348], Options{}); err != nil {
+	if err := ociimage.WriteArchive(ctx, &a, ref, digests[20348], ociimage.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteArchive(ctx, &b, ref, digests[20348], Options{}); err != nil {
+	if err := ociimage.WriteArchive(ctx, &b, ref, digests[20348], ociimage.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Error("two archives of one image differ")
 	}
-	got, err := Inspect(bytes.NewReader(a.Bytes()))
+	got, err := ociimage.Inspect(bytes.NewReader(a.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestResolveAndArchive(t *testing.T) {
 
 	// A corrupted blob is caught.
 	bad := bytes.Replace(a.Bytes(), []byte(`"windows"`), []byte(`"linux!!"`), 1)
-	if _, err := Inspect(bytes.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "has digest") {
+	if _, err := ociimage.Inspect(bytes.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "has digest") {
 		t.Errorf("corrupted archive: %v", err)
 	}
 }

@@ -3,7 +3,7 @@
 package registrytest
 
 import (
-	"fmt"
+	"context"
 	"io"
 	"log"
 	"net/http"
@@ -12,14 +12,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kubewin/kubewin/internal/ociimage"
 )
 
 // Registry is a running registry.
@@ -53,41 +49,17 @@ func (c *counter) Write(p []byte) (int, error) {
 	return c.ResponseWriter.Write(p)
 }
 
-// PushPause pushes repo:tag as an index with one windows/amd64 image per build (random
+// PushPause pushes repo:tag as an index with one windows/amd64 image per build (two random
 // layers, os.version 10.0.<build>.1) and returns the reference and each build's digest.
 func (r *Registry) PushPause(t testing.TB, repoTag string, builds ...uint32) (string, map[uint32]string) {
 	t.Helper()
-	ref := r.Host + "/" + repoTag
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	digests := map[uint32]string{}
-	for _, b := range builds {
-		img, err := random.Image(64<<10, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf = cf.DeepCopy()
-		cf.OS, cf.Architecture, cf.OSVersion = "windows", "amd64", fmt.Sprintf("10.0.%d.1", b)
-		if img, err = mutate.ConfigFile(img, cf); err != nil {
-			t.Fatal(err)
-		}
-		d, err := img.Digest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		digests[b] = d.String()
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
-			Platform: &v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: cf.OSVersion},
-		}})
-	}
-	tag, err := name.NewTag(ref)
+	img, err := random.Image(64<<10, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.WriteIndex(tag, idx); err != nil {
+	ref := r.Host + "/" + repoTag
+	digests, err := ociimage.PushWindows(context.Background(), ref, img, builds, ociimage.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ref, digests
