@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kubewin/kubewin/internal/api"
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/filesum"
 	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
 	"github.com/kubewin/kubewin/internal/releasemirror"
@@ -167,13 +168,10 @@ func checkImage(t *testing.T, dir string) {
 	}
 	want := []string{"k/kubelet.exe", "k/kube-proxy.exe", "k/kubeadm.exe", "k/kube-log-runner.exe", "k/nodeboot.exe",
 		"ProgramData/kubewin/archives/containerd-2.1.4-windows-amd64.tar.gz", "ProgramData/kubewin/archives/cni-plugins-windows-amd64-v1.7.1.tgz", "ProgramData/kubewin/images/pause.tar"}
+	checkFiles(t, m, filepath.Join(dir, simmachine.ImagePayloadDir))
 	var got []string
 	for _, f := range m.Files {
 		got = append(got, f.Path)
-		sum, size, err := filesum.File(filepath.Join(dir, simmachine.ImagePayloadDir, filepath.FromSlash(f.Path)))
-		if err != nil || sum != f.SHA256 || size != f.Size {
-			t.Errorf("%s: sha256 %s, %d bytes (%v); the manifest says %s, %d bytes", f.Path, sum, size, err, f.SHA256, f.Size)
-		}
 	}
 	for _, w := range want {
 		if !strings.Contains(strings.Join(got, "\n"), w) {
@@ -185,11 +183,28 @@ func checkImage(t *testing.T, dir string) {
 	}
 }
 
+// checkFiles verifies that every file a manifest lists is under root with its sha256 and size.
+func checkFiles(t *testing.T, m *v1alpha1.ImageManifest, root string) {
+	t.Helper()
+	for _, f := range m.Files {
+		sum, size, err := filesum.File(filepath.Join(root, filepath.FromSlash(f.Path)))
+		if err != nil || sum != f.SHA256 || size != f.Size {
+			t.Errorf("%s: sha256 %s, %d bytes (%v); the manifest says %s, %d bytes", f.Path, sum, size, err, f.SHA256, f.Size)
+		}
+	}
+}
+
+// serveRelease serves what a build needs besides packer: a release mirror, and a registry with a
+// pause image for the given Windows builds, whose reference it returns.
+func serveRelease(tb testing.TB, builds ...uint32) (*env, *upstream, *registrytest.Registry, string) {
+	tb.Helper()
+	reg := registrytest.Serve(tb)
+	pause, _ := reg.PushPause(tb, "pause:3.10.2", builds...)
+	return testEnv(tb), newUpstream(tb), reg, pause
+}
+
 func TestBuildGuestFetch(t *testing.T) {
-	e := testEnv(t)
-	u := newUpstream(t)
-	reg := registrytest.Serve(t)
-	pause, _ := reg.PushPause(t, "pause:3.10.2", 17763, 20348, 26100)
+	e, u, _, pause := serveRelease(t, 17763, 20348, 26100)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "image")
 	tpl := releaseBlock(u, pause) + localBuild(e, out, `    manifest_output = "manifest.json"`)
@@ -249,10 +264,7 @@ func hostCacheBuild(t testing.TB, e *env, u *upstream, pause, dir, cache, out st
 }
 
 func TestBuildHostCache(t *testing.T) {
-	e := testEnv(t)
-	u := newUpstream(t)
-	reg := registrytest.Serve(t)
-	pause, _ := reg.PushPause(t, "pause:3.10.2", 20348)
+	e, u, reg, pause := serveRelease(t, 20348)
 	dir := t.TempDir()
 	cache, out := filepath.Join(dir, "cache"), filepath.Join(dir, "image")
 
@@ -277,10 +289,7 @@ func TestBuildHostCache(t *testing.T) {
 // BenchmarkSecondBake reports what a host-cache build downloads with a cold cache and with the
 // cache the first build warmed.
 func BenchmarkSecondBake(b *testing.B) {
-	e := testEnv(b)
-	u := newUpstream(b)
-	reg := registrytest.Serve(b)
-	pause, _ := reg.PushPause(b, "pause:3.10.2", 20348)
+	e, u, _, pause := serveRelease(b, 20348)
 	dir := b.TempDir()
 	cache, out := filepath.Join(dir, "cache"), filepath.Join(dir, "image")
 	first, _ := hostCacheBuild(b, e, u, pause, dir, cache, out)

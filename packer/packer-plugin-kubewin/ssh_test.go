@@ -21,8 +21,6 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/filesum"
-	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
 	"github.com/kubewin/kubewin/internal/simmachine"
 )
 
@@ -109,10 +107,7 @@ func writeKey(t *testing.T, path string, key ed25519.PrivateKey) {
 // builder to an sshd on 127.0.0.1) in host-cache mode: every artifact goes up by upload, the
 // bake runs as a remote command, and the manifest comes back by download.
 func TestBuildOverSSH(t *testing.T) {
-	e := testEnv(t)
-	u := newUpstream(t)
-	reg := registrytest.Serve(t)
-	pause, _ := reg.PushPause(t, "pause:3.10.2", 20348)
+	e, u, _, pause := serveRelease(t, 20348)
 	dir := t.TempDir()
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
 	writeKey(t, filepath.Join(dir, "id_ed25519"), priv)
@@ -170,11 +165,7 @@ build {
 	if m.PauseImage.Archive == "" || len(m.Files) != 8 {
 		t.Errorf("manifest: %d files, pause archive %q", len(m.Files), m.PauseImage.Archive)
 	}
-	for _, f := range m.Files {
-		if sum, size, err := filesum.File(filepath.Join(root, "C", filepath.FromSlash(f.Path))); err != nil || sum != f.SHA256 || size != f.Size {
-			t.Errorf("%s on the guest: sha256 %s, %d bytes (%v); want %s, %d", f.Path, sum, size, err, f.SHA256, f.Size)
-		}
-	}
+	checkFiles(t, m, filepath.Join(root, "C"))
 	if !regexp.MustCompile(`\[bake\] payload: 8 files verified, 0 bytes downloaded`).MatchString(log) {
 		t.Errorf("the guest downloaded what was uploaded:\n%s", log)
 	}
