@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -85,6 +84,3 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 }
 
 var _ packersdk.Builder = new(Builder)
-
-// removeAll is os.RemoveAll, for cleanups.
-var removeAll = os.RemoveAll

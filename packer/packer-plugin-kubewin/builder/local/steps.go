@@ -32,7 +32,7 @@ func (s *stepOutputDir) Run(_ context.Context, state multistep.StateBag) multist
 		if !s.force {
 			return halt(state, fmt.Errorf("output_directory %s exists: remove it, choose another, or build with -force", s.dir))
 		}
-		if err := removeAll(s.dir); err != nil {
+		if err := os.RemoveAll(s.dir); err != nil {
 			return halt(state, fmt.Errorf("remove the previous output %s: %w", s.dir, err))
 		}
 	}
@@ -46,7 +46,7 @@ func (s *stepOutputDir) Cleanup(state multistep.StateBag) {
 	_, cancelled := state.GetOk(multistep.StateCancelled)
 	_, halted := state.GetOk(multistep.StateHalted)
 	if cancelled || halted {
-		_ = removeAll(s.dir)
+		_ = os.RemoveAll(s.dir)
 	}
 }
 
@@ -98,7 +98,7 @@ func (s *stepExport) Run(_ context.Context, state multistep.StateBag) multistep.
 	if err := os.WriteFile(filepath.Join(s.out, simmachine.ImageManifestFile), raw, 0o644); err != nil {
 		return halt(state, err)
 	}
-	if err := removeAll(s.root); err != nil {
+	if err := os.RemoveAll(s.root); err != nil {
 		return halt(state, err)
 	}
 	state.Put("manifest", m)

@@ -127,7 +127,7 @@ func (p *Provisioner) guestOf(data map[string]any) guest {
 
 // run runs a command on the guest, its output shown in the UI, and fails on a non-zero exit.
 func (p *Provisioner) run(ctx context.Context, ui packersdk.Ui, what, command string, elevated bool) error {
-	_, err := p.runStatus(ctx, ui, what, command, elevated, 0)
+	_, err := p.runStatus(ctx, ui, what, command, elevated)
 	return err
 }
 
@@ -268,11 +268,11 @@ func (p *Provisioner) upload(ctx context.Context, ui packersdk.Ui, g guest, plan
 				return err
 			}
 		}
-		if err := uploadFile(p.comm, g.path(it.node), it.local); err != nil {
+		n, err := uploadFile(p.comm, g.path(it.node), it.local)
+		if err != nil {
 			return fmt.Errorf("upload %s: %w", it.node, err)
 		}
-		fi, _ := os.Stat(it.local)
-		sent += fi.Size()
+		sent += n
 	}
 	secs := time.Since(start).Seconds()
 	ui.Say(fmt.Sprintf("kubewin: uploaded %d files, %d bytes in %.1fs (%.1f MB/s)", len(items), sent, secs, float64(sent)/1e6/max(secs, 1e-3)))
@@ -282,17 +282,18 @@ func (p *Provisioner) upload(ctx context.Context, ui packersdk.Ui, g guest, plan
 // winDir is the directory of a node path.
 func winDir(node string) string { return node[:max(strings.LastIndex(node, `\`), 0)] }
 
-func uploadFile(comm packersdk.Communicator, dst, src string) error {
+// uploadFile uploads a local file and returns its size.
+func uploadFile(comm packersdk.Communicator, dst, src string) (int64, error) {
 	f, err := os.Open(src)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return comm.Upload(dst, f, &fi)
+	return fi.Size(), comm.Upload(dst, f, &fi)
 }
 
 // saveManifest downloads the manifest the bake installed and writes it on the Packer host.
