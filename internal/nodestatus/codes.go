@@ -41,6 +41,7 @@ var Catalogue = []CodeInfo{
 	{CodeCSRDenied, "tls-bootstrap", "The kubelet client certificate request was denied.", "Check the approver (kube-controller-manager csrapproving, or your own) and the CSR's events."},
 	{CodeCSRTimeout, "tls-bootstrap", "The kubelet client certificate request was not signed in time.", "Make sure kube-controller-manager runs the csrsigning and csrapproving controllers and that auto-approval is bound for the token's groups."},
 	{CodeRegisterFailed, "register", "The node could not create or read its Node object with its new credentials.", "Check that the Node authorizer and NodeRestriction are enabled and that no other node uses the same name."},
+	{CodeNodeNameTaken, "register", "A Ready Node with this machine's name already exists: another live machine uses the name.", "Delete the stale Node (`kubectl delete node <name>`) if its machine is gone, or give this machine another computer name."},
 	{CodePodCIDRTimeout, "network", "No pod CIDR was assigned to the node in time and the NodeConfig has no static one.", "Enable node IPAM (--allocate-node-cidrs) on the controller manager, free room in the cluster CIDR, or set node.podCIDR."},
 	{CodeNetworkFailed, "network", "The HNS network or its host endpoint could not be created.", "See the message; on Windows check the adapter name (network.interfaceName) and that the Containers feature is enabled."},
 	{CodeKubeletConfigFailed, "kubelet-config", "The kubelet or kube-proxy configuration could not be rendered or written.", "See the message: it names the field or flag at fault."},
@@ -68,6 +69,7 @@ const (
 	CodeCSRDenied                Code = "CSRDenied"
 	CodeCSRTimeout               Code = "CSRTimeout"
 	CodeRegisterFailed           Code = "RegisterFailed"
+	CodeNodeNameTaken            Code = "NodeNameTaken"
 	CodePodCIDRTimeout           Code = "PodCIDRTimeout"
 	CodeNetworkFailed            Code = "NetworkFailed"
 	CodeKubeletConfigFailed      Code = "KubeletConfigFailed"

@@ -26,6 +26,8 @@ import (
 type Machine struct {
 	// Root is the machine's system drive.
 	Root string `json:"-"`
+	// ComputerName is the machine's Windows computer name, which its node is named after.
+	ComputerName string `json:"computerName"`
 	// Build is the Windows build the machine pretends to run.
 	Build uint32 `json:"build"`
 	// Adapter is the name of its host adapter, with Address on Subnet.

@@ -36,7 +36,7 @@ start at every boot: the first boot joins the node and downloads nothing.`,
 			}
 			m, ok := p.(bake.Machine)
 			if !ok {
-				return fmt.Errorf("platform %s cannot bake images", p.Name())
+				return fmt.Errorf("platform %s cannot bake images", f.platform)
 			}
 			doc, err := os.ReadFile(manifest)
 			if err != nil {

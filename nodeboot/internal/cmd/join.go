@@ -6,29 +6,31 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubewin/kubewin/nodeboot/internal/join"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
 
 func newJoin(f *machineFlags) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "join",
 		Short: "Join this machine to the cluster its NodeConfig names",
-		Long: `Join this machine to a Kubernetes cluster, in phases: preflight, discovery, tls-bootstrap,
-register, network, kubelet-config, services, routes. Each phase's outcome is recorded, so an
-interrupted join resumes where it stopped. Failures name the phase and an error code (see
-docs/nodeboot-errors.md); once the cluster is trusted they are also reported to it. When the
-join is done the bootstrap token is removed from the NodeConfig on disk.`,
+		Long: `Join this machine to a Kubernetes cluster, in phases: ` + strings.Join(join.PhaseNames(), ", ") + `.
+Each phase's outcome is recorded, so an interrupted join resumes where it stopped. Failures
+name the phase and an error code (see docs/nodeboot-errors.md); once the cluster is trusted
+they are also reported to it. When the join is done the bootstrap token is removed from the
+NodeConfig on disk.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return f.runJoin(c, func(ctx context.Context, n *join.Node) error { return n.Join(ctx) })
 		},
 	}
 	phase := &cobra.Command{Use: "phase", Short: "Run one phase of the join (and the earlier ones not done yet)"}
-	for _, p := range join.PhaseNames {
+	for _, p := range join.PhaseNames() {
 		phase.AddCommand(&cobra.Command{
 			Use:   p,
 			Short: "Run the " + p + " phase",
@@ -61,6 +63,7 @@ Nodes. On a simulated machine it also runs the simulated kubelet. It stops on SI
 			if os.Getenv("GOGC") == "" {
 				debug.SetGCPercent(50)
 			}
+			defer shutdown(n.Platform)
 			return serve(func(ctx context.Context) error {
 				if !n.Joined() {
 					if err := n.Join(ctx); err != nil {
@@ -82,6 +85,7 @@ func (f *machineFlags) runJoin(c *cobra.Command, run func(context.Context, *join
 	if err != nil {
 		return err
 	}
+	defer shutdown(n.Platform)
 	ctx, stop := signalContext()
 	defer stop()
 	if err := run(ctx, n); err != nil {
@@ -91,6 +95,15 @@ func (f *machineFlags) runJoin(c *cobra.Command, run func(context.Context, *join
 		return f.scrubToken(n)
 	}
 	return nil
+}
+
+// shutdown stops the service programs that run in nodeboot's own process, which only a
+// simulated machine has: there, stopping nodeboot is shutting the machine down. On Windows the
+// services are the Service Control Manager's and outlive nodeboot.
+func shutdown(p platform.Platform) {
+	if m, ok := p.(interface{ Shutdown() }); ok {
+		m.Shutdown()
+	}
 }
 
 func signalContext() (context.Context, context.CancelFunc) {
@@ -114,7 +127,7 @@ func newStatus(f *machineFlags) *cobra.Command {
 			}
 			out := c.OutOrStdout()
 			fmt.Fprintf(out, "node %s: %s\n", r.Node, r.State)
-			for _, name := range join.PhaseNames {
+			for _, name := range join.PhaseNames() {
 				rec := n.State().Phase(name)
 				if rec == nil {
 					fmt.Fprintf(out, "  %-15s not run\n", name)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,7 +14,6 @@ import (
 	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/nodeboot/internal/join"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
-	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
 )
 
 // machineFlags select the machine nodeboot acts on.
@@ -30,26 +29,17 @@ type joinTimeouts struct {
 }
 
 func (f *machineFlags) add(c *cobra.Command) {
-	def := "sim"
-	if runtime.GOOS == "windows" {
-		def = "windows"
-	}
-	c.PersistentFlags().StringVar(&f.platform, "platform", def, `"windows", or "sim" for a simulated machine of the local backend (needs --root)`)
+	c.PersistentFlags().StringVar(&f.platform, "platform", platforms[0], `the machine: `+strings.Join(platforms, ", ")+
+		` ("sim" is a simulated machine of the local backend, with --root; nodeboot.exe has only "windows")`)
 	c.PersistentFlags().StringVar(&f.root, "root", "", "system drive of the simulated machine (--platform sim)")
 	c.PersistentFlags().StringVar(&f.config, "config", nodecmd.DefaultPaths().CustomData, "NodeConfig path on the node (Windows path)")
 }
 
 func (f *machineFlags) open() (platform.Platform, error) {
-	switch f.platform {
-	case "sim":
-		if f.root == "" {
-			return nil, fmt.Errorf("--platform sim needs --root, the simulated machine's system drive")
-		}
-		return sim.Load(f.root)
-	case "windows":
-		return windowsPlatform()
+	if !slices.Contains(platforms, f.platform) {
+		return nil, fmt.Errorf("--platform %q: this nodeboot knows %s", f.platform, strings.Join(platforms, ", "))
 	}
-	return nil, fmt.Errorf("--platform %q: use windows or sim", f.platform)
+	return openPlatform(f.platform, f.root)
 }
 
 // node loads the machine's NodeConfig and image manifest and opens its join state. A joined
@@ -79,7 +69,7 @@ func (f *machineFlags) node(out io.Writer) (*join.Node, error) {
 	}
 	name := cfg.Node.Name
 	if name == "" {
-		h, err := os.Hostname()
+		h, err := p.ComputerName()
 		if err != nil {
 			return nil, err
 		}

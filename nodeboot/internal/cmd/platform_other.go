@@ -4,11 +4,22 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
 )
 
-// windowsPlatform is only available on Windows.
-func windowsPlatform() (platform.Platform, error) {
-	return nil, errors.New("--platform windows runs only on Windows: use --platform sim with --root here")
+// platforms are the machines this nodeboot runs on, the default first. Off Windows there is only
+// the local backend's simulated machine.
+var platforms = []string{"sim", "windows"}
+
+func openPlatform(name, root string) (platform.Platform, error) {
+	switch {
+	case name == "windows":
+		return nil, errors.New("--platform windows runs only on Windows: use --platform sim with --root here")
+	case root == "":
+		return nil, fmt.Errorf("--platform sim needs --root, the simulated machine's system drive")
+	}
+	return sim.Load(root)
 }

@@ -5,4 +5,8 @@ import (
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 )
 
-func windowsPlatform() (platform.Platform, error) { return windows.New(), nil }
+// platforms are the machines this nodeboot runs on. nodeboot.exe runs only on Windows: the
+// simulated machine (and its simulated kubelet) is not built into it.
+var platforms = []string{"windows"}
+
+func openPlatform(string, string) (platform.Platform, error) { return windows.New(), nil }

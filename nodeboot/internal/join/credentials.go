@@ -40,7 +40,7 @@ func (n *Node) writeKubeletKubeconfig(server string, ca, certPEM, keyPEM []byte)
 
 // NodeRESTConfig is a client configuration with the node's own credential.
 func (n *Node) NodeRESTConfig() (*rest.Config, error) {
-	server := n.state.Values[keyServer]
+	server := n.state.Data.Server
 	ca, err := os.ReadFile(n.Platform.Path(n.Paths.ClusterCA))
 	if err != nil || server == "" {
 		return nil, fmt.Errorf("the node has not discovered its cluster yet")

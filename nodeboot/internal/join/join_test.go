@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/bootstraptoken"
 	"github.com/kubewin/kubewin/internal/capin"
@@ -29,6 +30,7 @@ import (
 	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/internal/testenv"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
 	"github.com/kubewin/kubewin/nodeboot/internal/workflow"
@@ -49,6 +51,8 @@ func admin(t testing.TB) kubernetes.Interface {
 }
 
 type nodeOpts struct {
+	// name is the node's name; default: a fresh one.
+	name     string
 	pool     string
 	token    string // default: a fresh pool token
 	pins     []string
@@ -76,6 +80,9 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 		o.pool = fmt.Sprintf("pool%d", seq)
 	}
 	name := "win" + strings.ToLower(hex.EncodeToString([]byte{byte(seq >> 8), byte(seq)})) + "x"
+	if o.name != "" {
+		name = o.name
+	}
 	if o.token == "" {
 		tok, err := bootstraptoken.Create(ctx, admin(t), o.pool, 10*time.Minute)
 		if err != nil {
@@ -114,6 +121,17 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 		NodebootVersion: "test",
 		Files:           []v1alpha1.File{{Path: "k/kubelet.exe", SHA256: hex.EncodeToString(sum[:]), Size: int64(len(payload))}},
 	}
+	// The image's manifest is on the machine, as an image bakes it.
+	raw, err := api.EncodeJSON(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(simmachine.Path(root, nodecmd.DefaultPaths().ImageManifest)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(simmachine.Path(root, nodecmd.DefaultPaths().ImageManifest), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c := &v1alpha1.NodeConfig{
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindNodeConfig,
 		Cluster: v1alpha1.Cluster{
@@ -132,11 +150,14 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 		t.Fatal(errs.ToAggregate())
 	}
 	ip := netip.AddrFrom4([4]byte{127, 1, byte(seq >> 8), byte(seq)})
+	out := &syncBuffer{}
+	p := sim.New(sim.Machine{Root: root, ComputerName: name, Build: 20348, Adapter: "Ethernet", Address: ip, Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: v1alpha1.RuntimeContainerd})
+	p.Out = out
+	t.Cleanup(p.Shutdown) // the machine's kubelet stops with the test
 	n := &Node{
-		Config: c, Manifest: m, Name: name, Paths: nodecmd.DefaultPaths(),
-		Platform: sim.New(sim.Machine{Root: root, Build: 20348, Adapter: "Ethernet", Address: ip, Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: v1alpha1.RuntimeContainerd}),
+		Config: c, Manifest: m, Name: name, Paths: nodecmd.DefaultPaths(), Platform: p,
 		Timeouts: Timeouts{Discovery: 5 * time.Second, CSR: 30 * time.Second, PodCIDR: 30 * time.Second},
-		Out:      &syncBuffer{},
+		Out:      out,
 	}
 	if o.clockSkew != 0 {
 		n.Clock = func() time.Time { return time.Now().Add(o.clockSkew) }
@@ -187,23 +208,20 @@ func TestJoinGoesReady(t *testing.T) {
 	if err != nil || r == nil {
 		t.Fatalf("report: %v %v", r, err)
 	}
-	if r.State != nodestatus.StateDone || len(r.Phases) != 8 {
+	if r.State != nodestatus.StateDone || len(r.Phases) != len(PhaseNames()) {
 		t.Errorf("report = %+v", r)
 	}
-	node, err := admin(t).CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if isReady(node) {
-		t.Error("node is Ready before any kubelet ran")
-	}
 
-	go func() { _ = n.Serve(ctx) }()
-	node = waitReady(t, n.Name)
-	for k, v := range map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348", nodeaccess.PoolLabel: n.Config.Node.Labels[nodeaccess.PoolLabel]} {
+	// The services phase started the kubelet service: on this machine, the simulated kubelet,
+	// which runs from the command line and files written for kubelet.exe.
+	node := waitReady(t, n.Name)
+	for k, v := range map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348", nodeaccess.PoolLabel: n.Config.Node.Labels[nodeaccess.PoolLabel], "kubewin.io/simulated": "true"} {
 		if node.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, node.Labels[k], v)
 		}
+	}
+	if !strings.Contains(node.Annotations["kubewin.io/simulated"], "simulated Windows machine") || !strings.HasSuffix(node.Status.NodeInfo.OSImage, "(simulated)") {
+		t.Errorf("the node does not say it is simulated: annotations %v, OS image %q", node.Annotations, node.Status.NodeInfo.OSImage)
 	}
 	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != "os" || node.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
 		t.Errorf("taints = %+v", node.Spec.Taints)
@@ -221,11 +239,16 @@ func TestJoinGoesReady(t *testing.T) {
 	if _, err := os.Stat(n.Platform.Path(`C:\etc\cni\net.d\10-kubewin.conf`)); err != nil {
 		t.Errorf("CNI config: %v", err)
 	}
+	// The simulated kubelet says it is Ready once its first status and lease are written.
+	ready := "[simulated-kubelet] node " + n.Name + " registered and Ready"
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(n.Out.(*syncBuffer).String(), ready), nil
+	})
 	out := n.Out.(*syncBuffer).String()
 	if strings.Contains(out, n.Config.Cluster.BootstrapToken) || strings.Contains(out, strings.SplitN(n.Config.Cluster.BootstrapToken, ".", 2)[1]) {
 		t.Error("the bootstrap token was printed")
 	}
-	for _, want := range []string{"[preflight]", "[discovery] done in", "[tls-bootstrap] done in", "[simulated-kubelet] node " + n.Name + " registered and Ready"} {
+	for _, want := range []string{"[preflight]", "[discovery] done in", "[tls-bootstrap] done in", ready} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -262,6 +285,28 @@ func TestPodsRunAndDrain(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
 		t.Fatalf("pod deletion was not confirmed: %v", err)
+	}
+}
+
+// A machine whose name a Ready node already has does not take it over, as kubeadm refuses to.
+func TestJoinRefusesTakenName(t *testing.T) {
+	ctx := context.Background()
+	first := newNode(t, nodeOpts{})
+	if err := first.Join(ctx); err != nil {
+		t.Fatalf("join: %v\n%s", err, first.Out)
+	}
+	waitReady(t, first.Name)
+	second := newNode(t, nodeOpts{name: first.Name, pool: first.Config.Node.Labels[nodeaccess.PoolLabel]})
+	err := second.Join(ctx)
+	var pe *workflow.PhaseError
+	if !errors.As(err, &pe) || pe.Phase != PhaseRegister || nodestatus.CodeOf(err) != nodestatus.CodeNodeNameTaken {
+		t.Fatalf("error = %v, want phase %s code %s", err, PhaseRegister, nodestatus.CodeNodeNameTaken)
+	}
+	if !strings.Contains(err.Error(), "kubectl delete node "+first.Name) {
+		t.Errorf("the error does not say how to fix it: %v", err)
+	}
+	if _, err := second.Platform.(*sim.Platform).Service("kubelet"); err == nil {
+		t.Error("the second machine installed a kubelet service")
 	}
 }
 
@@ -318,7 +363,7 @@ func TestJoinFailures(t *testing.T) {
 
 // A nodeboot stopped at any phase boundary and started again finishes with one CSR.
 func TestResumeAtEveryBoundary(t *testing.T) {
-	names := []string{PhasePreflight, PhaseDiscovery, PhaseTLSBootstrap, PhaseRegister, PhaseNetwork, PhaseKubeletConfig, PhaseServices, PhaseRoutes}
+	names := PhaseNames()
 	for i := range names {
 		t.Run("after "+names[i], func(t *testing.T) {
 			n := newNode(t, nodeOpts{})

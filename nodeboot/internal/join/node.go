@@ -52,9 +52,9 @@ type Node struct {
 	// Out receives progress lines.
 	Out io.Writer
 
-	store  *workflow.Store
-	state  *workflow.State
-	runner *workflow.Runner
+	store  *workflow.Store[Learned]
+	state  *workflow.State[Learned]
+	runner *workflow.Runner[Learned]
 
 	mu              sync.Mutex
 	bootstrapClient kubernetes.Interface
@@ -64,28 +64,33 @@ type Node struct {
 	flushed         chan struct{}
 }
 
-// State keys.
-const (
-	keyServer  = "server"
-	keyNodeIP  = "nodeIP"
-	keySubnet  = "nodeSubnet"
-	keyPodCIDR = "podCIDR"
-	keyCSR     = "csr"
-)
+// Learned is what the phases learn that later phases, `nodeboot run` and a restarted join need;
+// it is kept in the state file with the phases' outcomes.
+type Learned struct {
+	// Server is the API server URL discovery trusted.
+	Server string `json:"server,omitempty"`
+	// CSR names the kubelet's certificate request, once submitted.
+	CSR string `json:"csr,omitempty"`
+	// NodeIP and Subnet are the node's address and its subnet.
+	NodeIP netip.Addr   `json:"nodeIP,omitzero"`
+	Subnet netip.Prefix `json:"nodeSubnet,omitzero"`
+	// PodCIDR is the node's pod CIDR, static or from node IPAM.
+	PodCIDR netip.Prefix `json:"podCIDR,omitzero"`
+}
 
 // Open loads the node's state and prepares its phases.
 func (n *Node) Open() error {
 	if n.Timeouts == (Timeouts{}) {
 		n.Timeouts = DefaultTimeouts
 	}
-	n.store = &workflow.Store{Path: n.Platform.Path(n.statePath()), Write: func(_ string, b []byte) error {
+	n.store = &workflow.Store[Learned]{Path: n.Platform.Path(n.statePath()), Write: func(_ string, b []byte) error {
 		return n.Platform.WriteSecret(n.statePath(), b)
 	}}
 	var err error
 	if n.state, err = n.store.Load(); err != nil {
 		return err
 	}
-	n.runner = &workflow.Runner{Phases: phases(n), Store: n.store, State: n.state, Out: n.Out, Changed: n.report}
+	n.runner = &workflow.Runner[Learned]{Phases: phasesOf(n), Store: n.store, State: n.state, Out: n.Out, Changed: n.report}
 	return nil
 }
 
@@ -95,7 +100,7 @@ func (n *Node) statePath() string { return n.Paths.NodebootDir + `\state.json` }
 func (n *Node) Phases() []workflow.Phase { return n.runner.Phases }
 
 // State is the recorded state.
-func (n *Node) State() *workflow.State { return n.state }
+func (n *Node) State() *workflow.State[Learned] { return n.state }
 
 // Joined reports whether every phase is done.
 func (n *Node) Joined() bool { return n.state.Done(n.runner.Names()...) }
@@ -106,7 +111,7 @@ func (n *Node) Join(ctx context.Context) error {
 	if err := n.runner.Run(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(n.Out, "[join] node %s joined the cluster at %s\n", n.Name, n.state.Values[keyServer])
+	fmt.Fprintf(n.Out, "[join] node %s joined the cluster at %s\n", n.Name, n.state.Data.Server)
 	return nil
 }
 
@@ -146,7 +151,7 @@ func (n *Node) Report() *nodestatus.Report {
 
 // report asks the reporter to write the current report. Writing happens in the background,
 // coalescing changes, so that reporting costs the join no round trips; Join flushes it.
-func (n *Node) report(*workflow.State) {
+func (n *Node) report(*workflow.State[Learned]) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.reports == nil {
@@ -239,21 +244,4 @@ func (n *Node) NodeClient() (kubernetes.Interface, error) {
 	}
 	n.nodeClient = c
 	return c, nil
-}
-
-// addr parses a state value.
-func (n *Node) addr(key string) (netip.Addr, error) {
-	a, err := netip.ParseAddr(n.state.Values[key])
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("state has no %s: run the earlier phases first", key)
-	}
-	return a, nil
-}
-
-func (n *Node) prefix(key string) (netip.Prefix, error) {
-	p, err := netip.ParsePrefix(n.state.Values[key])
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("state has no %s: run the earlier phases first", key)
-	}
-	return p, nil
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/kubewin/kubewin/nodeboot/internal/workflow"
 )
 
-// Phase names, in order.
+// Phase names.
 const (
 	PhasePreflight     = "preflight"
 	PhaseDiscovery     = "discovery"
@@ -37,17 +37,41 @@ const (
 	PhaseRoutes        = "routes"
 )
 
-func phases(n *Node) []workflow.Phase {
-	return []workflow.Phase{ // in the order of PhaseNames
-		{Name: PhasePreflight, Short: "checking the machine against the image and the NodeConfig", Run: n.preflight},
-		{Name: PhaseDiscovery, Short: "finding the cluster and pinning its CA", Run: n.discovery},
-		{Name: PhaseTLSBootstrap, Short: "requesting the kubelet client certificate", Run: n.tlsBootstrap},
-		{Name: PhaseRegister, Short: "creating the Node object with its labels and taints", Run: n.register},
-		{Name: PhaseNetwork, Short: "preparing the pod network (pod CIDR, HNS network, CNI config)", Run: n.network},
-		{Name: PhaseKubeletConfig, Short: "writing the kubelet, kube-proxy and runtime configuration", Run: n.kubeletConfig},
-		{Name: PhaseServices, Short: "installing and starting the node services", Run: n.services},
-		{Name: PhaseRoutes, Short: "programming routes to the other nodes' pod CIDRs", Run: n.routes},
+// phase is one step of the join, run over the joining Node.
+type phase struct {
+	name, short string
+	run         func(*Node, context.Context) error
+}
+
+// joinPhases is the join, in order: the one list that `nodeboot join`, its `phase` commands,
+// `nodeboot status` and the reports are made from.
+var joinPhases = []phase{
+	{PhasePreflight, "checking the machine against the image and the NodeConfig", (*Node).preflight},
+	{PhaseDiscovery, "finding the cluster and pinning its CA", (*Node).discovery},
+	{PhaseTLSBootstrap, "requesting the kubelet client certificate", (*Node).tlsBootstrap},
+	{PhaseRegister, "creating the Node object with its labels and taints", (*Node).register},
+	{PhaseNetwork, "preparing the pod network (pod CIDR, HNS network, CNI config)", (*Node).network},
+	{PhaseKubeletConfig, "writing the kubelet, kube-proxy and runtime configuration", (*Node).kubeletConfig},
+	{PhaseServices, "installing and starting the node services", (*Node).services},
+	{PhaseRoutes, "programming routes to the other nodes' pod CIDRs", (*Node).routes},
+}
+
+// PhaseNames lists the join phases in order.
+func PhaseNames() []string {
+	names := make([]string, len(joinPhases))
+	for i, p := range joinPhases {
+		names[i] = p.name
 	}
+	return names
+}
+
+// phasesOf binds the join phases to n.
+func phasesOf(n *Node) []workflow.Phase {
+	out := make([]workflow.Phase, len(joinPhases))
+	for i, p := range joinPhases {
+		out[i] = workflow.Phase{Name: p.name, Short: p.short, Run: func(ctx context.Context) error { return p.run(n, ctx) }}
+	}
+	return out
 }
 
 func (n *Node) preflight(ctx context.Context) error {
@@ -103,14 +127,14 @@ func (n *Node) discovery(ctx context.Context) error {
 	if err := n.Platform.WriteFile(n.Paths.ClusterCA, res.CACert); err != nil {
 		return nodestatus.Errorf(nodestatus.CodeInternal, "write the cluster CA: %w", err)
 	}
-	n.state.Values[keyServer] = res.Server
+	n.state.Data.Server = res.Server
 	return n.setBootstrapClient(res.Server, res.CACert)
 }
 
 // trusted returns the discovered server and CA, re-reading them after a restart.
 func (n *Node) trusted() (string, []byte, error) {
 	ca, err := os.ReadFile(n.Platform.Path(n.Paths.ClusterCA))
-	server := n.state.Values[keyServer]
+	server := n.state.Data.Server
 	if err != nil || server == "" {
 		return "", nil, nodestatus.Errorf(nodestatus.CodeInternal, "the cluster is not discovered yet: run the discovery phase")
 	}
@@ -140,7 +164,7 @@ func (n *Node) tlsBootstrap(ctx context.Context) error {
 		return err
 	}
 	if res.CSRName != "" {
-		n.state.Values[keyCSR] = res.CSRName
+		n.state.Data.CSR = res.CSRName
 	}
 	if err := n.writeKubeletKubeconfig(server, ca, res.CertPEM, res.KeyPEM); err != nil {
 		return nodestatus.Errorf(nodestatus.CodeInternal, "write the kubelet kubeconfig: %w", err)
@@ -178,14 +202,34 @@ func (n *Node) register(ctx context.Context) error {
 		return nodestatus.Errorf(nodestatus.CodeRegisterFailed, "%w", err)
 	}
 	_, err = c.CoreV1().Nodes().Create(ctx, NodeObject(n.Config, n.Manifest, n.Name), metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		// Registered before a restart (or by the kubelet): the object is ours to keep.
-		_, err = c.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return nodestatus.Errorf(nodestatus.CodeRegisterFailed, "create Node %s: %w", n.Name, err)
+		}
+		return nil
 	}
+	// A Node of this name exists. One that is not Ready is this machine's own, registered before
+	// a restart, or a dead machine's whose name this one inherits: it is adopted. A Ready one is
+	// another live machine's: joining would take its name over, so the join stops, as kubeadm's
+	// does.
+	existing, err := c.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 	if err != nil {
-		return nodestatus.Errorf(nodestatus.CodeRegisterFailed, "create Node %s: %w", n.Name, err)
+		return nodestatus.Errorf(nodestatus.CodeRegisterFailed, "read the existing Node %s: %w", n.Name, err)
+	}
+	if nodeReady(existing) {
+		return nodestatus.Errorf(nodestatus.CodeNodeNameTaken, "a Ready Node named %s already exists in the cluster: delete it (kubectl delete node %s) or give this machine another computer name", n.Name, n.Name)
 	}
 	return nil
+}
+
+// nodeReady reports whether a Node's Ready condition is True.
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func (n *Node) network(ctx context.Context) error {
@@ -193,15 +237,12 @@ func (n *Node) network(ctx context.Context) error {
 	if err != nil {
 		return nodestatus.Errorf(nodestatus.CodeNetworkFailed, "%w", err)
 	}
-	n.state.Values[keyNodeIP] = ip.String()
-	if subnet.IsValid() {
-		n.state.Values[keySubnet] = subnet.String()
-	}
+	n.state.Data.NodeIP, n.state.Data.Subnet = ip, subnet
 	pod, err := n.waitPodCIDR(ctx)
 	if err != nil {
 		return err
 	}
-	n.state.Values[keyPodCIDR] = pod.String()
+	n.state.Data.PodCIDR = pod
 	if err := n.EnsureNetwork(ctx); err != nil {
 		return err
 	}
@@ -215,9 +256,9 @@ func (n *Node) network(ctx context.Context) error {
 // EnsureNetwork (re)creates the node's HNS network; `nodeboot run` calls it on every boot
 // before the kubelet starts, because HNS networks do not reliably survive a reboot.
 func (n *Node) EnsureNetwork(ctx context.Context) error {
-	pod, err := n.prefix(keyPodCIDR)
-	if err != nil {
-		return nodestatus.Errorf(nodestatus.CodeNetworkFailed, "%w", err)
+	pod := n.state.Data.PodCIDR
+	if !pod.IsValid() {
+		return nodestatus.Errorf(nodestatus.CodeNetworkFailed, "the node has no pod CIDR yet: run the network phase")
 	}
 	spec, ok, err := platform.NetworkSpecFor(n.Config, pod)
 	if err != nil {
@@ -283,15 +324,11 @@ func (n *Node) waitPodCIDR(ctx context.Context) (netip.Prefix, error) {
 
 // facts are what the network phase learned about the node.
 func (n *Node) facts() (nodefiles.Facts, error) {
-	ip, err := n.addr(keyNodeIP)
-	if err != nil {
-		return nodefiles.Facts{}, err
+	d := n.state.Data
+	if !d.NodeIP.IsValid() || !d.PodCIDR.IsValid() {
+		return nodefiles.Facts{}, fmt.Errorf("the node's address and pod CIDR are not known yet: run the network phase")
 	}
-	pod, err := n.prefix(keyPodCIDR)
-	if err != nil {
-		return nodefiles.Facts{}, err
-	}
-	return nodefiles.Facts{NodeName: n.Name, NodeIP: ip, PodCIDR: pod}, nil
+	return nodefiles.Facts{NodeName: n.Name, NodeIP: d.NodeIP, PodCIDR: d.PodCIDR}, nil
 }
 
 // plan renders the node's files and service command lines.
@@ -417,6 +454,3 @@ func PeerRoutes(self string, nodes []corev1.Node) []platform.Route {
 	slices.SortFunc(out, func(a, b platform.Route) int { return strings.Compare(a.Destination.String(), b.Destination.String()) })
 	return out
 }
-
-// PhaseNames lists the join phases in order.
-var PhaseNames = []string{PhasePreflight, PhaseDiscovery, PhaseTLSBootstrap, PhaseRegister, PhaseNetwork, PhaseKubeletConfig, PhaseServices, PhaseRoutes}

@@ -11,13 +11,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/nodeboot/internal/simkubelet"
 )
 
 // Serve is what the nodeboot service does on every boot: finish the join if it is not done,
-// re-create the HNS network before the kubelet starts, start the node services, run the
-// simulated kubelet on the sim platform, and keep host-gateway routes in step with the Nodes
-// until ctx ends.
+// re-create the HNS network before the kubelet starts, start the node services, and keep
+// host-gateway routes in step with the Nodes until ctx ends.
 func (n *Node) Serve(ctx context.Context) error {
 	if !n.Joined() {
 		if err := n.Join(ctx); err != nil {
@@ -30,51 +28,12 @@ func (n *Node) Serve(ctx context.Context) error {
 	if err := n.services(ctx); err != nil {
 		return err
 	}
-	errc := make(chan error, 2)
-	running := 0
-	if n.Platform.Name() == "sim" {
-		k, err := n.SimulatedKubelet()
-		if err != nil {
-			return err
-		}
-		running++
-		go func() { errc <- k.Run(ctx) }()
-	}
-	if n.Config.Network.Mode == v1alpha1.NetworkModeHostGateway {
-		running++
-		go func() { errc <- n.reconcileRoutes(ctx) }()
-	}
 	fmt.Fprintf(n.Out, "[run] node %s is up\n", n.Name)
-	for ; running > 0; running-- {
-		if err := <-errc; err != nil {
-			return err
-		}
+	if n.Config.Network.Mode == v1alpha1.NetworkModeHostGateway {
+		return n.reconcileRoutes(ctx)
 	}
 	<-ctx.Done()
 	return nil
-}
-
-// SimulatedKubelet returns the simulated kubelet of this node.
-func (n *Node) SimulatedKubelet() (*simkubelet.Kubelet, error) {
-	c, err := n.NodeClient()
-	if err != nil {
-		return nil, err
-	}
-	f, err := n.facts()
-	if err != nil {
-		return nil, err
-	}
-	runtime := string(n.Manifest.Runtime.Name) + "://" + n.Manifest.Runtime.Version
-	return &simkubelet.Kubelet{
-		Client: c, Node: NodeObject(n.Config, n.Manifest, n.Name), NodeIP: f.NodeIP, PodCIDR: f.PodCIDR, MaxPods: n.Config.Node.MaxPods, Out: n.Out,
-		Info: corev1.NodeSystemInfo{
-			OperatingSystem: "windows", Architecture: "amd64",
-			OSImage:                 "Windows Server " + n.Manifest.WindowsBuild.Release() + " Datacenter (simulated)",
-			KernelVersion:           n.Manifest.WindowsBuild.OSVersion(),
-			KubeletVersion:          n.Manifest.KubernetesVersion,
-			ContainerRuntimeVersion: runtime,
-		},
-	}, nil
 }
 
 // reconcileRoutes reprograms the routes whenever a Node's pod CIDR or address changes.

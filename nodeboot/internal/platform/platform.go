@@ -1,8 +1,9 @@
 // Package platform is what nodeboot needs from the machine it runs on, behind small interfaces:
-// files, the OS build, the container runtime, the HNS network, services and routes. The windows
-// implementation (package platform/windows) applies them; the sim implementation (package
-// platform/sim) records them for the local backend, where a simulated kubelet stands in for
-// kubelet.exe. The specs here are pure and tested on any OS.
+// files, the computer name, the OS build, the container runtime, the HNS network, services and
+// routes. The windows implementation (package platform/windows) applies them; the sim
+// implementation (package platform/sim) records them for the local backend, where a simulated
+// kubelet stands in for kubelet.exe. The join code is the same on both. The specs here are pure
+// and tested on any OS.
 package platform
 
 import (
@@ -14,8 +15,9 @@ import (
 
 // Platform is the machine.
 type Platform interface {
-	// Name is "windows" or "sim".
-	Name() string
+	// ComputerName is the machine's computer name; a NodeConfig without node.name names the node
+	// after it (a scale set's instances share one NodeConfig).
+	ComputerName() (string, error)
 	// Path maps a Windows path on the node to a path nodeboot can open.
 	Path(win string) string
 	// WriteFile writes a file, creating its directory.

@@ -1,9 +1,11 @@
 // Package simkubelet is a SIMULATED kubelet for the local backend. It is not a kubelet: it runs
-// no containers. With the credentials nodeboot obtained in the TLS bootstrap it registers the
-// Node (if nodeboot has not), keeps it Ready with node status and Lease heartbeats, reports the
-// pods bound to it as Running and Ready (as kwok does), and confirms their deletion, so that
-// scheduling, drains, PodDisruptionBudgets and workloads behave as on a real node. It stops
-// cleanly: the node then goes NotReady when its lease expires, as a stopped machine would.
+// no containers. It reads the command line and configuration file nodeboot wrote for
+// kubelet.exe and, with the credential the kubeconfig names, registers the Node (if nodeboot
+// has not), marks it simulated, keeps it Ready with node status and Lease heartbeats, reports
+// the pods bound to it as Running and Ready (as kwok does), and confirms their deletion, so
+// that scheduling, drains, PodDisruptionBudgets and workloads behave as on a real node. It
+// stops cleanly: the node then goes NotReady when its lease expires, as a stopped machine
+// would. Only the sim platform of the local backend runs it; nodeboot.exe does not contain it.
 package simkubelet
 
 import (
@@ -33,10 +35,9 @@ import (
 // Kubelet is the simulated kubelet of one node.
 type Kubelet struct {
 	Client kubernetes.Interface
-	// Node is the Node to register when it does not exist.
-	Node    *corev1.Node
-	NodeIP  netip.Addr
-	PodCIDR netip.Prefix
+	// Node is the Node to register when it does not exist: its name, labels and taints.
+	Node   *corev1.Node
+	NodeIP netip.Addr
 	// Info is what the node reports about itself.
 	Info    corev1.NodeSystemInfo
 	MaxPods int32
@@ -44,10 +45,18 @@ type Kubelet struct {
 	LeaseInterval time.Duration
 	Out           io.Writer
 
-	mu     sync.Mutex
-	podIPs map[types.UID]string
-	next   uint64
+	mu      sync.Mutex
+	podCIDR netip.Prefix
+	podIPs  map[types.UID]string
+	next    uint64
 }
+
+// Simulated marks what the simulated kubelet registers: a label and an annotation on its Node.
+const (
+	SimulatedLabel      = "kubewin.io/simulated"
+	SimulatedAnnotation = "kubewin.io/simulated"
+	simulatedNote       = "a simulated Windows machine of kubewin's local backend: no containers run on it"
+)
 
 const leaseDuration = 40 * time.Second
 
@@ -69,6 +78,10 @@ func (k *Kubelet) run(ctx context.Context) error {
 	name := k.Node.Name
 	if _, err := k.Client.CoreV1().Nodes().Create(ctx, k.Node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("register node %s: %w", name, err)
+	}
+	// The Node says that it is simulated before it is ever Ready.
+	if err := retry.OnError(startBackoff, func(error) bool { return ctx.Err() == nil }, func() error { return k.markSimulated(ctx) }); err != nil {
+		return err
 	}
 	// The node's first status and lease race the controllers that just saw it (node IPAM,
 	// node lifecycle): retry them, as a kubelet does.
@@ -116,6 +129,21 @@ func (k *Kubelet) run(ctx context.Context) error {
 
 // startBackoff spans about a minute of retries.
 var startBackoff = wait.Backoff{Steps: 12, Duration: 100 * time.Millisecond, Factor: 1.6, Cap: 10 * time.Second}
+
+// markSimulated labels and annotates the Node as simulated, and learns its pod CIDR.
+func (k *Kubelet) markSimulated(ctx context.Context) error {
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"},"annotations":{%q:%q}}}`, SimulatedLabel, SimulatedAnnotation, simulatedNote)
+	node, err := k.Client.CoreV1().Nodes().Patch(ctx, k.Node.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("mark node %s simulated: %w", k.Node.Name, err)
+	}
+	if p, err := ipam.ParsePrefix(node.Spec.PodCIDR); err == nil {
+		k.mu.Lock()
+		k.podCIDR = p
+		k.mu.Unlock()
+	}
+	return nil
+}
 
 // updateStatus reports the node Ready, retrying when another writer changed the Node meanwhile.
 func (k *Kubelet) updateStatus(ctx context.Context) error {
@@ -238,10 +266,13 @@ func (k *Kubelet) podIP(uid types.UID) string {
 	if ip, ok := k.podIPs[uid]; ok {
 		return ip
 	}
-	a, err := ipam.Nth(k.PodCIDR, k.next)
+	if !k.podCIDR.IsValid() {
+		return k.NodeIP.String() // no pod network yet: as a host-network pod
+	}
+	a, err := ipam.Nth(k.podCIDR, k.next)
 	if err != nil {
 		k.next = 3
-		a, _ = ipam.Nth(k.PodCIDR, k.next)
+		a, _ = ipam.Nth(k.podCIDR, k.next)
 	}
 	k.next++
 	k.podIPs[uid] = a.String()

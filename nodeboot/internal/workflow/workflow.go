@@ -1,5 +1,6 @@
 // Package workflow runs named phases in order, the way kubeadm's join does, and records each
-// phase's outcome in a state file so that a restarted run resumes after the last phase done.
+// phase's outcome in a state file, with the typed data the phases learn, so that a restarted
+// run resumes after the last phase done.
 package workflow
 
 import (
@@ -22,15 +23,15 @@ type Phase struct {
 	Run   func(ctx context.Context) error
 }
 
-// State is what the state file holds.
-type State struct {
+// State is what the state file holds: each phase's outcome, and Data, the facts phases learn
+// that later phases (or a restarted run) need.
+type State[D any] struct {
 	Phases []nodestatus.PhaseRecord `json:"phases"`
-	// Values carries facts phases learn and later phases (or a restarted run) need.
-	Values map[string]string `json:"values,omitempty"`
+	Data   D                        `json:"data"`
 }
 
 // Phase returns the record of a phase, or nil.
-func (s *State) Phase(name string) *nodestatus.PhaseRecord {
+func (s *State[D]) Phase(name string) *nodestatus.PhaseRecord {
 	for i := range s.Phases {
 		if s.Phases[i].Name == name {
 			return &s.Phases[i]
@@ -39,7 +40,7 @@ func (s *State) Phase(name string) *nodestatus.PhaseRecord {
 	return nil
 }
 
-func (s *State) set(r nodestatus.PhaseRecord) {
+func (s *State[D]) set(r nodestatus.PhaseRecord) {
 	if p := s.Phase(r.Name); p != nil {
 		*p = r
 		return
@@ -48,7 +49,7 @@ func (s *State) set(r nodestatus.PhaseRecord) {
 }
 
 // Done reports whether every named phase is done.
-func (s *State) Done(names ...string) bool {
+func (s *State[D]) Done(names ...string) bool {
 	for _, n := range names {
 		if p := s.Phase(n); p == nil || p.State != nodestatus.StateDone {
 			return false
@@ -58,33 +59,30 @@ func (s *State) Done(names ...string) bool {
 }
 
 // Store keeps the state in a file.
-type Store struct {
+type Store[D any] struct {
 	Path string
 	// Write writes the file atomically, readable by its owner only.
 	Write func(path string, data []byte) error
 }
 
 // Load reads the state; a missing file is an empty state.
-func (st *Store) Load() (*State, error) {
+func (st *Store[D]) Load() (*State[D], error) {
 	b, err := os.ReadFile(st.Path)
 	if errors.Is(err, os.ErrNotExist) {
-		return &State{Values: map[string]string{}}, nil
+		return &State[D]{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var s State
+	var s State[D]
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("state file %s is corrupt: %w (remove it to start over)", st.Path, err)
-	}
-	if s.Values == nil {
-		s.Values = map[string]string{}
 	}
 	return &s, nil
 }
 
 // Save writes the state.
-func (st *Store) Save(s *State) error {
+func (st *Store[D]) Save(s *State[D]) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
@@ -93,19 +91,19 @@ func (st *Store) Save(s *State) error {
 }
 
 // Runner runs phases.
-type Runner struct {
+type Runner[D any] struct {
 	Phases []Phase
-	Store  *Store
-	State  *State
+	Store  *Store[D]
+	State  *State[D]
 	// Out receives the [phase] progress lines.
 	Out io.Writer
 	// Changed is called after every change of the state (to report it); may be nil.
-	Changed func(*State)
+	Changed func(*State[D])
 	Now     func() time.Time
 }
 
 // Names lists the phases in order.
-func (r *Runner) Names() []string {
+func (r *Runner[D]) Names() []string {
 	names := make([]string, len(r.Phases))
 	for i, p := range r.Phases {
 		names[i] = p.Name
@@ -114,7 +112,7 @@ func (r *Runner) Names() []string {
 }
 
 // Run runs every phase not done yet, in order, and stops at the first failure.
-func (r *Runner) Run(ctx context.Context) error {
+func (r *Runner[D]) Run(ctx context.Context) error {
 	for _, p := range r.Phases {
 		if r.State.Done(p.Name) {
 			fmt.Fprintf(r.Out, "[%s] already done\n", p.Name)
@@ -128,7 +126,7 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // RunPhase runs one phase by name, whether or not it was done before.
-func (r *Runner) RunPhase(ctx context.Context, name string) error {
+func (r *Runner[D]) RunPhase(ctx context.Context, name string) error {
 	i := slices.IndexFunc(r.Phases, func(p Phase) bool { return p.Name == name })
 	if i < 0 {
 		return fmt.Errorf("no phase %q: phases are %v", name, r.Names())
@@ -136,7 +134,7 @@ func (r *Runner) RunPhase(ctx context.Context, name string) error {
 	return r.run(ctx, r.Phases[i])
 }
 
-func (r *Runner) run(ctx context.Context, p Phase) error {
+func (r *Runner[D]) run(ctx context.Context, p Phase) error {
 	now := r.Now
 	if now == nil {
 		now = time.Now
@@ -162,7 +160,7 @@ func (r *Runner) run(ctx context.Context, p Phase) error {
 	return r.record(rec)
 }
 
-func (r *Runner) record(rec nodestatus.PhaseRecord) error {
+func (r *Runner[D]) record(rec nodestatus.PhaseRecord) error {
 	r.State.set(rec)
 	if err := r.Store.Save(r.State); err != nil {
 		return fmt.Errorf("save state: %w", err)

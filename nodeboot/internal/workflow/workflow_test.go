@@ -12,9 +12,9 @@ import (
 	"github.com/kubewin/kubewin/internal/nodestatus"
 )
 
-func newRunner(t *testing.T, path string, calls *[]string, failAt string) *Runner {
+func newRunner(t *testing.T, path string, calls *[]string, failAt string) *Runner[learned] {
 	t.Helper()
-	st := &Store{Path: path, Write: func(p string, b []byte) error { return os.WriteFile(p, b, 0o600) }}
+	st := &Store[learned]{Path: path, Write: func(p string, b []byte) error { return os.WriteFile(p, b, 0o600) }}
 	s, err := st.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -22,13 +22,19 @@ func newRunner(t *testing.T, path string, calls *[]string, failAt string) *Runne
 	phase := func(name string) Phase {
 		return Phase{Name: name, Short: "doing " + name, Run: func(context.Context) error {
 			*calls = append(*calls, name)
+			s.Data.Seen = append(s.Data.Seen, name)
 			if name == failAt {
 				return nodestatus.Errorf(nodestatus.CodeCSRTimeout, "boom")
 			}
 			return nil
 		}}
 	}
-	return &Runner{Phases: []Phase{phase("a"), phase("b"), phase("c")}, Store: st, State: s, Out: &bytes.Buffer{}}
+	return &Runner[learned]{Phases: []Phase{phase("a"), phase("b"), phase("c")}, Store: st, State: s, Out: &bytes.Buffer{}}
+}
+
+// learned is what the test's phases learn: the names of the phases that ran.
+type learned struct {
+	Seen []string `json:"seen"`
 }
 
 func TestResume(t *testing.T) {
@@ -52,6 +58,10 @@ func TestResume(t *testing.T) {
 	}
 	if strings.Join(calls, ",") != "b,c" {
 		t.Errorf("resumed run called %v, want b,c", calls)
+	}
+	// What the phases learned survived the restart, typed.
+	if got := strings.Join(r.State.Data.Seen, ","); got != "a,b,b,c" {
+		t.Errorf("learned %q, want a,b,b,c", got)
 	}
 	if !r.State.Done("a", "b", "c") {
 		t.Errorf("state not done: %+v", r.State.Phases)

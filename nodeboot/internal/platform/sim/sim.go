@@ -1,8 +1,11 @@
 // Package sim is the simulated Windows machine of the local backend. Files land under a root
 // directory (C:\a\b is <root>/C/a/b); the HNS network, services and routes are recorded as JSON
-// under <root>/sim instead of applied; the machine's OS build, adapter address and runtime are
-// what the backend says they are. nodeboot's other phases (discovery, TLS bootstrap,
-// registration, reports) run for real against the API server.
+// under <root>/sim instead of applied; the machine's computer name, OS build, adapter address
+// and runtime are what the backend says they are. Starting the kubelet service runs the
+// simulated kubelet (package simkubelet) in nodeboot's process, from the command line and files
+// nodeboot wrote for kubelet.exe. nodeboot's phases (discovery, TLS bootstrap, registration,
+// reports) run for real against the API server. Only nodeboot for the local backend's host
+// contains this package; nodeboot.exe does not.
 package sim
 
 import (
@@ -10,30 +13,57 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+	"github.com/kubewin/kubewin/nodeboot/internal/simkubelet"
 )
 
 // Machine describes the simulated machine.
 type Machine = simmachine.Machine
 
 // Platform is a simulated machine.
-type Platform struct{ m Machine }
+type Platform struct {
+	m Machine
+	// Out receives the simulated kubelet's lines. Default: standard output.
+	Out io.Writer
+
+	mu sync.Mutex
+	// programs are the service programs running in this process, by service name.
+	programs map[string]*program
+}
+
+// program is a service's program running in nodeboot's process.
+type program struct {
+	stop context.CancelFunc
+	done chan struct{}
+}
 
 var _ platform.Platform = (*Platform)(nil)
 
 // New returns the platform of m.
 func New(m Machine) *Platform { return &Platform{m: m} }
 
-func (p *Platform) Name() string { return "sim" }
+func (p *Platform) ComputerName() (string, error) {
+	if p.m.ComputerName == "" {
+		return "", fmt.Errorf("the simulated machine at %s has no computer name", p.m.Root)
+	}
+	return p.m.ComputerName, nil
+}
 
 func (p *Platform) Path(win string) string { return simmachine.Path(p.m.Root, win) }
 
@@ -149,9 +179,22 @@ func (s services) set(name string, running bool) error {
 // runtimeServices stand for the container runtime the machine has: always running.
 var runtimeServices = []string{"containerd", "docker"}
 
-func (s services) Start(_ context.Context, name string) error { return s.set(name, true) }
+func (s services) Start(_ context.Context, name string) error {
+	if err := s.set(name, true); err != nil {
+		return err
+	}
+	r, err := s.p.Service(name)
+	if err != nil {
+		return err
+	}
+	if !strings.EqualFold(path.Base(strings.ReplaceAll(r.Spec.Executable, `\`, "/")), "kubelet.exe") {
+		return nil // other services' programs are recorded, not run
+	}
+	return s.p.runKubelet(name, r.Spec.Args)
+}
 
 func (s services) Stop(_ context.Context, name string) error {
+	s.p.stopProgram(name)
 	err := s.set(name, false)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -160,7 +203,103 @@ func (s services) Stop(_ context.Context, name string) error {
 }
 
 func (s services) Delete(_ context.Context, name string) error {
+	s.p.stopProgram(name)
 	return ignoreMissing(os.Remove(s.path(name)))
+}
+
+// runKubelet runs the simulated kubelet as the kubelet service's program, in this process,
+// unless it already runs.
+func (p *Platform) runKubelet(service string, args []string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.programs[service]; ok {
+		return nil
+	}
+	out := p.Out
+	if out == nil {
+		out = os.Stdout
+	}
+	k, err := simkubelet.FromCommandLine(args, simkubelet.Machine{
+		ReadFile: func(win string) ([]byte, error) { return os.ReadFile(p.Path(win)) },
+		Labels:   p.kubeletLabels(),
+		Info:     p.nodeInfo(),
+		Out:      out,
+	})
+	if err != nil {
+		return fmt.Errorf("start the simulated kubelet: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if p.programs == nil {
+		p.programs = map[string]*program{}
+	}
+	prog := &program{stop: cancel, done: make(chan struct{})}
+	p.programs[service] = prog
+	go func() {
+		defer close(prog.done)
+		if err := k.Run(ctx); err != nil {
+			fmt.Fprintf(out, "[simulated-kubelet] stopped: %v\n", err)
+			p.mu.Lock()
+			delete(p.programs, service)
+			p.mu.Unlock()
+			_ = services{p}.set(service, false)
+		}
+	}()
+	return nil
+}
+
+// stopProgram stops a service's program and waits until it has ended.
+func (p *Platform) stopProgram(service string) {
+	p.mu.Lock()
+	prog, ok := p.programs[service]
+	delete(p.programs, service)
+	p.mu.Unlock()
+	if ok {
+		prog.stop()
+		<-prog.done
+	}
+}
+
+// Shutdown stops the programs of the machine's services and waits for them, as shutting the
+// machine down would: on a simulated machine they run in nodeboot's process and end with it.
+func (p *Platform) Shutdown() {
+	p.mu.Lock()
+	names := make([]string, 0, len(p.programs))
+	for name := range p.programs {
+		names = append(names, name)
+	}
+	p.mu.Unlock()
+	for _, name := range names {
+		p.stopProgram(name)
+	}
+}
+
+// kubeletLabels are the labels a Windows kubelet sets on its own Node.
+func (p *Platform) kubeletLabels() map[string]string {
+	return map[string]string{
+		corev1.LabelOSStable:     "windows",
+		corev1.LabelArchStable:   "amd64",
+		corev1.LabelWindowsBuild: v1alpha1.WindowsBuild(p.m.Build).OSVersion(),
+	}
+}
+
+// nodeInfo is what the simulated node reports about itself: the machine's Windows release,
+// marked simulated where `kubectl get nodes -o wide` shows it, and the versions of the image it
+// was created from.
+func (p *Platform) nodeInfo() corev1.NodeSystemInfo {
+	build := v1alpha1.WindowsBuild(p.m.Build)
+	info := corev1.NodeSystemInfo{
+		OperatingSystem: "windows", Architecture: "amd64",
+		OSImage:       "Windows Server " + build.Release() + " Datacenter (simulated)",
+		KernelVersion: build.OSVersion(),
+	}
+	if raw, err := os.ReadFile(p.Path(nodecmd.DefaultPaths().ImageManifest)); err == nil {
+		if m, err := api.LoadImageManifest(raw); err == nil {
+			info.KubeletVersion = m.KubernetesVersion
+			info.KubeProxyVersion = m.KubernetesVersion
+			info.ContainerRuntimeVersion = string(m.Runtime.Name) + "://" + m.Runtime.Version
+		}
+	}
+	return info
 }
 
 // Service returns a recorded service.

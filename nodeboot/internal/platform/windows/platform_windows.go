@@ -24,7 +24,7 @@ var _ platform.Platform = (*Platform)(nil)
 // New returns the platform.
 func New() *Platform { return &Platform{} }
 
-func (*Platform) Name() string { return "windows" }
+func (*Platform) ComputerName() (string, error) { return os.Hostname() }
 
 func (*Platform) Path(win string) string { return win }
 

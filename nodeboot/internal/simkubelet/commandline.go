@@ -1,0 +1,126 @@
+package simkubelet
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
+)
+
+// Machine is what the simulated kubelet needs of the machine it stands on.
+type Machine struct {
+	// ReadFile reads a file of the machine by its Windows path.
+	ReadFile func(win string) ([]byte, error)
+	// Labels are the labels a kubelet sets on its own Node on this machine (os, arch, Windows build).
+	Labels map[string]string
+	// Info is what the node reports about itself.
+	Info corev1.NodeSystemInfo
+	Out  io.Writer
+}
+
+// FromCommandLine builds the simulated kubelet from the command line nodeboot wrote for
+// kubelet.exe, reading the files it names as the real kubelet would: the kubeconfig (and the
+// client certificate it points at), the KubeletConfiguration (maxPods, registerWithTaints),
+// --hostname-override, --node-ip and --node-labels.
+func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
+	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var kubeconfig, config, hostname, nodeIP, nodeLabels string
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "")
+	fs.StringVar(&config, "config", "", "")
+	fs.StringVar(&hostname, "hostname-override", "", "")
+	fs.StringVar(&nodeIP, "node-ip", "", "")
+	fs.StringVar(&nodeLabels, "node-labels", "", "")
+	// Every other flag the kubelet takes is accepted and has no effect here.
+	for _, a := range args {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case fs.Lookup(name) != nil:
+		case hasValue:
+			fs.String(name, "", "")
+		default:
+			fs.Bool(name, false, "") // --windows-service and other switches
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("kubelet command line: %w", err)
+	}
+	if kubeconfig == "" || config == "" || hostname == "" || nodeIP == "" {
+		return nil, fmt.Errorf("kubelet command line %q lacks --kubeconfig, --config, --hostname-override or --node-ip", args)
+	}
+	ip, err := netip.ParseAddr(nodeIP)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet --node-ip: %w", err)
+	}
+	client, err := clientFor(kubeconfig, m.ReadFile)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := m.ReadFile(config)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet --config: %w", err)
+	}
+	var kc kubeletv1beta1.KubeletConfiguration
+	if err := yaml.UnmarshalStrict(raw, &kc); err != nil {
+		return nil, fmt.Errorf("kubelet configuration %s: %w", config, err)
+	}
+	labels := map[string]string{corev1.LabelHostname: hostname}
+	for k, v := range m.Labels {
+		labels[k] = v
+	}
+	if nodeLabels != "" {
+		for _, kv := range strings.Split(nodeLabels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			labels[k] = v
+		}
+	}
+	maxPods := kc.MaxPods
+	if maxPods == 0 {
+		maxPods = 110
+	}
+	return &Kubelet{
+		Client: client, NodeIP: ip, MaxPods: maxPods, Info: m.Info, Out: m.Out,
+		Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname, Labels: labels}, Spec: corev1.NodeSpec{Taints: kc.RegisterWithTaints}},
+	}, nil
+}
+
+// clientFor is a client with the credential of a kubeconfig on the machine.
+func clientFor(path string, read func(string) ([]byte, error)) (kubernetes.Interface, error) {
+	raw, err := read(path)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet --kubeconfig: %w", err)
+	}
+	kc, err := clientcmd.Load(raw)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	// The files it names are Windows paths of the machine: read them into the config.
+	for name, ai := range kc.AuthInfos {
+		for _, f := range []struct {
+			path *string
+			data *[]byte
+		}{{&ai.ClientCertificate, &ai.ClientCertificateData}, {&ai.ClientKey, &ai.ClientKeyData}} {
+			if *f.path == "" {
+				continue
+			}
+			if *f.data, err = read(*f.path); err != nil {
+				return nil, fmt.Errorf("kubeconfig %s, user %s: %w", path, name, err)
+			}
+			*f.path = ""
+		}
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	cfg.QPS, cfg.Burst = 20, 40
+	return kubernetes.NewForConfig(cfg)
+}
