@@ -2,56 +2,148 @@ package local
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
 
+	"github.com/kubewin/kubewin/internal/api"
+	"github.com/kubewin/kubewin/internal/capin"
 	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/winname"
 	"github.com/kubewin/kubewin/provider/internal/pool"
 )
 
-// Compute is a pool's machines on the local backend.
+// Compute is a pool's machines on the local backend, shaped like a cloud scale set: machines
+// are added and deleted in batches, named prefix + base-36 index with indices never reused.
 type Compute struct {
 	Backend  *Backend
 	Pool     string
+	Prefix   string
 	ImageDir string
+	// AnyCluster lets the pool's simulated machines join a cluster this backend did not create
+	// (the pool's explicit opt-in). Without it Add refuses a NodeConfig that pins any other CA.
+	AnyCluster bool
 }
 
 var _ pool.Compute = (*Compute)(nil)
 
-func (c *Compute) Create(_ context.Context, name, generation string, customData []byte) error {
-	_, err := c.Backend.CreateMachine(c.Pool, name, generation, c.ImageDir, customData)
-	return err
-}
-
-func (c *Compute) List(context.Context) ([]pool.VM, error) {
+func (c *Compute) List(context.Context) ([]pool.Machine, error) {
 	ms, err := c.Backend.Machines(c.Pool)
 	if err != nil {
 		return nil, err
 	}
-	vms := make([]pool.VM, len(ms))
+	out := make([]pool.Machine, len(ms))
 	for i, m := range ms {
-		vms[i] = pool.VM{Name: m.Name, Generation: m.Generation, Running: m.Running()}
+		out[i] = pool.Machine{Name: m.Name, Running: m.Running()}
 	}
-	return vms, nil
+	return out, nil
 }
 
-func (c *Compute) Delete(ctx context.Context, name string) error {
+// Add provisions n machines and starts their nodeboot, all at once.
+func (c *Compute) Add(_ context.Context, n int, customData []byte) ([]string, error) {
+	if err := c.checkCluster(customData); err != nil {
+		return nil, err
+	}
+	first, err := c.Backend.reserveIndices(c.Pool, n)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, n)
+	for i := range names {
+		if names[i], err = winname.ComputerName(c.Prefix, first+i); err != nil {
+			return nil, err
+		}
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { _, errs[i] = c.Backend.CreateMachine(c.Pool, name, c.ImageDir, customData) })
+	}
+	wg.Wait()
+	var created []string
+	for i, name := range names {
+		if errs[i] == nil {
+			created = append(created, name)
+		}
+	}
+	return created, errors.Join(errs...)
+}
+
+// checkCluster refuses a NodeConfig aimed at a cluster this backend did not create, unless the
+// pool opted in: simulated machines run no containers, and a real cluster would schedule its
+// workloads onto them.
+func (c *Compute) checkCluster(customData []byte) error {
+	if c.AnyCluster {
+		return nil
+	}
+	cfg, err := api.DecodeNodeConfig(customData)
+	if err != nil {
+		return err
+	}
+	pins, err := c.Backend.ClusterPins()
+	if err != nil {
+		return err
+	}
+	for _, pin := range cfg.Cluster.CACertHashes {
+		if slices.Contains(pins, pin) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the local backend's simulated machines join only clusters it created (kubewin_cluster), and %s is not one of them", cfg.Cluster.APIServerEndpoint)
+}
+
+func (c *Compute) Delete(ctx context.Context, names []string) error {
 	ms, err := c.Backend.Machines(c.Pool)
 	if err != nil {
 		return err
 	}
-	for _, m := range ms {
-		if m.Name == name {
-			return c.Backend.DeleteMachine(ctx, c.Pool, m)
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		if slices.Contains(names, m.Name) {
+			wg.Go(func() { errs[i] = c.Backend.DeleteMachine(ctx, c.Pool, m) })
 		}
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
-func (c *Compute) LocalReport(name string) *nodestatus.Report {
-	r, err := c.Backend.JoinReport(c.Pool, name)
-	if err != nil {
-		return nil
+func (c *Compute) Destroy(context.Context) error { return c.Backend.DeletePool(c.Pool) }
+
+func (c *Compute) Reports(_ context.Context, names []string) map[string]*nodestatus.Report {
+	out := map[string]*nodestatus.Report{}
+	for _, name := range names {
+		if r, err := c.Backend.JoinReport(c.Pool, name); err == nil {
+			out[name] = r
+		}
 	}
-	return r
+	return out
 }
 
-func (c *Compute) Log(name string) string { return c.Backend.LogTail(c.Pool, name, 15) }
+func (c *Compute) Log(_ context.Context, name string) string {
+	return c.Backend.LogTail(c.Pool, name, 15)
+}
+
+// ClusterPins are the CA pins of the backend's clusters.
+func (b *Backend) ClusterPins() ([]string, error) {
+	names, err := b.Clusters()
+	if err != nil {
+		return nil, err
+	}
+	var pins []string
+	for _, name := range names {
+		cp, err := b.Cluster(name)
+		if err != nil {
+			continue // a cluster being created or removed
+		}
+		ca, err := cp.CACert()
+		if err != nil {
+			continue
+		}
+		if pin, err := capin.HashPEM(ca); err == nil {
+			pins = append(pins, pin)
+		}
+	}
+	return pins, nil
+}

@@ -5,6 +5,7 @@
 package local
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -73,6 +74,24 @@ func (b *Backend) ControlPlaneBinDir() (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// Clusters lists the names of the backend's clusters.
+func (b *Backend) Clusters() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(b.StateDir, "clusters"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
 }
 
 // Cluster returns a local cluster by name.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,8 +29,6 @@ type Machine struct {
 	Name    string     `json:"name"`
 	Address netip.Addr `json:"address"`
 	PID     int        `json:"pid"`
-	// Generation identifies the pool settings the machine was created with.
-	Generation string `json:"generation"`
 }
 
 // MachineSubnet holds the machines' addresses: loopback addresses, never dialed, that stand for
@@ -46,7 +45,7 @@ const machineFile = "machine.json"
 
 // CreateMachine provisions a machine from an image directory with its NodeConfig and starts
 // its nodeboot, which joins it and keeps it running after the caller exits.
-func (b *Backend) CreateMachine(pool, name, generation, imageDir string, nodeConfig []byte) (Machine, error) {
+func (b *Backend) CreateMachine(pool, name, imageDir string, nodeConfig []byte) (Machine, error) {
 	raw, err := os.ReadFile(filepath.Join(imageDir, simmachine.ImageManifestFile))
 	if err != nil {
 		return Machine{}, fmt.Errorf("image %s: %w", imageDir, err)
@@ -64,7 +63,7 @@ func (b *Backend) CreateMachine(pool, name, generation, imageDir string, nodeCon
 		return Machine{}, err
 	}
 	dir := b.machineDir(pool, name)
-	m := simmachine.Machine{Root: filepath.Join(dir, "drive"), Build: uint32(manifest.WindowsBuild), Adapter: v1alpha1.DefaultInterfaceName,
+	m := simmachine.Machine{Root: filepath.Join(dir, "drive"), ComputerName: name, Build: uint32(manifest.WindowsBuild), Adapter: v1alpha1.DefaultInterfaceName,
 		Address: addr, Subnet: MachineSubnet, Runtime: manifest.Runtime.Name}
 	if err := simmachine.Provision(m, imageDir, nodeConfig); err != nil {
 		return Machine{}, err
@@ -81,7 +80,7 @@ func (b *Backend) CreateMachine(pool, name, generation, imageDir string, nodeCon
 		return Machine{}, fmt.Errorf("start nodeboot on machine %s: %w", name, err)
 	}
 	go func() { _ = cmd.Wait() }() // reap it if it dies while this process lives
-	machine := Machine{Name: name, Address: addr, PID: cmd.Process.Pid, Generation: generation}
+	machine := Machine{Name: name, Address: addr, PID: cmd.Process.Pid}
 	data, _ := json.Marshal(machine)
 	return machine, os.WriteFile(filepath.Join(dir, machineFile), data, 0o600)
 }
@@ -159,6 +158,26 @@ func (b *Backend) LogTail(pool, name string, lines int) string {
 	}
 	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+// reserveIndices reserves n machine indices of a pool, never used before by it: like a scale
+// set's instance IDs, a removed machine's name is not given to a new one.
+func (b *Backend) reserveIndices(pool string, n int) (int, error) {
+	addressLock.Lock()
+	defer addressLock.Unlock()
+	path := filepath.Join(b.poolDir(pool), "next-index")
+	next := 0
+	if data, err := os.ReadFile(path); err == nil {
+		if next, err = strconv.Atoi(strings.TrimSpace(string(data))); err != nil {
+			return 0, fmt.Errorf("pool %s: %s is corrupt: %w", pool, path, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	if err := os.MkdirAll(b.poolDir(pool), 0o755); err != nil {
+		return 0, err
+	}
+	return next, os.WriteFile(path, []byte(strconv.Itoa(next+n)), 0o644)
 }
 
 var addressLock sync.Mutex

@@ -1,8 +1,9 @@
-// Package pool reconciles a Windows node pool towards its desired size and settings, on any
-// backend that can create, list and delete machines with custom data: it mints a short-lived
-// bootstrap token for the pool, renders each node's NodeConfig, creates machines surge-first
-// when settings change, waits until every new node is Ready or reports a failure (node, phase,
-// code), and cordons and drains nodes before their machines are deleted.
+// Package pool reconciles a Windows node pool towards its desired size and settings on any
+// backend shaped like a scale set: machines created from one image, booting with one pool-wide
+// NodeConfig, added and deleted in batches. It mints a short-lived bootstrap token for each
+// change of the pool, adds machines surge-first when the image or the node settings change,
+// waits until every new node is Ready or reports a failure (node, phase, code), and cordons and
+// drains nodes before their machines are deleted. Every step is logged with tflog.
 package pool
 
 import (
@@ -11,11 +12,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,49 +28,80 @@ import (
 	"github.com/kubewin/kubewin/internal/drain"
 	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/nodestatus"
-	"github.com/kubewin/kubewin/internal/winname"
 )
 
-// VM is a machine of the pool as the backend sees it.
-type VM struct {
-	Name       string
-	Generation string
-	Running    bool
+// GenerationLabel carries, on every node of a pool, the generation of the image and settings
+// its machine was created with (Spec.Generation).
+const GenerationLabel = "kubewin.io/generation"
+
+// Machine is a machine of the pool as its backend sees it. Its name is its computer name,
+// which its node is named after.
+type Machine struct {
+	Name string
+	// Running is false once the machine stopped for good (failed, deallocated, deleted): it will
+	// not join.
+	Running bool
 }
 
-// Compute is the backend's side of a pool.
+// Compute is a backend's side of a pool: a scale set. Every call costs the backend a constant
+// number of writes, whatever the number of machines.
 type Compute interface {
-	// Create makes a machine that boots with customData (the NodeConfig).
-	Create(ctx context.Context, name, generation string, customData []byte) error
-	List(ctx context.Context) ([]VM, error)
-	Delete(ctx context.Context, name string) error
-	// LocalReport is what the machine itself recorded of its join, including failures before
-	// the cluster was trusted; nil when the backend cannot see it.
-	LocalReport(name string) *nodestatus.Report
-	// Log is the end of the machine's boot log, for error messages.
-	Log(name string) string
+	// List returns the pool's machines.
+	List(ctx context.Context) ([]Machine, error)
+	// Add creates n machines from the pool's image that boot with customData (the pool's
+	// NodeConfig, with a fresh token) and returns their names.
+	Add(ctx context.Context, n int, customData []byte) ([]string, error)
+	// Delete removes the named machines.
+	Delete(ctx context.Context, names []string) error
+	// Destroy removes what is left of the pool at the backend once it has no machines.
+	Destroy(ctx context.Context) error
+	// Reports returns what the named machines recorded of their joins themselves, including
+	// failures before they trusted the cluster (which never reach it), by machine name;
+	// machines the backend cannot see are missing.
+	Reports(ctx context.Context, names []string) map[string]*nodestatus.Report
+	// Log is the end of a machine's boot log, for error messages.
+	Log(ctx context.Context, name string) string
 }
 
 // Spec is the desired pool.
 type Spec struct {
-	Pool   string
-	Prefix string
-	Count  int
+	Pool  string
+	Count int
 	// Image identifies the image the machines are created from (the manifest's digest).
 	Image string
-	// Template is every node's NodeConfig but for the node's name and the token.
+	// Template is the pool-wide NodeConfig: no node name (nodes take their computer's) and no
+	// bootstrap token (each change of the pool mints one).
 	Template v1alpha1.NodeConfig
+	// MaxSurge is how many machines a replacement adds before it removes old ones.
 	MaxSurge int
 	TokenTTL time.Duration
 	Drain    drain.Options
 }
 
-// Generation identifies the image and settings nodes are created with: a change replaces the
-// nodes.
+// Generation identifies what is baked into a node: the image and the settings a node reads
+// when it joins. A change replaces the nodes. The control plane's version is not part of it:
+// upgrading the cluster replaces no node.
 func (s Spec) Generation() string {
-	b, _ := api.EncodeJSON(s.Template)
+	t := s.Template
+	t.Cluster.BootstrapToken = ""
+	t.Cluster.KubernetesVersion = ""
+	b, _ := api.EncodeJSON(t)
 	sum := sha256.Sum256(append([]byte(s.Image+"\n"), b...))
 	return hex.EncodeToString(sum[:6])
+}
+
+// customData is the NodeConfig the machines of generation gen boot with.
+func (s Spec) customData(gen, token string) ([]byte, error) {
+	c := s.Template
+	c.Node.Name = ""
+	c.Node.Labels = maps.Clone(c.Node.Labels)
+	if c.Node.Labels == nil {
+		c.Node.Labels = map[string]string{}
+	}
+	c.Node.Labels[nodeaccess.PoolLabel] = s.Pool
+	c.Node.Labels[GenerationLabel] = gen
+	c.Cluster.BootstrapToken = token
+	return api.EncodeJSON(c)
 }
 
 // Node is a node of the pool.
@@ -84,34 +116,46 @@ type Node struct {
 type Manager struct {
 	Client  kubernetes.Interface
 	Compute Compute
-	Out     io.Writer
+	// Poll is how often a wait checks the nodes. Default: 250 ms.
+	Poll time.Duration
 }
 
-// Reconcile brings the pool to spec: broken machines are removed, nodes with other settings
-// are replaced surge-first, the count is met, and the nodes are returned.
+// Reconcile brings the pool to spec: machines that stopped or failed to join are removed,
+// machines still joining (an interrupted apply's) are waited for, nodes of another generation
+// are replaced surge-first, the count is met, and the nodes are returned. A backend or API
+// error stops it before anything more is created.
 func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
-	m.defaults()
-	if s.MaxSurge < 1 {
-		s.MaxSurge = 1
-	}
+	ctx = tflog.SetField(ctx, "pool", s.Pool)
 	gen := s.Generation()
-	vms, err := m.Compute.List(ctx)
+	members, err := m.observe(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	// A machine that no longer runs is gone for good: remove it, then its Node.
-	for _, vm := range vms {
-		if !vm.Running {
-			if err := m.remove(ctx, s, vm.Name, false); err != nil {
-				return nil, err
-			}
+	if err := m.removeBroken(ctx, s, members); err != nil {
+		return nil, err
+	}
+	if members, err = m.observe(ctx, s); err != nil {
+		return nil, err
+	}
+	if pending := names(members, func(x member) bool { return x.Running && !x.ready() }); len(pending) > 0 {
+		tflog.Info(ctx, "waiting for machines an earlier apply created", map[string]any{"machines": pending})
+		if err := m.waitReady(ctx, s, pending); err != nil {
+			return nil, err
 		}
 	}
-	current, old := m.split(ctx, gen)
+	if members, err = m.observe(ctx, s); err != nil {
+		return nil, err
+	}
+	all := names(members, func(member) bool { return true })
+	current := names(members, func(x member) bool { return x.ready() && x.Node.Labels[GenerationLabel] == gen })
+	old := names(members, func(x member) bool { return x.ready() && x.Node.Labels[GenerationLabel] != gen })
+
 	var token string
 	defer func() {
 		if token != "" {
-			_ = bootstraptoken.Delete(context.Background(), m.Client, token)
+			if err := bootstraptoken.Delete(context.WithoutCancel(ctx), m.Client, token); err != nil {
+				tflog.Warn(ctx, "cannot delete the pool's bootstrap token; it expires by itself", map[string]any{"error": err.Error()})
+			}
 		}
 	}()
 	grow := func(n int) error {
@@ -123,26 +167,22 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 				return err
 			}
 		}
-		names, err := m.create(ctx, s, gen, token, n)
-		if err != nil {
-			return err
-		}
-		current = append(current, names...)
-		return nil
+		added, err := m.add(ctx, s, gen, token, all, n)
+		all = append(all, added...)
+		current = append(current, added...)
+		return err
 	}
-	// Settings changed: new nodes first, then the old ones go, max_surge at a time, so that
-	// the pool never has fewer Ready nodes than it should.
+	// The image or the settings changed: new nodes first, then old ones go, max_surge at a time,
+	// so that the pool never has fewer Ready nodes than it should.
+	surge := max(s.MaxSurge, 1)
 	for len(old) > 0 {
-		batch := min(s.MaxSurge, len(old))
-		if len(current) < s.Count {
-			if err := grow(min(batch, s.Count-len(current))); err != nil {
-				return nil, err
-			}
+		batch := min(surge, len(old))
+		if err := grow(min(batch, s.Count-len(current))); err != nil {
+			return nil, err
 		}
-		for _, name := range old[:batch] {
-			if err := m.remove(ctx, s, name, true); err != nil {
-				return nil, err
-			}
+		tflog.Info(ctx, "replacing nodes of an earlier generation", map[string]any{"nodes": old[:batch], "generation": gen})
+		if err := m.remove(ctx, s, old[:batch], true); err != nil {
+			return nil, err
 		}
 		old = old[batch:]
 	}
@@ -150,195 +190,144 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 		return nil, err
 	}
 	// Scale in: the newest nodes go first.
-	slices.Sort(current)
-	for len(current) > s.Count {
-		name := current[len(current)-1]
-		if err := m.remove(ctx, s, name, true); err != nil {
+	if extra := len(current) - s.Count; extra > 0 {
+		slices.Sort(current)
+		gone := current[len(current)-extra:]
+		tflog.Info(ctx, "scaling in", map[string]any{"nodes": gone})
+		if err := m.remove(ctx, s, gone, true); err != nil {
 			return nil, err
 		}
-		current = current[:len(current)-1]
+		current = current[:len(current)-extra]
 	}
 	if err := nodeaccess.Prepare(ctx, m.Client, s.Pool, current); err != nil {
 		return nil, err
 	}
-	return m.Nodes(ctx)
+	return m.Nodes(ctx, s)
 }
 
-func (m *Manager) defaults() {
-	if m.Out == nil {
-		m.Out = io.Discard
-	}
-}
-
-// split sorts the pool's running machines into those with the current settings and the rest.
-func (m *Manager) split(ctx context.Context, gen string) (current, old []string) {
-	vms, _ := m.Compute.List(ctx)
-	for _, vm := range vms {
-		if vm.Generation == gen {
-			current = append(current, vm.Name)
-		} else {
-			old = append(old, vm.Name)
-		}
-	}
-	return current, old
-}
-
-// create makes n new machines with fresh indices and waits until their nodes are Ready.
-func (m *Manager) create(ctx context.Context, s Spec, gen, token string, n int) ([]string, error) {
-	vms, err := m.Compute.List(ctx)
+// add creates n machines and waits until their nodes are Ready.
+func (m *Manager) add(ctx context.Context, s Spec, gen, token string, existing []string, n int) ([]string, error) {
+	data, err := s.customData(gen, token)
 	if err != nil {
 		return nil, err
 	}
-	next := 0
-	all := make([]string, 0, len(vms)+n)
-	for _, vm := range vms {
-		if i, ok := winname.Index(s.Prefix, vm.Name); ok && i >= next {
-			next = i + 1
-		}
-		all = append(all, vm.Name)
-	}
-	var names []string
-	for range n {
-		name, err := winname.ComputerName(s.Prefix, next)
-		if err != nil {
-			return nil, err
-		}
-		next++
-		names = append(names, name)
-	}
-	// The report objects and the pool's access exist before the machines boot.
-	if err := nodeaccess.Prepare(ctx, m.Client, s.Pool, append(all, names...)); err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		cfg := s.Template
-		cfg.Node.Name = name
-		cfg.Cluster.BootstrapToken = token
-		data, err := api.EncodeJSON(cfg)
-		if err != nil {
-			return nil, err
-		}
-		if err := m.Compute.Create(ctx, name, gen, data); err != nil {
-			return nil, fmt.Errorf("create machine %s: %w", name, err)
-		}
-		fmt.Fprintf(m.Out, "created machine %s\n", name)
-	}
-	return names, m.waitReady(ctx, names)
-}
-
-// waitReady waits until every node is Ready, or fails naming the first node that reports a
-// failure, with its phase and code.
-func (m *Manager) waitReady(ctx context.Context, names []string) error {
-	pending := slices.Clone(names)
-	for {
-		var still []string
-		for _, name := range pending {
-			ready, err := m.nodeReady(ctx, name)
-			if err != nil {
-				return err
-			}
-			if !ready {
-				still = append(still, name)
-			}
-		}
-		if pending = still; len(pending) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("nodes %s were not Ready in time: %s", strings.Join(pending, ", "), m.progress(ctx, pending))
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-func (m *Manager) nodeReady(ctx context.Context, name string) (bool, error) {
-	node, err := m.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err == nil && ready(node) {
-		return true, nil
-	}
-	if r := m.report(ctx, name); r != nil && r.State == nodestatus.StateFailed {
-		return false, &JoinError{Report: *r, Log: m.Compute.Log(name)}
-	}
-	// A machine that stopped will not become Ready: say so now rather than at the timeout.
-	vms, err := m.Compute.List(ctx)
+	tflog.Info(ctx, "adding machines", map[string]any{"count": n, "generation": gen})
+	added, err := m.Compute.Add(ctx, n, data)
 	if err != nil {
-		return false, err
+		return added, fmt.Errorf("add %d machines to pool %s: %w", n, s.Pool, err)
 	}
-	for _, vm := range vms {
-		if vm.Name == name && !vm.Running {
-			return false, fmt.Errorf("machine %s stopped before its node was Ready; last lines of its log:\n%s", name, m.Compute.Log(name))
-		}
+	tflog.Info(ctx, "machines created; waiting for their nodes", map[string]any{"machines": added})
+	// Each node's report object and the pool's access, as soon as the machines' names are known.
+	if err := nodeaccess.Prepare(ctx, m.Client, s.Pool, append(slices.Clone(existing), added...)); err != nil {
+		return added, err
 	}
-	return false, nil
+	if err := m.waitReady(ctx, s, added); err != nil {
+		return added, err
+	}
+	tflog.Info(ctx, "nodes Ready", map[string]any{"nodes": added})
+	return added, nil
 }
 
-// report is the node's join report: from the cluster, or from the machine when it failed
-// before it could trust the cluster.
-func (m *Manager) report(ctx context.Context, name string) *nodestatus.Report {
-	if r, err := nodestatus.Read(ctx, m.Client, name); err == nil && r != nil && r.State == nodestatus.StateFailed {
-		return r
+// removeBroken removes machines that stopped for good, whose join failed, or whose node went
+// NotReady after its join, and Nodes of the pool whose machine is gone; the pool then replaces
+// them. They run nothing, so nothing is drained.
+func (m *Manager) removeBroken(ctx context.Context, s Spec, members []member) error {
+	failed, err := m.brokenJoins(ctx, s, names(members, func(x member) bool { return x.Running && !x.ready() }))
+	if err != nil {
+		return err
 	}
-	return m.Compute.LocalReport(name)
-}
-
-func (m *Manager) progress(ctx context.Context, names []string) string {
-	var parts []string
-	for _, n := range names {
-		phase := "not started"
-		if r := m.report(ctx, n); r != nil && r.Phase != "" {
-			phase = "in phase " + r.Phase
-		}
-		parts = append(parts, n+" "+phase)
-	}
-	return strings.Join(parts, "; ")
-}
-
-// JoinError is a node that failed to join.
-type JoinError struct {
-	Report nodestatus.Report
-	Log    string
-}
-
-func (e *JoinError) Error() string {
-	msg := e.Report.Failure()
-	if info, ok := nodestatus.Lookup(e.Report.Code); ok {
-		msg += " — " + info.Remedy
-	}
-	return msg
-}
-
-// remove drains a node (when asked), deletes its machine, then its Node object.
-func (m *Manager) remove(ctx context.Context, s Spec, name string, drainFirst bool) error {
-	if drainFirst {
-		fmt.Fprintf(m.Out, "draining node %s\n", name)
-		if err := drain.Node(ctx, m.Client, name, s.Drain); err != nil {
+	broken := names(members, func(x member) bool { return (!x.Running || failed[x.Name] != nil) && x.machine })
+	if len(broken) > 0 {
+		tflog.Info(ctx, "removing machines that stopped or failed to join", map[string]any{"machines": broken})
+		if err := m.remove(ctx, s, broken, false); err != nil {
 			return err
 		}
 	}
-	if err := m.Compute.Delete(ctx, name); err != nil {
-		return fmt.Errorf("delete machine %s: %w", name, err)
+	for _, name := range names(members, func(x member) bool { return !x.machine }) {
+		tflog.Info(ctx, "deleting the Node of a machine that is gone", map[string]any{"node": name})
+		if err := m.deleteNode(ctx, name); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// remove drains the nodes (when asked), deletes their machines in one batch, then their Node
+// objects. A node whose drain fails keeps its machine; the others go.
+func (m *Manager) remove(ctx context.Context, s Spec, nodes []string, drainFirst bool) error {
+	var errs []error
+	gone := nodes
+	if drainFirst {
+		gone, errs = m.drain(ctx, s, nodes)
+	}
+	if len(gone) > 0 {
+		tflog.Info(ctx, "deleting machines", map[string]any{"machines": gone})
+		if err := m.Compute.Delete(ctx, gone); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("delete machines %v: %w", gone, err))...)
+		}
+		for _, name := range gone {
+			if err := m.deleteNode(ctx, name); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// drainParallel bounds how many nodes drain at once.
+const drainParallel = 8
+
+// drain cordons and drains nodes in parallel and returns those drained.
+func (m *Manager) drain(ctx context.Context, s Spec, nodes []string) (drained []string, errs []error) {
+	type result struct {
+		node string
+		err  error
+	}
+	results := make(chan result, len(nodes))
+	sem := make(chan struct{}, drainParallel)
+	for _, name := range nodes {
+		go func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			tflog.Info(ctx, "draining node", map[string]any{"node": name})
+			results <- result{name, drain.Node(ctx, m.Client, name, s.Drain)}
+		}()
+	}
+	for range nodes {
+		r := <-results
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		tflog.Info(ctx, "node drained", map[string]any{"node": r.node})
+		drained = append(drained, r.node)
+	}
+	slices.Sort(drained)
+	return drained, errs
+}
+
+func (m *Manager) deleteNode(ctx context.Context, name string) error {
 	if err := m.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Node %s: %w", name, err)
 	}
-	fmt.Fprintf(m.Out, "removed node %s\n", name)
 	return nil
 }
 
 // Nodes returns the pool's machines with their Node's state.
-func (m *Manager) Nodes(ctx context.Context) ([]Node, error) {
-	vms, err := m.Compute.List(ctx)
+func (m *Manager) Nodes(ctx context.Context, s Spec) ([]Node, error) {
+	members, err := m.observe(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	var out []Node
-	for _, vm := range vms {
-		n := Node{Name: vm.Name}
-		if node, err := m.Client.CoreV1().Nodes().Get(ctx, vm.Name, metav1.GetOptions{}); err == nil {
-			n.Ready = vm.Running && ready(node)
-			n.PodCIDR = node.Spec.PodCIDR
-			for _, a := range node.Status.Addresses {
+	for _, x := range members {
+		if !x.machine {
+			continue
+		}
+		n := Node{Name: x.Name, Ready: x.Running && x.ready()}
+		if x.Node != nil {
+			n.PodCIDR = x.Node.Spec.PodCIDR
+			for _, a := range x.Node.Status.Addresses {
 				if a.Type == corev1.NodeInternalIP {
 					n.IP = a.Address
 				}
@@ -349,31 +338,29 @@ func (m *Manager) Nodes(ctx context.Context) ([]Node, error) {
 	return out, nil
 }
 
-// Destroy drains and removes every node, then the pool's tokens and access.
+// Destroy drains and removes every node, the pool at the backend, then the pool's tokens and
+// access.
 func (m *Manager) Destroy(ctx context.Context, s Spec) error {
-	m.defaults()
-	s.Count = 0
-	vms, err := m.Compute.List(ctx)
+	ctx = tflog.SetField(ctx, "pool", s.Pool)
+	members, err := m.observe(ctx, s)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, vm := range vms {
-		if err := m.remove(ctx, s, vm.Name, vm.Running); err != nil {
-			errs = append(errs, err)
+	// Nodes that run something are drained; machines that never joined or stopped are not.
+	if err := m.remove(ctx, s, names(members, func(x member) bool { return x.machine && x.Running && x.Node != nil }), true); err != nil {
+		return err
+	}
+	if err := m.remove(ctx, s, names(members, func(x member) bool { return x.machine && (!x.Running || x.Node == nil) }), false); err != nil {
+		return err
+	}
+	for _, name := range names(members, func(x member) bool { return !x.machine }) {
+		if err := m.deleteNode(ctx, name); err != nil {
+			return err
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	tflog.Info(ctx, "removing the pool")
+	if err := m.Compute.Destroy(ctx); err != nil {
+		return fmt.Errorf("remove pool %s: %w", s.Pool, err)
 	}
 	return errors.Join(bootstraptoken.DeletePool(ctx, m.Client, s.Pool), nodeaccess.Cleanup(ctx, m.Client, s.Pool))
-}
-
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

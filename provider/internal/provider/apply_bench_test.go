@@ -65,8 +65,10 @@ resource "kubewin_cluster" "bench" {
 resource "kubewin_windows_node_pool" "win" {
   name       = "win"
   cluster_id = kubewin_cluster.bench.id
-  image      = %q
   node_count = var.node_count
+  local {
+    image = %q
+  }
 }
 `, image))
 	c.run(b, "apply", "-auto-approve", "-input=false", "-target=kubewin_cluster.bench", "-var", "node_count=1")

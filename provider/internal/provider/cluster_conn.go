@@ -19,8 +19,6 @@ import (
 type clusterConn struct {
 	rest  *rest.Config
 	facts clusterFacts
-	// local names the local cluster, or is empty for an existing cluster.
-	local string
 }
 
 // connect reaches the pool's cluster: the local cluster named by cluster_id, or the provider's
@@ -43,7 +41,7 @@ func (r *nodePoolResource) connect(ctx context.Context, clusterID types.String) 
 		if err != nil {
 			return nil, err
 		}
-		return &clusterConn{rest: cfg, local: clusterID.ValueString(), facts: clusterFacts{
+		return &clusterConn{rest: cfg, facts: clusterFacts{
 			Endpoint: cp.HostPort(), CAHash: pin, Version: cp.Version, ClusterCIDR: cp.Config.ClusterCIDR, ServiceCIDR: cp.Config.ServiceCIDR,
 		}}, nil
 	}

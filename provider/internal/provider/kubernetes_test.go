@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -19,8 +20,8 @@ import (
 	"github.com/kubewin/kubewin/internal/testenv"
 )
 
-// A pool joins a cluster kubewin did not create, reached with host, CA and a client
-// certificate, as in a remote run.
+// Simulated machines join a cluster kubewin did not create, reached with host, CA and a client
+// certificate, only with the opt-in that says so; the nodes say they are simulated.
 func TestAccWindowsNodePool_existingCluster(t *testing.T) {
 	state, _ := testAccLocal(t)
 	b := testBackend(t, state)
@@ -53,8 +54,11 @@ provider "kubewin" {
 
 resource "kubewin_windows_node_pool" "win" {
   name       = "ext"
-  image      = %q
   node_count = 1
+  local {
+    image = %q
+%%s
+  }
 }
 `, state, nodebootDir, bin, cp.Endpoint(), ca, user.ClientCertificateData, user.ClientKeyData, image)
 	cfg, _ := cp.AdminRESTConfig()
@@ -71,13 +75,30 @@ resource "kubewin_windows_node_pool" "win" {
 			}
 			return nil
 		},
-		Steps: []resource.TestStep{{
-			Config: config,
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("ready"), knownvalue.Bool(true)),
-				statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("name"), knownvalue.StringExact("ext000000")),
+		Steps: []resource.TestStep{
+			{
+				Config:      fmt.Sprintf(config, ""),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Simulated Nodes Need a Simulated Cluster.*local\.join_simulated_nodes_to_existing_cluster\s+=\s+true`),
 			},
-		}},
+			{
+				Config: fmt.Sprintf(config, "    join_simulated_nodes_to_existing_cluster = true"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("ready"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("name"), knownvalue.StringExact("ext000000")),
+					checkFunc(func() error {
+						node, err := admin.CoreV1().Nodes().Get(context.Background(), "ext000000", metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						if node.Labels["kubewin.io/simulated"] != "true" || !strings.HasSuffix(node.Status.NodeInfo.OSImage, "(simulated)") {
+							return fmt.Errorf("node ext000000 does not say it is simulated: labels %v, OS image %q", node.Labels, node.Status.NodeInfo.OSImage)
+						}
+						return nil
+					}),
+				},
+			},
+		},
 	})
 }
 

@@ -17,11 +17,10 @@ var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServe
 	"kubewin": providerserver.NewProtocol6WithError(New("test")()),
 }
 
-// TestMain runs the acceptance tests against the real terraform CLI from the test environment,
-// or the CLI named by TF_ACC_TERRAFORM_PATH (OpenTofu's tofu, with
-// TF_ACC_PROVIDER_HOST=registry.opentofu.org).
+// TestMain runs the acceptance tests (with TF_ACC=1, which make test sets) against the real
+// terraform CLI from the test environment, or the CLI named by TF_ACC_TERRAFORM_PATH (OpenTofu's
+// tofu, with TF_ACC_PROVIDER_HOST=registry.opentofu.org).
 func TestMain(m *testing.M) {
-	os.Setenv("TF_ACC", "1")
 	if os.Getenv("TF_ACC_TERRAFORM_PATH") == "" {
 		tf, err := testenv.Binary("terraform")
 		if err != nil {

@@ -55,23 +55,33 @@ func newNodePoolResource() resource.Resource { return &nodePoolResource{} }
 type nodePoolResource struct{ data *providerData }
 
 type nodePoolModel struct {
-	Name             types.String   `tfsdk:"name"`
-	ClusterID        types.String   `tfsdk:"cluster_id"`
-	Image            types.String   `tfsdk:"image"`
-	NodeCount        types.Int64    `tfsdk:"node_count"`
-	NodeNamePrefix   types.String   `tfsdk:"node_name_prefix"`
-	NetworkMode      types.String   `tfsdk:"network_mode"`
-	Labels           types.Map      `tfsdk:"labels"`
-	Taints           []taintModel   `tfsdk:"taints"`
-	MaxPods          types.Int64    `tfsdk:"max_pods"`
-	KubeletExtraArgs types.Map      `tfsdk:"kubelet_extra_args"`
-	MaxSurge         types.Int64    `tfsdk:"max_surge"`
-	TokenTTL         types.String   `tfsdk:"token_ttl"`
-	Drain            types.Object   `tfsdk:"drain"`
-	Timeouts         timeouts.Value `tfsdk:"timeouts"`
-	ID               types.String   `tfsdk:"id"`
-	Nodes            types.List     `tfsdk:"nodes"`
+	Name             types.String    `tfsdk:"name"`
+	ClusterID        types.String    `tfsdk:"cluster_id"`
+	Local            *localPoolModel `tfsdk:"local"`
+	NodeCount        types.Int64     `tfsdk:"node_count"`
+	NodeNamePrefix   types.String    `tfsdk:"node_name_prefix"`
+	NetworkMode      types.String    `tfsdk:"network_mode"`
+	Labels           types.Map       `tfsdk:"labels"`
+	Taints           []taintModel    `tfsdk:"taints"`
+	MaxPods          types.Int64     `tfsdk:"max_pods"`
+	KubeletExtraArgs types.Map       `tfsdk:"kubelet_extra_args"`
+	MaxSurge         types.Int64     `tfsdk:"max_surge"`
+	TokenTTL         types.String    `tfsdk:"token_ttl"`
+	Drain            types.Object    `tfsdk:"drain"`
+	Timeouts         timeouts.Value  `tfsdk:"timeouts"`
+	ID               types.String    `tfsdk:"id"`
+	Nodes            types.List      `tfsdk:"nodes"`
 }
+
+// localPoolModel is the local backend's block: simulated machines on this host.
+type localPoolModel struct {
+	Image                               types.String `tfsdk:"image"`
+	JoinSimulatedNodesToExistingCluster types.Bool   `tfsdk:"join_simulated_nodes_to_existing_cluster"`
+}
+
+// simulatedOptIn is the local block's opt-in that lets simulated nodes join a cluster kubewin
+// did not create.
+const simulatedOptIn = "join_simulated_nodes_to_existing_cluster"
 
 type taintModel struct {
 	Key    types.String `tfsdk:"key"`
@@ -101,12 +111,40 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 		modes[i] = string(m)
 	}
 	resp.Schema = schema.Schema{
-		Description: "A pool of Windows Server nodes joined to a cluster. Each node is a machine created from a kubewin image with a " +
-			"NodeConfig in its custom data; nodeboot joins it with a short-lived bootstrap token minted for the pool (deleted once the " +
-			"nodes are Ready). Creation waits until every node is Ready, or fails naming the node, the join phase and the error code. " +
-			"Scaling in cordons and drains the nodes it removes (through the Eviction API, so PodDisruptionBudgets hold) before deleting " +
-			"their machines and Node objects; a change of image or node settings replaces the nodes surge-first. On the local backend " +
-			"the machines are simulated (see the provider's `local` block).",
+		Description: "A pool of Windows Server nodes joined to a cluster. The pool's machines are created, like a cloud scale set's, " +
+			"from a kubewin image with one NodeConfig in their custom data; nodeboot joins each with a short-lived bootstrap token minted " +
+			"for the change of the pool (deleted once the nodes are Ready) and names the node after the machine's computer name. " +
+			"Creation waits until every node is Ready, or fails naming the node, the join phase and the error code. Scaling in cordons " +
+			"and drains the nodes it removes (through the Eviction API, so PodDisruptionBudgets hold) before deleting their machines and " +
+			"Node objects.\n\n" +
+			"Where the machines run is named by a backend block, and there is no default. Today the one backend is `local`: " +
+			"**simulated** Windows machines on the Terraform host, each a nodeboot process whose simulated kubelet runs no containers, " +
+			"for development, demos and CI; they join only a `kubewin_cluster` of the local backend.\n\n" +
+			"Replacing nodes: a change of `local.image`, `network_mode`, `labels`, `taints`, `max_pods` or `kubelet_extra_args`, or of " +
+			"the cluster's endpoint, CA or networks, replaces the nodes surge-first (new nodes Ready before old ones are drained). " +
+			"`node_count`, `max_surge`, `token_ttl`, `drain` and `timeouts` change in place, and so does an upgrade of the cluster's " +
+			"Kubernetes version: it replaces no node.",
+		Blocks: map[string]schema.Block{
+			"local": schema.SingleNestedBlock{
+				Description: "The machines are **simulated** Windows machines on this host (the local backend): nodeboot processes that join " +
+					"for real, with a simulated kubelet that runs no containers. They join the `kubewin_cluster` named by `cluster_id`; " +
+					"any other cluster is refused at plan time unless `" + simulatedOptIn + "` is set.",
+				Attributes: map[string]schema.Attribute{
+					// Required within the block: checked by checkBackend, as the framework would
+					// require it of a pool without the block too.
+					"image": schema.StringAttribute{
+						Optional:    true,
+						Validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
+						Description: "The image the machines are created from (required): the directory `packer build` wrote with the `kubewin-local` builder (it holds `" + simmachine.ImageManifestFile + "`). Changing it replaces the nodes, surge-first.",
+					},
+					simulatedOptIn: schema.BoolAttribute{
+						Optional: true,
+						Description: "Let the pool's simulated nodes join the cluster of the provider's `kubernetes` block, a cluster kubewin did not create. " +
+							"Its scheduler will place pods on them that never run anything: set it only for a scratch cluster, to test schedulers and policies.",
+					},
+				},
+			},
+		},
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Required: true, PlanModifiers: replace,
@@ -114,11 +152,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"cluster_id": schema.StringAttribute{
 				Optional: true, PlanModifiers: replace,
-				Description: "The `id` of the `kubewin_cluster` the nodes join. Without it the nodes join the cluster of the provider's `kubernetes` block.",
-			},
-			"image": schema.StringAttribute{
-				Required:    true,
-				Description: "The image the nodes are created from: on the local backend, the directory `packer build` wrote with the `kubewin-local` builder (it holds `" + simmachine.ImageManifestFile + "`). Changing it replaces the nodes, surge-first.",
+				Description: "The `id` of the `kubewin_cluster` the nodes join. Without it the nodes join the cluster of the provider's `kubernetes` block (for the `local` backend only with its explicit opt-in).",
 			},
 			"node_count": schema.Int64Attribute{
 				Required:    true,
@@ -221,6 +255,46 @@ func (r *nodePoolResource) ValidateConfig(ctx context.Context, req resource.Vali
 			resp.Diagnostics.AddAttributeError(prefixPath, "Windows Computer Names Too Long", err.Error()+"."+fix)
 		}
 	}
+	resp.Diagnostics.Append(checkBackend(&m)...)
+}
+
+// checkBackend checks that the pool names where its machines run, and that simulated machines
+// join only a cluster created as simulated unless the user opted in by name.
+func checkBackend(m *nodePoolModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if m.Local == nil {
+		diags.AddAttributeError(path.Root("local"), "Missing Backend",
+			"The pool does not say where its machines run, and kubewin has no default backend. Add a backend block: "+
+				"`local { image = \"<image directory>\" }` creates simulated Windows machines on this host, which join a kubewin_cluster of the local backend.")
+		return diags
+	}
+	if m.Local.Image.IsNull() {
+		diags.AddAttributeError(pathLocalImage, "Missing Image", "Set local.image to the directory `packer build` wrote with the kubewin-local builder.")
+	}
+	optIn := m.Local.JoinSimulatedNodesToExistingCluster
+	if m.ClusterID.IsNull() && !optIn.IsUnknown() && !optIn.ValueBool() {
+		diags.AddAttributeError(path.Root("cluster_id"), "Simulated Nodes Need a Simulated Cluster",
+			"The pool's machines are simulated (the local block): they run no containers. Without cluster_id they would join the cluster "+
+				"of the provider's kubernetes block, a cluster kubewin did not create, whose workloads would be scheduled onto them and never run. "+
+				"Set cluster_id to a kubewin_cluster (for example cluster_id = kubewin_cluster.dev.id). To test schedulers and policies against "+
+				"a scratch cluster on purpose, set local."+simulatedOptIn+" = true.")
+	}
+	return diags
+}
+
+// checkLocalCluster checks that a local pool's cluster_id names a cluster of the local backend.
+func (r *nodePoolResource) checkLocalCluster(m *nodePoolModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if m.Local == nil || m.ClusterID.IsNull() || m.ClusterID.IsUnknown() {
+		return diags
+	}
+	if _, err := r.data.local.Cluster(m.ClusterID.ValueString()); err != nil {
+		diags.AddAttributeError(path.Root("cluster_id"), "Not a Cluster of the Local Backend",
+			fmt.Sprintf("The pool's machines are simulated (the local block) and join only a kubewin_cluster of the local backend, "+
+				"which has no cluster %q in its state directory %s. Set cluster_id to the id of a kubewin_cluster, e.g. kubewin_cluster.dev.id.",
+				m.ClusterID.ValueString(), r.data.local.StateDir))
+	}
+	return diags
 }
 
 // ModifyPlan checks what needs the image and the cluster: the image manifest, the version skew
@@ -237,21 +311,24 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if m.NodeNamePrefix.IsUnknown() && !m.Name.IsUnknown() {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("node_name_prefix"), m.Name)...)
 	}
-	if m.Image.IsUnknown() {
+	if m.Local == nil {
+		return // reported by ValidateConfig
+	}
+	resp.Diagnostics.Append(r.checkLocalCluster(&m)...)
+	if resp.Diagnostics.HasError() || m.Local.Image.IsUnknown() {
 		return
 	}
-	manifest, _, err := loadImage(m.Image.ValueString())
+	manifest, _, err := loadImage(m.Local.Image.ValueString())
 	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("image"), "Invalid Image", err.Error())
+		resp.Diagnostics.AddAttributeError(pathLocalImage, "Invalid Image", err.Error())
 		return
 	}
-	clusterVersion := r.clusterVersion(ctx, m.ClusterID)
-	if clusterVersion != "" {
+	if clusterVersion := r.clusterVersion(ctx, m.ClusterID); clusterVersion != "" {
 		node, err1 := kubeversion.Parse(manifest.KubernetesVersion)
 		cluster, err2 := kubeversion.Parse(clusterVersion)
 		if err1 == nil && err2 == nil {
 			if err := kubeversion.CheckSkew(node, cluster); err != nil {
-				resp.Diagnostics.AddAttributeError(path.Root("image"), "Image Does Not Fit the Cluster", err.Error())
+				resp.Diagnostics.AddAttributeError(pathLocalImage, "Image Does Not Fit the Cluster", err.Error())
 			}
 		}
 	}
@@ -268,6 +345,8 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		resp.Diagnostics.AddAttributeError(path.Root("kubelet_extra_args"), "Invalid Kubelet Arguments", err.Error())
 	}
 }
+
+var pathLocalImage = path.Root("local").AtName("image")
 
 // localClusterGone reports whether the pool's local cluster no longer exists.
 func (r *nodePoolResource) localClusterGone(id types.String) bool {
@@ -298,7 +377,7 @@ func (r *nodePoolResource) clusterVersion(ctx context.Context, id types.String) 
 func loadImage(dir string) (*v1alpha1.ImageManifest, string, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, simmachine.ImageManifestFile))
 	if err != nil {
-		return nil, "", fmt.Errorf("read the image manifest: %w. Point image at the directory `packer build` wrote", err)
+		return nil, "", fmt.Errorf("read the image manifest: %w. Point local.image at the directory `packer build` wrote", err)
 	}
 	m, err := api.LoadImageManifest(raw)
 	if err != nil {
@@ -316,38 +395,26 @@ type clusterFacts struct {
 // placeholderCluster stands in for a cluster not created yet, to check the node settings.
 var placeholderCluster = clusterFacts{Endpoint: "127.0.0.1:6443", CAHash: "sha256:" + strings.Repeat("0", 64), ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12"}
 
-// placeholderToken stands in the template for the token each change of the pool mints; it is
-// never sent anywhere.
+// placeholderToken stands in the template for the token each change of the pool mints, so
+// that the template validates; it is never sent anywhere.
 const placeholderToken = "abcdef.0123456789abcdef"
 
-// nodeConfigTemplate is every node's NodeConfig but for its name and token.
+// nodeConfigTemplate is the pool's NodeConfig, with a placeholder token: every node boots with
+// it and names itself after its computer.
 func nodeConfigTemplate(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.ImageManifest, c clusterFacts) (*v1alpha1.NodeConfig, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	labels := map[string]string{}
-	if !m.Labels.IsNull() && !m.Labels.IsUnknown() {
-		diags.Append(m.Labels.ElementsAs(ctx, &labels, false)...)
-	}
-	labels["kubewin.io/pool"] = m.Name.ValueString()
-	extra := map[string]string{}
-	if !m.KubeletExtraArgs.IsNull() && !m.KubeletExtraArgs.IsUnknown() {
-		diags.Append(m.KubeletExtraArgs.ElementsAs(ctx, &extra, false)...)
-	}
+	labels, diags := stringMapOf(ctx, m.Labels)
+	extra, d := stringMapOf(ctx, m.KubeletExtraArgs)
+	diags.Append(d...)
 	cfg := &v1alpha1.NodeConfig{
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindNodeConfig,
 		Cluster: v1alpha1.Cluster{
 			APIServerEndpoint: c.Endpoint, CACertHashes: []string{c.CAHash}, BootstrapToken: placeholderToken,
 			KubernetesVersion: c.Version, ClusterCIDR: c.ClusterCIDR, ServiceCIDR: c.ServiceCIDR,
 		},
-		Node:    v1alpha1.Node{Labels: labels, MaxPods: int32(m.MaxPods.ValueInt64())},
+		Node:    v1alpha1.Node{Labels: labels, Taints: taintsOf(m.Taints), MaxPods: int32(m.MaxPods.ValueInt64())},
 		Network: v1alpha1.Network{Mode: v1alpha1.NetworkMode(m.NetworkMode.ValueString())},
 		Runtime: v1alpha1.Runtime{Name: manifest.Runtime.Name},
 		Kubelet: v1alpha1.Kubelet{ExtraArgs: extra},
-	}
-	if len(extra) == 0 {
-		cfg.Kubelet.ExtraArgs = nil
-	}
-	for _, t := range m.Taints {
-		cfg.Node.Taints = append(cfg.Node.Taints, v1alpha1.Taint{Key: t.Key.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()})
 	}
 	cfg.Default()
 	return cfg, diags
@@ -355,24 +422,31 @@ func nodeConfigTemplate(ctx context.Context, m *nodePoolModel, manifest *v1alpha
 
 // attributeOf maps a NodeConfig field path to the pool attribute it comes from.
 func attributeOf(field string) path.Path {
-	for prefix, attr := range map[string]string{"node.labels": "labels", "node.taints": "taints", "node.maxPods": "max_pods", "network": "network_mode", "kubelet.extraArgs": "kubelet_extra_args", "runtime": "image"} {
+	for prefix, attr := range map[string]path.Path{
+		"node.labels": path.Root("labels"), "node.taints": path.Root("taints"), "node.maxPods": path.Root("max_pods"),
+		"network": path.Root("network_mode"), "kubelet.extraArgs": path.Root("kubelet_extra_args"), "runtime": pathLocalImage,
+	} {
 		if strings.HasPrefix(field, prefix) {
-			return path.Root(attr)
+			return attr
 		}
 	}
 	return path.Root("cluster_id")
 }
 
 func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spec, *pool.Manager, diag.Diagnostics) {
-	var diags diag.Diagnostics
+	diags := checkBackend(m)
+	diags.Append(r.checkLocalCluster(m)...)
+	if diags.HasError() {
+		return pool.Spec{}, nil, diags
+	}
 	conn, err := r.connect(ctx, m.ClusterID)
 	if err != nil {
 		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Pool's Cluster", err.Error())
 		return pool.Spec{}, nil, diags
 	}
-	manifest, digest, err := loadImage(m.Image.ValueString())
+	manifest, digest, err := loadImage(m.Local.Image.ValueString())
 	if err != nil {
-		diags.AddAttributeError(path.Root("image"), "Invalid Image", err.Error())
+		diags.AddAttributeError(pathLocalImage, "Invalid Image", err.Error())
 		return pool.Spec{}, nil, diags
 	}
 	tmpl, d := nodeConfigTemplate(ctx, m, manifest, conn.facts)
@@ -389,13 +463,19 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spe
 		return pool.Spec{}, nil, diags
 	}
 	s := pool.Spec{
-		Pool: m.Name.ValueString(), Prefix: m.NodeNamePrefix.ValueString(), Count: int(m.NodeCount.ValueInt64()),
-		Image:    digest,
+		Pool: m.Name.ValueString(), Count: int(m.NodeCount.ValueInt64()), Image: digest,
 		Template: *tmpl, MaxSurge: int(m.MaxSurge.ValueInt64()), TokenTTL: ttl,
 		Drain: drain.Options{Timeout: drainTimeout, IgnoreDaemonSets: dm.IgnoreDaemonSets.ValueBool(), DeleteEmptyDirData: dm.DeleteEmptyDirData.ValueBool()},
 	}
-	mgr := &pool.Manager{Client: client, Compute: &local.Compute{Backend: r.data.local, Pool: s.Pool, ImageDir: m.Image.ValueString()}}
-	return s, mgr, diags
+	return s, &pool.Manager{Client: client, Compute: r.localCompute(m)}, diags
+}
+
+func (r *nodePoolResource) localCompute(m *nodePoolModel) *local.Compute {
+	c := &local.Compute{Backend: r.data.local, Pool: m.Name.ValueString(), Prefix: m.NodeNamePrefix.ValueString()}
+	if m.Local != nil {
+		c.ImageDir, c.AnyCluster = m.Local.Image.ValueString(), m.Local.JoinSimulatedNodesToExistingCluster.ValueBool()
+	}
+	return c
 }
 
 func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, timeout time.Duration) diag.Diagnostics {
@@ -407,7 +487,7 @@ func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, timeout 
 	}
 	nodes, err := mgr.Reconcile(ctx, s)
 	if nodes == nil {
-		nodes, _ = mgr.Nodes(context.Background())
+		nodes, _ = mgr.Nodes(context.WithoutCancel(ctx), s)
 	}
 	diags.Append(setNodes(m, nodes)...)
 	diags.Append(r.saveSettings(ctx, m)...)
@@ -431,8 +511,7 @@ func (r *nodePoolResource) Create(ctx context.Context, req resource.CreateReques
 		return
 	}
 	m.ID = m.Name
-	d := r.apply(ctx, &m, timeout)
-	resp.Diagnostics.Append(d...)
+	resp.Diagnostics.Append(r.apply(ctx, &m, timeout)...)
 	// Saved even on failure: Terraform then knows the machines (tainted) and removes them.
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
@@ -459,17 +538,17 @@ func (r *nodePoolResource) Read(ctx context.Context, req resource.ReadRequest, r
 		resp.State.RemoveResource(ctx) // the cluster is gone, and its nodes with it
 		return
 	}
-	_, mgr, diags := r.spec(ctx, &m)
+	s, mgr, diags := r.spec(ctx, &m)
 	if diags.HasError() {
 		resp.Diagnostics.Append(diags...)
 		return
 	}
-	nodes, err := mgr.Nodes(ctx)
+	nodes, err := mgr.Nodes(ctx, s)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot Read Node Pool", err.Error())
 		return
 	}
-	// Drift: machines that stopped, or whose Node is gone, do not count.
+	// Drift: machines that stopped, or whose Node is gone or NotReady, do not count.
 	healthy := 0
 	for _, n := range nodes {
 		if n.Ready {
@@ -492,14 +571,19 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if r.localClusterGone(m.ClusterID) {
-		// The cluster went first: only the machines remain.
-		s := &local.Compute{Backend: r.data.local, Pool: m.Name.ValueString()}
-		if vms, err := s.List(ctx); err == nil {
-			for _, vm := range vms {
-				_ = s.Delete(ctx, vm.Name)
+		// The cluster went first: only the machines remain, with nothing to drain.
+		c := r.localCompute(&m)
+		machines, err := c.List(ctx)
+		if err == nil {
+			var names []string
+			for _, mc := range machines {
+				names = append(names, mc.Name)
 			}
+			err = errors.Join(c.Delete(ctx, names), c.Destroy(ctx))
 		}
-		_ = r.data.local.DeletePool(m.Name.ValueString())
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot Delete Node Pool", err.Error())
+		}
 		return
 	}
 	s, mgr, diags := r.spec(ctx, &m)
@@ -508,10 +592,6 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 		return
 	}
 	if err := mgr.Destroy(ctx, s); err != nil {
-		resp.Diagnostics.AddError("Cannot Delete Node Pool", err.Error())
-		return
-	}
-	if err := r.data.local.DeletePool(s.Pool); err != nil {
 		resp.Diagnostics.AddError("Cannot Delete Node Pool", err.Error())
 	}
 }
@@ -548,29 +628,31 @@ func setNodes(m *nodePoolModel, nodes []pool.Node) diag.Diagnostics {
 
 // poolSettings are the pool's attributes as last applied, kept by the backend for import.
 type poolSettings struct {
-	Name, ClusterID, Image, NodeNamePrefix, NetworkMode, TokenTTL string
-	NodeCount, MaxPods, MaxSurge                                  int64
-	Labels, KubeletExtraArgs                                      map[string]string
-	Taints                                                        []v1alpha1.Taint
-	DrainTimeout                                                  string
-	IgnoreDaemonSets, DeleteEmptyDirData                          bool
+	Name, ClusterID, LocalImage, NodeNamePrefix, NetworkMode, TokenTTL string
+	JoinSimulatedNodesToExistingCluster                                *bool
+	NodeCount, MaxPods, MaxSurge                                       int64
+	Labels, KubeletExtraArgs                                           map[string]string
+	Taints                                                             []v1alpha1.Taint
+	DrainTimeout                                                       string
+	IgnoreDaemonSets, DeleteEmptyDirData                               bool
 }
 
 func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagnostics) {
-	var diags diag.Diagnostics
 	s := poolSettings{
-		Name: m.Name.ValueString(), ClusterID: m.ClusterID.ValueString(), Image: m.Image.ValueString(),
-		NodeNamePrefix: m.NodeNamePrefix.ValueString(), NetworkMode: m.NetworkMode.ValueString(), TokenTTL: m.TokenTTL.ValueString(),
+		Name: m.Name.ValueString(), ClusterID: m.ClusterID.ValueString(), LocalImage: m.Local.Image.ValueString(),
+		JoinSimulatedNodesToExistingCluster: m.Local.JoinSimulatedNodesToExistingCluster.ValueBoolPointer(),
+		NodeNamePrefix:                      m.NodeNamePrefix.ValueString(), NetworkMode: m.NetworkMode.ValueString(), TokenTTL: m.TokenTTL.ValueString(),
 		NodeCount: m.NodeCount.ValueInt64(), MaxPods: m.MaxPods.ValueInt64(), MaxSurge: m.MaxSurge.ValueInt64(),
+		Taints: taintsOf(m.Taints),
 	}
+	var diags, d diag.Diagnostics
 	if !m.Labels.IsNull() {
-		diags.Append(m.Labels.ElementsAs(ctx, &s.Labels, false)...)
+		s.Labels, d = stringMapOf(ctx, m.Labels)
+		diags.Append(d...)
 	}
 	if !m.KubeletExtraArgs.IsNull() {
-		diags.Append(m.KubeletExtraArgs.ElementsAs(ctx, &s.KubeletExtraArgs, false)...)
-	}
-	for _, t := range m.Taints {
-		s.Taints = append(s.Taints, v1alpha1.Taint{Key: t.Key.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()})
+		s.KubeletExtraArgs, d = stringMapOf(ctx, m.KubeletExtraArgs)
+		diags.Append(d...)
 	}
 	var dm drainModel
 	diags.Append(m.Drain.As(ctx, &dm, objectAsOptions)...)
@@ -579,25 +661,53 @@ func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagn
 }
 
 func (s poolSettings) model() nodePoolModel {
-	m := nodePoolModel{
-		Name: types.StringValue(s.Name), ID: types.StringValue(s.Name), ClusterID: types.StringValue(s.ClusterID), Image: types.StringValue(s.Image),
+	clusterID := types.StringNull()
+	if s.ClusterID != "" {
+		clusterID = types.StringValue(s.ClusterID)
+	}
+	return nodePoolModel{
+		Name: types.StringValue(s.Name), ID: types.StringValue(s.Name), ClusterID: clusterID,
+		Local:          &localPoolModel{Image: types.StringValue(s.LocalImage), JoinSimulatedNodesToExistingCluster: types.BoolPointerValue(s.JoinSimulatedNodesToExistingCluster)},
 		NodeNamePrefix: types.StringValue(s.NodeNamePrefix), NetworkMode: types.StringValue(s.NetworkMode), TokenTTL: types.StringValue(s.TokenTTL),
 		NodeCount: types.Int64Value(s.NodeCount), MaxPods: types.Int64Value(s.MaxPods), MaxSurge: types.Int64Value(s.MaxSurge),
-		Labels: stringMap(s.Labels), KubeletExtraArgs: stringMap(s.KubeletExtraArgs),
+		Labels: stringMap(s.Labels), KubeletExtraArgs: stringMap(s.KubeletExtraArgs), Taints: taintModelsOf(s.Taints),
 		Drain: types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{
 			"timeout": types.StringValue(s.DrainTimeout), "ignore_daemonsets": types.BoolValue(s.IgnoreDaemonSets), "delete_emptydir_data": types.BoolValue(s.DeleteEmptyDirData),
 		}),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})},
 		Nodes:    types.ListNull(types.ObjectType{AttrTypes: nodeAttrTypes}),
 	}
-	for _, t := range s.Taints {
+}
+
+// taintsOf and taintModelsOf convert between the taints attribute and NodeConfig taints.
+func taintsOf(models []taintModel) []v1alpha1.Taint {
+	var out []v1alpha1.Taint
+	for _, t := range models {
+		out = append(out, v1alpha1.Taint{Key: t.Key.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()})
+	}
+	return out
+}
+
+func taintModelsOf(taints []v1alpha1.Taint) []taintModel {
+	var out []taintModel
+	for _, t := range taints {
 		v := types.StringNull()
 		if t.Value != "" {
 			v = types.StringValue(t.Value)
 		}
-		m.Taints = append(m.Taints, taintModel{Key: types.StringValue(t.Key), Value: v, Effect: types.StringValue(t.Effect)})
+		out = append(out, taintModel{Key: types.StringValue(t.Key), Value: v, Effect: types.StringValue(t.Effect)})
 	}
-	return m
+	return out
+}
+
+// stringMapOf and stringMap convert between a map attribute and a Go map (nil for null).
+func stringMapOf(ctx context.Context, v types.Map) (map[string]string, diag.Diagnostics) {
+	if v.IsNull() || v.IsUnknown() {
+		return nil, nil
+	}
+	var out map[string]string
+	diags := v.ElementsAs(ctx, &out, false)
+	return out, diags
 }
 
 func stringMap(m map[string]string) types.Map {

@@ -2,13 +2,13 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,11 +22,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/controlplane"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/internal/testenv"
 	"github.com/kubewin/kubewin/provider/internal/local"
@@ -74,13 +77,15 @@ resource "kubewin_cluster" "test" {
 resource "kubewin_windows_node_pool" "win" {
   name       = "win"
   cluster_id = kubewin_cluster.test.id
-  image      = %q
   node_count = %d
   labels     = { "example.com/team" = "windows" }
   taints     = [{ key = "os", value = "windows", effect = "NoSchedule" }]
   drain      = { timeout = "1m" }
+  local {
+    image = %q
+  }
 }
-`, image, count)
+`, count, image)
 }
 
 func TestAccWindowsNodePool(t *testing.T) {
@@ -106,10 +111,8 @@ func TestAccWindowsNodePool(t *testing.T) {
 		}
 		n := 0
 		for _, node := range nodes.Items {
-			for _, c := range node.Status.Conditions {
-				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !node.Spec.Unschedulable {
-					n++
-				}
+			if readySchedulable(&node) {
+				n++
 			}
 		}
 		return n
@@ -131,8 +134,8 @@ func TestAccWindowsNodePool(t *testing.T) {
 			}),
 		}
 	}
-	var minReady atomic.Int64
-	stopWatch := func() {}
+	var replacement *readyWatch
+	var kept []string
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy: func(*terraform.State) error {
@@ -221,24 +224,16 @@ func TestAccWindowsNodePool(t *testing.T) {
 					if err := client().PolicyV1().PodDisruptionBudgets("default").Delete(ctx, "iis", metav1.DeleteOptions{}); err != nil {
 						t.Fatal(err)
 					}
-					minReady.Store(int64(readyNodes()))
-					ctx, cancel := context.WithCancel(context.Background())
-					var wg sync.WaitGroup
-					wg.Go(func() {
-						for ctx.Err() == nil {
-							if n := int64(readyNodes()); n >= 0 && n < minReady.Load() {
-								minReady.Store(n)
-							}
-							time.Sleep(50 * time.Millisecond)
-						}
-					})
-					stopWatch = func() { cancel(); wg.Wait() }
+					replacement = watchReady(t, client(), "kubewin.io/pool=win")
 				},
 				Config: poolConfig(provider, imageB, 2),
 				ConfigStateChecks: append(poolChecks(2), checkFunc(func() error {
-					stopWatch()
-					if m := minReady.Load(); m < 2 {
-						return fmt.Errorf("the replacement left only %d Ready nodes", m)
+					least, err := replacement.stop()
+					if err != nil {
+						return err
+					}
+					if least < 2 {
+						return fmt.Errorf("the replacement left only %d Ready nodes", least)
 					}
 					ms, _ := b.Machines("win")
 					for _, m := range ms {
@@ -257,19 +252,166 @@ func TestAccWindowsNodePool(t *testing.T) {
 				ImportStateVerifyIgnore: []string{"timeouts", "nodes"},
 				Config:                  poolConfig(provider, imageB, 2),
 			},
+			{
+				// The control plane is upgraded to a new patch version: scaling out adds a node and
+				// replaces none (the cluster's version is not baked into nodes).
+				PreConfig: func() {
+					kept = poolNodeNames(t, client())
+					bumpPatchVersion(t, b.ClusterDir("pooltest"))
+				},
+				Config: poolConfig(provider, imageB, 3),
+				ConfigStateChecks: append(poolChecks(3), checkFunc(func() error {
+					now := poolNodeNames(t, client())
+					for _, name := range kept {
+						if !slices.Contains(now, name) {
+							return fmt.Errorf("node %s was replaced by a control plane patch upgrade (nodes before %v, after %v)", name, kept, now)
+						}
+					}
+					return nil
+				})),
+			},
 		},
 	})
+}
+
+// poolNodeNames lists the names of the test pool's nodes.
+func poolNodeNames(t *testing.T, c kubernetes.Interface) []string {
+	t.Helper()
+	nodes, err := c.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: "kubewin.io/pool=win"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	return names
+}
+
+// bumpPatchVersion makes a local cluster report the next patch version of its control plane
+// (in its state file), as an in-place upgrade of its programs would.
+func bumpPatchVersion(t *testing.T, dir string) {
+	t.Helper()
+	cp, err := controlplane.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := version.ParseSemantic(cp.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "controlplane.json")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state map[string]any
+	if err := json.Unmarshal(raw, &state); err != nil {
+		t.Fatal(err)
+	}
+	state["version"] = fmt.Sprintf("v%d.%d.%d", v.Major(), v.Minor(), v.Patch()+1)
+	if raw, err = json.Marshal(state); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err = controlplane.Load(dir); err != nil || cp.Version != state["version"] {
+		t.Fatalf("the cluster reports %s (%v) after the upgrade", cp.Version, err)
+	}
+}
+
+// readyWatch follows, through a watch on the API server, how many nodes of a selector are Ready
+// and schedulable, and keeps the least it saw.
+type readyWatch struct {
+	w     watch.Interface
+	done  chan struct{}
+	least int
+	err   error
+}
+
+func watchReady(t *testing.T, c kubernetes.Interface, selector string) *readyWatch {
+	t.Helper()
+	ctx := context.Background()
+	list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := map[string]bool{}
+	for _, n := range list.Items {
+		ready[n.Name] = readySchedulable(&n)
+	}
+	w, err := c.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := &readyWatch{w: w, done: make(chan struct{}), least: countTrue(ready)}
+	go func() {
+		defer close(rw.done)
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Error:
+				rw.err = fmt.Errorf("watching the nodes failed: %v", apierrors.FromObject(ev.Object))
+				return
+			case watch.Deleted:
+				delete(ready, ev.Object.(*corev1.Node).Name)
+			case watch.Added, watch.Modified:
+				n := ev.Object.(*corev1.Node)
+				ready[n.Name] = readySchedulable(n)
+			}
+			rw.least = min(rw.least, countTrue(ready))
+		}
+		rw.err = fmt.Errorf("the API server ended the watch on the nodes before the apply did")
+	}()
+	return rw
+}
+
+// stop ends the watch and returns the least number of Ready nodes seen, or why it could not tell.
+func (rw *readyWatch) stop() (int, error) {
+	select {
+	case <-rw.done: // ended by itself: an error
+		return rw.least, rw.err
+	default:
+	}
+	rw.w.Stop()
+	<-rw.done
+	return rw.least, nil
+}
+
+func readySchedulable(n *corev1.Node) bool {
+	if n.Spec.Unschedulable {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func countTrue(m map[string]bool) int {
+	n := 0
+	for _, v := range m {
+		if v {
+			n++
+		}
+	}
+	return n
 }
 
 func TestAccWindowsNodePool_invalid(t *testing.T) {
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
 	image := testImage(t, b, "a")
+	// Node settings are checked against the image before any cluster exists.
 	pool := func(attrs string) string {
 		return provider + fmt.Sprintf(`
 resource "kubewin_windows_node_pool" "win" {
-  cluster_id = "none"
-  image      = %q
+  local {
+    image                                    = %q
+    join_simulated_nodes_to_existing_cluster = true
+  }
 %s
 }
 `, image, attrs)
@@ -286,6 +428,26 @@ resource "kubewin_windows_node_pool" "win" {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
+			// Where the machines run is explicit, and simulated machines join only simulated clusters.
+			{Config: provider + `resource "kubewin_windows_node_pool" "win" {
+  name       = "win"
+  node_count = 1
+}`, PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Missing Backend.*with kubewin_windows_node_pool.win.*Add a backend block: .local \{ image`)},
+			{Config: provider + fmt.Sprintf(`resource "kubewin_windows_node_pool" "win" {
+  name       = "win"
+  node_count = 1
+  local {
+    image = %q
+  }
+}`, image), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Simulated Nodes Need a Simulated Cluster.*Set cluster_id to a kubewin_cluster`)},
+			{Config: provider + fmt.Sprintf(`resource "kubewin_windows_node_pool" "win" {
+  name       = "win"
+  cluster_id = "production"
+  node_count = 1
+  local {
+    image = %q
+  }
+}`, image), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Not a Cluster of the Local Backend.*cluster_id = "production".*has\s+no\s+cluster\s+"production"`)},
 			{Config: pool(`  name = "windowspool"
   node_count = 1`), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Windows Computer Names Too Long.*"windowspool" makes Windows computer names of 17 characters`)},
 			{Config: pool(`  name = "win"
