@@ -1,5 +1,6 @@
-# kubewin end to end on this machine: a real control plane, a pool of simulated Windows Server
-# nodes that join it with nodeboot, and a pod route per node. The image comes from
+# kubewin end to end on this machine: a real control plane, a pool of SIMULATED Windows Server
+# nodes (nodeboot processes whose join is real and whose simulated kubelet runs no containers)
+# that join it, and a pod route per node. The image comes from
 #   packer build examples/packer/local.pkr.hcl
 # With the provider from make build (export TF_CLI_CONFIG_FILE=$PWD/bin/terraformrc):
 #   terraform -chdir=examples/local init && terraform -chdir=examples/local apply
@@ -37,10 +38,13 @@ resource "kubewin_cluster" "demo" {
 resource "kubewin_windows_node_pool" "win" {
   name       = "win"
   cluster_id = kubewin_cluster.demo.id
-  image      = var.image
   node_count = var.node_count
   labels     = { "example.com/team" = "windows" }
   drain      = { timeout = "2m" }
+
+  local {
+    image = var.image
+  }
 }
 
 # Upstream L3 routing for l2bridge: each node's pod CIDR goes to the node.

@@ -12,7 +12,7 @@ const (
 	// NetworkModeHostGateway is the same l2bridge network with every node routing its peers' pod
 	// CIDRs itself, reconciled from Node objects (like flannel's host-gw).
 	NetworkModeHostGateway NetworkMode = "host-gateway"
-	// NetworkModeOverlay is a win-overlay VXLAN network compatible with flannel's vxlan backend.
+	// NetworkModeOverlay is a win-overlay VXLAN network (VNI ≥ 4096, UDP 4789).
 	NetworkModeOverlay NetworkMode = "overlay"
 	// NetworkModeExternal leaves the pod network to a CNI shipped as HostProcess DaemonSets
 	// (Calico, flannel, Antrea); nodeboot only prepares the node.

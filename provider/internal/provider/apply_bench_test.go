@@ -2,58 +2,17 @@ package provider
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
-
-// cli runs the real terraform CLI with this tree's provider (a dev override), as a user does.
-type cli struct {
-	tf, dir string
-	env     []string
-}
-
-func newCLI(b *testing.B, config string) *cli {
-	b.Helper()
-	dir := b.TempDir()
-	bin := filepath.Join(dir, "bin")
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "terraform-provider-kubewin"), "../../../provider").CombinedOutput(); err != nil {
-		b.Fatalf("build the provider: %v\n%s", err, out)
-	}
-	rc := filepath.Join(dir, "terraformrc")
-	if err := os.WriteFile(rc, fmt.Appendf(nil, "provider_installation {\n  dev_overrides {\n    \"kubewin/kubewin\" = %q\n  }\n  direct {}\n}\n", bin), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	config = "terraform {\n  required_providers {\n    kubewin = { source = \"kubewin/kubewin\" }\n  }\n}\n\n" + config
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(config), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	return &cli{tf: os.Getenv("TF_ACC_TERRAFORM_PATH"), dir: dir, env: append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")}
-}
-
-// run runs a terraform command and returns how long it took.
-func (c *cli) run(b *testing.B, args ...string) time.Duration {
-	b.Helper()
-	cmd := exec.Command(c.tf, append([]string{"-chdir=" + c.dir}, args...)...)
-	cmd.Env = c.env
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	took := time.Since(start)
-	if err != nil {
-		b.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return took
-}
 
 // BenchmarkPoolApply measures terraform apply creating a node pool of 1, 10 and 50 simulated
 // Windows nodes on a running local cluster, from plan to every node Ready (the scaling curve).
 func BenchmarkPoolApply(b *testing.B) {
 	state, provider := testAccLocal(b)
 	image := testImage(b, testBackend(b, state), "bench")
-	c := newCLI(b, provider+fmt.Sprintf(`
+	c := newCLI(b, b.TempDir(), provider+fmt.Sprintf(`
 variable "node_count" {
   type = number
 }
@@ -90,7 +49,7 @@ resource "kubewin_windows_node_pool" "win" {
 // BenchmarkPlanRoutes measures terraform plan for a route table at its limit: 400 routes.
 func BenchmarkPlanRoutes(b *testing.B) {
 	_, provider := testAccLocal(b)
-	c := newCLI(b, provider+`
+	c := newCLI(b, b.TempDir(), provider+`
 locals {
   routes = { for i in range(400) : "node${i}" => { cidr = "10.${100 + floor(i / 200)}.${i % 200}.0/24", ip = "10.240.${floor(i / 200)}.${i % 200 + 4}" } }
 }

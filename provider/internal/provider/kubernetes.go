@@ -25,10 +25,11 @@ type kubernetesModel struct {
 
 func kubernetesBlock() schema.Block {
 	return schema.SingleNestedBlock{
-		Description: "Connection to an existing cluster, for node pools without `cluster_id`: either `host` with " +
+		Description: "Connection to an existing cluster (one kubewin did not create), for node pools without `cluster_id`: either `host` with " +
 			"`cluster_ca_certificate` and a `token` or a client certificate, or a kubeconfig file (`config_path`, `config_context`). " +
 			"The credential needs to create bootstrap tokens, ConfigMaps and RBAC objects, and to drain and delete Nodes. " +
-			"No local programs are needed, so it works in remote runs.",
+			"The local backend's simulated machines join such a cluster only with the pool's explicit opt-in " +
+			"(`local.join_simulated_nodes_to_existing_cluster`).",
 		Attributes: map[string]schema.Attribute{
 			"host":                   schema.StringAttribute{Optional: true, Description: "API server URL, `https://<host>:<port>`."},
 			"cluster_ca_certificate": schema.StringAttribute{Optional: true, Description: "Cluster CA certificate (PEM). Nodes pin it when they join."},

@@ -62,8 +62,9 @@ func (p *kubewinProvider) Metadata(_ context.Context, _ provider.MetadataRequest
 func (p *kubewinProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		Description: "The kubewin provider adds Windows Server worker nodes to Kubernetes clusters. " +
-			"Its `local` backend runs everything on one machine — a real control plane as processes on 127.0.0.1 and " +
-			"each node a nodeboot process on a simulated Windows machine — for development, demos and CI.",
+			"Its one backend today is `local`, which runs everything on one machine — a real control plane as processes on 127.0.0.1, " +
+			"and each node a nodeboot process on a **simulated** Windows machine whose simulated kubelet runs no containers — " +
+			"for development, demos and CI. Simulated nodes join only clusters created by `kubewin_cluster`, unless a pool opts in by name.",
 		Blocks: map[string]schema.Block{
 			"kubernetes": kubernetesBlock(),
 			"local": schema.SingleNestedBlock{

@@ -50,7 +50,7 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 	resp.Schema = schema.Schema{
 		Description: "A route that sends a node's pod CIDR to the node, in a route table: the guides' \"upstream L3 routing\" for " +
 			"`l2bridge` networks. Use it with `for_each` over a node pool's `nodes`. A route table holds at most " +
-			fmt.Sprint(local.MaxRoutes) + " routes (Azure's limit, enforced by every backend) and no two overlapping destinations; both are checked at plan time.",
+			fmt.Sprint(local.MaxRoutes) + " routes (Azure's limit per route table, which the local route table keeps too) and no two overlapping destinations; both are checked at plan time.",
 		Attributes: map[string]schema.Attribute{
 			"route_table": schema.StringAttribute{
 				Required: true, PlanModifiers: replace,

@@ -1,0 +1,238 @@
+package provider
+
+import (
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/testenv"
+)
+
+// repoRoot is the repository, from this package's directory.
+const repoRoot = "../../.."
+
+// The examples run on the local backend as written: a configuration directory is copied into
+// a scratch tree that has bin/ and .testbin/ where the repository has them, and images and
+// manifests where the examples expect what `packer build` writes.
+var localExamples = map[string]struct {
+	// vars are -var arguments; "IMAGE" stands for a test image directory.
+	vars []string
+	// image is where the example expects an image directory, relative to it.
+	image string
+	// manifest is where the example expects an image manifest file, relative to it.
+	manifest string
+}{
+	"examples/local":                                           {vars: []string{"image=IMAGE", "node_count=2"}},
+	"examples/resources/kubewin_cluster":                       {},
+	"examples/resources/kubewin_windows_node_pool":             {image: "output/kubewin-local"},
+	"examples/resources/kubewin_pod_route":                     {},
+	"examples/data-sources/kubewin_image_manifest":             {manifest: "output/kubewin-manifest.json"},
+	"examples/ephemeral-resources/kubewin_cluster_credentials": {},
+}
+
+// Every Terraform example validates — each directory of examples/ and each terraform block of
+// docs/ — and every example that can run on the local backend applies and destroys.
+func TestAccExamples(t *testing.T) {
+	dirs := exampleDirs(t)
+	for _, name := range slices.Sorted(maps.Keys(localExamples)) {
+		if !slices.Contains(dirs, name) {
+			t.Errorf("%s is listed to apply but is not an example directory", name)
+		}
+	}
+	for _, dir := range dirs {
+		t.Run(dir, func(t *testing.T) {
+			work := scratchTree(t)
+			dst := filepath.Join(work, dir)
+			copyDir(t, filepath.Join(repoRoot, dir), dst)
+			c := exampleCLI(t, work, dst)
+			c.run(t, "validate", "-no-color")
+			run, ok := localExamples[dir]
+			if !ok {
+				return
+			}
+			image := testImage(t, testBackend(t, filepath.Join(work, "state")), "example")
+			if run.image != "" {
+				copyDir(t, image, filepath.Join(dst, run.image))
+			}
+			if run.manifest != "" {
+				copyFile(t, filepath.Join(image, simmachine.ImageManifestFile), filepath.Join(dst, run.manifest))
+			}
+			args := []string{"-auto-approve", "-input=false", "-no-color"}
+			for _, v := range run.vars {
+				args = append(args, "-var", strings.ReplaceAll(v, "IMAGE", image))
+			}
+			t.Cleanup(func() { stopLeftovers(filepath.Join(work, "state")) })
+			c.run(t, append([]string{"apply"}, args...)...)
+			c.run(t, append([]string{"destroy"}, args...)...)
+		})
+	}
+	for i, block := range docBlocks(t) {
+		t.Run(block.source, func(t *testing.T) {
+			work := scratchTree(t)
+			dst := filepath.Join(work, "doc", strings.ReplaceAll(block.source, "/", "_")+"_"+string(rune('a'+i%26)))
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dst, "main.tf"), []byte(block.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			exampleCLI(t, work, dst).run(t, "validate", "-no-color")
+		})
+	}
+}
+
+// exampleCLI is the CLI for an example copied to dst, with the provider's source declared when
+// the example (a documentation snippet) does not, and the local backend's state and programs
+// in the scratch tree for examples without a provider block.
+func exampleCLI(t *testing.T, work, dst string) *cli {
+	t.Helper()
+	if !strings.Contains(readAll(t, dst), "required_providers") {
+		source := "terraform {\n  required_providers {\n    kubewin = { source = \"kubewin/kubewin\" }\n  }\n}\n"
+		if err := os.WriteFile(filepath.Join(dst, "zz_provider_source.tf"), []byte(source), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newCLI(t, dst, "")
+	bin, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.env = append(c.env, EnvStateDir+"="+filepath.Join(work, "state"), EnvBinPath+"="+nodebootDir+string(os.PathListSeparator)+bin)
+	return c
+}
+
+// scratchTree is a directory laid out like the repository where examples look for programs:
+// bin/ (nodeboot) and .testbin/ (the control plane).
+func scratchTree(t *testing.T) string {
+	t.Helper()
+	work := t.TempDir()
+	bin, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"bin": nodebootDir, ".testbin": bin} {
+		if err := os.Symlink(target, filepath.Join(work, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return work
+}
+
+// exampleDirs lists the directories of examples/ that hold Terraform files, relative to the
+// repository.
+func exampleDirs(t *testing.T) []string {
+	t.Helper()
+	var dirs []string
+	err := filepath.WalkDir(filepath.Join(repoRoot, "examples"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) != ".tf" {
+			return err
+		}
+		rel, err := filepath.Rel(repoRoot, filepath.Dir(p))
+		if err == nil && !slices.Contains(dirs, rel) {
+			dirs = append(dirs, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) < 5 {
+		t.Fatalf("found %d example directories: the walk is broken", len(dirs))
+	}
+	return dirs
+}
+
+type docBlock struct{ source, text string }
+
+var terraformBlock = regexp.MustCompile("(?s)```(?:terraform|hcl)\n(.*?)```")
+
+// docBlocks returns the terraform code blocks of docs/.
+func docBlocks(t *testing.T) []docBlock {
+	t.Helper()
+	var out []docBlock
+	err := filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) != ".md" {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot, p)
+		for _, m := range terraformBlock.FindAllStringSubmatch(string(data), -1) {
+			out = append(out, docBlock{source: rel, text: m[1]})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 5 {
+		t.Fatalf("found %d terraform blocks in docs/: the walk is broken", len(out))
+	}
+	return out
+}
+
+func readAll(t *testing.T, dir string) string {
+	t.Helper()
+	var all strings.Builder
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) == ".tf" {
+			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			all.Write(data)
+		}
+	}
+	return all.String()
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if d.Name() == ".terraform" || d.Name() == ".kubewin" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		copyFile(t, p, filepath.Join(dst, rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, fi.Mode().Perm()); err != nil {
+		t.Fatal(err)
+	}
+}
