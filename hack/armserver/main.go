@@ -12,6 +12,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -75,6 +76,15 @@ func main() {
 	}
 }
 
+func sortedNames(m map[string]string) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // seed creates the resource group, the virtual network and the images.
 func seed(s *armtest.Server, group, vnet string, subnets, images []string) error {
 	s.AddResourceGroup(group)
@@ -94,7 +104,9 @@ func seed(s *armtest.Server, group, vnet string, subnets, images []string) error
 	if err != nil {
 		return err
 	}
-	fmt.Printf("virtual network %s\n", id)
+	for _, n := range sortedNames(v.Subnets) {
+		fmt.Printf("subnet %s/subnets/%s (%s)\n", id, n, v.Subnets[n])
+	}
 	for _, im := range images {
 		if err := s.AddImage(im, nil); err != nil {
 			return err

@@ -486,6 +486,7 @@ func (s *Server) checkNetworkProfile(id, location string, vmp *armcompute.Virtua
 		if n.primary {
 			primaries++
 		}
+		primaryIPs := 0
 		for j, ipc := range c.Properties.IPConfigurations {
 			if ipc == nil || ipc.Name == nil || ipc.Properties == nil || ipc.Properties.Subnet == nil || ipc.Properties.Subnet.ID == nil {
 				return invalidParameter("ipConfigurations", "IP configuration %d of network interface configuration %q needs a name and properties.subnet.id.", j, n.name)
@@ -494,11 +495,18 @@ func (s *Server) checkNetworkProfile(id, location string, vmp *armcompute.Virtua
 			if sn == nil || !strings.EqualFold(sn.vnet.location, location) {
 				return errReference(*ipc.Properties.Subnet.ID, id)
 			}
-			n.ipConfigs = append(n.ipConfigs, ipConfigPlan{
+			cp := ipConfigPlan{
 				name:    *ipc.Name,
 				primary: len(c.Properties.IPConfigurations) == 1 || (ipc.Properties.Primary != nil && *ipc.Properties.Primary),
 				subnet:  sn,
-			})
+			}
+			if cp.primary {
+				primaryIPs++
+			}
+			n.ipConfigs = append(n.ipConfigs, cp)
+		}
+		if primaryIPs != 1 {
+			return invalidParameter("ipConfigurations", "Exactly one IP configuration of network interface configuration %q must be primary; %d are.", n.name, primaryIPs)
 		}
 		plan.nics = append(plan.nics, n)
 	}
@@ -679,6 +687,9 @@ func (s *Server) deleteScaleSet(w http.ResponseWriter, q *armRequest) *apiError 
 	op := s.startOperation(q, id, func(failure *apiError) func() {
 		if failure != nil {
 			ss.state = stateFailed
+			for _, in := range gone {
+				in.state = stateFailed
+			}
 			return nil
 		}
 		s.removeInstances(ss, gone)

@@ -9,8 +9,11 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -240,5 +243,27 @@ func TestMetadataDocument(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("an unsupported metadata api-version: %d", resp.StatusCode)
+	}
+}
+
+// TestCAFileThroughSSLCertFile runs this test binary again with SSL_CERT_FILE naming the server's
+// CA file: Go's default HTTP client, which terraform and its providers use, then trusts the server.
+func TestCAFileThroughSSLCertFile(t *testing.T) {
+	if url := os.Getenv("ARMTEST_CHILD_GET"); url != "" {
+		resp, err := http.Get(url)
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		resp.Body.Close()
+		fmt.Println(resp.Status)
+		os.Exit(0)
+	}
+	f := newFixture(t, Options{})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCAFileThroughSSLCertFile$")
+	cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+f.s.CAFile(), "ARMTEST_CHILD_GET=https://"+f.s.MetadataHost()+"/metadata/endpoints?api-version="+MetadataAPIVersion)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "200 OK") {
+		t.Fatalf("GET with SSL_CERT_FILE=%s: %v\n%s", f.s.CAFile(), err, out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
@@ -159,7 +160,20 @@ func TestPollerResumesFromToken(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := testContext(t)
 	hold := f.s.HoldOperations(Match{Method: http.MethodPut})
-	p, err := f.compute.NewVirtualMachineScaleSetsClient().BeginCreateOrUpdate(ctx, testGroup, "win", f.windowsScaleSet(2, "cfg"), nil)
+	type begun struct {
+		p   *runtime.Poller[armcompute.VirtualMachineScaleSetsClientCreateOrUpdateResponse]
+		err error
+	}
+	started := make(chan begun, 1)
+	go func() {
+		p, err := f.compute.NewVirtualMachineScaleSetsClient().BeginCreateOrUpdate(ctx, testGroup, "win", f.windowsScaleSet(2, "cfg"), nil)
+		started <- begun{p, err}
+	}()
+	if err := hold.WaitHits(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	b := <-started
+	p, err := b.p, b.err
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,6 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -310,9 +309,6 @@ func (s *Server) MetadataHost() string { return s.host }
 // CAFile is the PEM file of the CA that signed the server's certificate. Go programs trust it when
 // SSL_CERT_FILE names it.
 func (s *Server) CAFile() string { return s.caFile }
-
-// CertPool holds the server's CA.
-func (s *Server) CertPool() *x509.CertPool { return s.ca.pool }
 
 // HTTPClient is an HTTP client that trusts the server's CA (usable as azcore's Transport).
 func (s *Server) HTTPClient() *http.Client { return s.client }
