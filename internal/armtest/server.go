@@ -257,6 +257,7 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.httpSrv.Shutdown(ctx)
+	s.client.CloseIdleConnections()
 	s.cancel()
 	s.boots.Wait()
 
