@@ -64,11 +64,21 @@ func ComputerName(prefix string, index int) (string, error) {
 	if err := ValidatePrefix(prefix); err != nil {
 		return "", err
 	}
+	suffix, err := Suffix(index)
+	if err != nil {
+		return "", err
+	}
+	return prefix + suffix, nil
+}
+
+// Suffix returns the part of a computer name that encodes instance index: the index in
+// SuffixLen lower-case base-36 digits, as Azure scale sets suffix Windows computer names.
+func Suffix(index int) (string, error) {
 	if index < 0 || index > MaxIndex {
 		return "", fmt.Errorf("instance index %d is out of range 0..%d", index, MaxIndex)
 	}
 	s := strconv.FormatInt(int64(index), 36)
-	return prefix + strings.Repeat("0", SuffixLen-len(s)) + s, nil
+	return strings.Repeat("0", SuffixLen-len(s)) + s, nil
 }
 
 // Index returns the instance index encoded in a computer name made by ComputerName with prefix.

@@ -1,0 +1,128 @@
+package armtest
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+)
+
+// Instance is a scale-set instance as its machine sees it.
+type Instance struct {
+	// ScaleSetID is the ARM ID of the scale set.
+	ScaleSetID string
+	// InstanceID is the instance's decimal ID within the scale set ("0", "1", ...).
+	InstanceID string
+	// ComputerName is the Windows computer name: the scale set's computerNamePrefix and the
+	// instance ID in 6 base-36 digits.
+	ComputerName string
+	// PrivateIP is the primary IP configuration's address on the primary NIC.
+	PrivateIP netip.Addr
+	// CustomData is osProfile.customData, decoded from base64, of the model the instance was
+	// created with (nil when none).
+	CustomData []byte
+	// ImageID is the image the instance was created from (for a gallery image definition, the
+	// version that was the latest).
+	ImageID string
+	// IPForwarding is enableIPForwarding of the primary NIC.
+	IPForwarding bool
+}
+
+// Booter runs the machines behind scale-set instances.
+type Booter interface {
+	// Boot starts the machine of an instance that has just been provisioned. The server calls it
+	// in its own goroutine once the operation that created the instance succeeded, as a VM boots
+	// after Azure reports it provisioned; ctx ends when the server closes. An error is logged.
+	Boot(ctx context.Context, in Instance) error
+	// Shutdown stops the machine of an instance being deleted (scale-in, deleteInstances,
+	// instance delete, scale set delete) or still running when the server closes. It is called
+	// once for every instance Boot was called for, after Boot returned; the deletion completes
+	// when Shutdown returns.
+	Shutdown(ctx context.Context, in Instance) error
+	// SerialLog is the instance's serial console output, served at the URI that
+	// retrieveBootDiagnosticsData returns.
+	SerialLog(in Instance) []byte
+}
+
+type nopBooter struct{}
+
+func (nopBooter) Boot(context.Context, Instance) error     { return nil }
+func (nopBooter) Shutdown(context.Context, Instance) error { return nil }
+func (nopBooter) SerialLog(Instance) []byte                { return nil }
+
+// RecordingBooter records Boot and Shutdown calls; its serial log names the instance. The zero
+// value is ready to use.
+type RecordingBooter struct {
+	mu        sync.Mutex
+	boots     []Instance
+	shutdowns []Instance
+	changed   chan struct{} // closed and replaced on every call
+}
+
+// Boot records the call.
+func (b *RecordingBooter) Boot(_ context.Context, in Instance) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.boots = append(b.boots, in)
+	b.signal()
+	return nil
+}
+
+// Shutdown records the call.
+func (b *RecordingBooter) Shutdown(_ context.Context, in Instance) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.shutdowns = append(b.shutdowns, in)
+	b.signal()
+	return nil
+}
+
+// SerialLog returns a line naming the instance, its image and its custom data size.
+func (b *RecordingBooter) SerialLog(in Instance) []byte {
+	return []byte(fmt.Sprintf("armtest serial console: %s (instance %s of %s) booted from %s with %d bytes of custom data\n",
+		in.ComputerName, in.InstanceID, in.ScaleSetID, in.ImageID, len(in.CustomData)))
+}
+
+// signal wakes waiters; b.mu is held.
+func (b *RecordingBooter) signal() {
+	if b.changed != nil {
+		close(b.changed)
+	}
+	b.changed = make(chan struct{})
+}
+
+// Boots returns the instances booted so far, in call order.
+func (b *RecordingBooter) Boots() []Instance {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Instance(nil), b.boots...)
+}
+
+// Shutdowns returns the instances shut down so far, in call order.
+func (b *RecordingBooter) Shutdowns() []Instance {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Instance(nil), b.shutdowns...)
+}
+
+// WaitBoots waits until at least n instances were booted and returns them.
+func (b *RecordingBooter) WaitBoots(ctx context.Context, n int) ([]Instance, error) {
+	for {
+		b.mu.Lock()
+		if len(b.boots) >= n {
+			out := append([]Instance(nil), b.boots...)
+			b.mu.Unlock()
+			return out, nil
+		}
+		if b.changed == nil {
+			b.changed = make(chan struct{})
+		}
+		changed, got := b.changed, len(b.boots)
+		b.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%d instances booted, waiting for %d: %w", got, n, ctx.Err())
+		}
+	}
+}
