@@ -50,10 +50,13 @@ resource "kubewin_windows_node_pool" "win" {
 # Upstream L3 routing for l2bridge: each node's pod CIDR goes to the node.
 resource "kubewin_pod_route" "node" {
   count       = var.node_count
-  route_table = "windows-pods"
   name        = kubewin_windows_node_pool.win.nodes[count.index].name
   destination = kubewin_windows_node_pool.win.nodes[count.index].pod_cidr
   next_hop    = kubewin_windows_node_pool.win.nodes[count.index].ip
+
+  local {
+    route_table = "windows-pods"
+  }
 }
 
 output "endpoint" {

@@ -1,6 +1,7 @@
 package armtest
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"sort"
@@ -579,6 +580,31 @@ func (s *Server) subnetsOf(table string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// AddRouteTable seeds an empty route table in a resource group, associated with the subnets
+// named by resource ID (as azurerm_subnet_route_table_association would), and returns its ID.
+func (s *Server) AddRouteTable(group, name string, subnetIDs ...string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addGroup(group)
+	id := s.ResourceGroupID(s.groups[strings.ToLower(group)]) + "/providers/Microsoft.Network/routeTables/" + name
+	var subnets []*subnet
+	for _, sid := range subnetIDs {
+		sn := s.findSubnet(sid)
+		if sn == nil {
+			return "", fmt.Errorf("no subnet %s to associate route table %s with", sid, name)
+		}
+		subnets = append(subnets, sn)
+	}
+	s.tables[strings.ToLower(id)] = &routeTable{
+		id: id, location: s.opts.Location, routes: map[string]*route{}, state: armnetwork.ProvisioningStateSucceeded,
+		model: armnetwork.RouteTable{Location: to.Ptr(s.opts.Location), Properties: &armnetwork.RouteTablePropertiesFormat{}},
+	}
+	for _, sn := range subnets {
+		sn.table = id
+	}
+	return id, nil
 }
 
 func (s *Server) tableView(rt *routeTable) armnetwork.RouteTable {

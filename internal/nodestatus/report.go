@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,4 +111,34 @@ func ReportObject(poolLabel, pool, node string) *corev1.ConfigMap {
 		Namespace: Namespace,
 		Labels:    map[string]string{poolLabel: pool},
 	}}
+}
+
+// SerialPrefix starts the line nodeboot writes to the machine's serial console with its report,
+// at every change: clouds keep the serial console (Azure's boot diagnostics), so a provisioner
+// can read a join that failed before it could reach the cluster.
+const SerialPrefix = "kubewin-nodeboot-report: "
+
+// SerialLine is a report as a serial console line.
+func SerialLine(r *Report) ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte(SerialPrefix), b...), '\n'), nil
+}
+
+// LastSerialReport returns the last report in a serial console log, or nil.
+func LastSerialReport(log []byte) *Report {
+	lines := strings.Split(string(log), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := strings.TrimRight(lines[i], "\r")
+		if !strings.HasPrefix(line, SerialPrefix) {
+			continue
+		}
+		var r Report
+		if json.Unmarshal([]byte(line[len(SerialPrefix):]), &r) == nil {
+			return &r
+		}
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/proc"
 )
 
 // Machine describes a simulated machine.
@@ -95,6 +97,38 @@ func Provision(m Machine, imageDir string, customData []byte) error {
 		return err
 	}
 	return writeFile(Path(m.Root, nodecmd.DefaultPaths().CustomData), customData, 0o600)
+}
+
+// Boot provisions machine m from an image directory with its custom data — its Windows build and
+// runtime are the image's — and starts its nodeboot (`nodeboot run`, detached, logging to
+// logPath), which joins it and keeps it running after the caller exits. It returns nodeboot's
+// process ID.
+func Boot(m Machine, imageDir string, customData []byte, nodeboot, logPath string) (int, error) {
+	raw, err := os.ReadFile(filepath.Join(imageDir, ImageManifestFile))
+	if err != nil {
+		return 0, fmt.Errorf("image %s: %w", imageDir, err)
+	}
+	manifest, err := api.LoadImageManifest(raw)
+	if err != nil {
+		return 0, fmt.Errorf("image %s: %w", imageDir, err)
+	}
+	m.Build, m.Runtime = uint32(manifest.WindowsBuild), manifest.Runtime.Name
+	if err := Provision(m, imageDir, customData); err != nil {
+		return 0, err
+	}
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer log.Close()
+	cmd := exec.Command(nodeboot, "--platform", "sim", "--root", m.Root, "run")
+	cmd.Stdout, cmd.Stderr, cmd.Dir = log, log, filepath.Dir(logPath)
+	cmd.SysProcAttr = proc.SysProcAttr(true)
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start nodeboot: %w", err)
+	}
+	go func() { _ = cmd.Wait() }() // reap it if it dies while this process lives
+	return cmd.Process.Pid, nil
 }
 
 func writeFile(path string, data []byte, perm os.FileMode) error {

@@ -33,8 +33,11 @@ resource "kubewin_windows_node_pool" "win" {
 resource "kubewin_pod_route" "win" {
   count = kubewin_windows_node_pool.win.node_count
 
-  route_table = "windows-pods"
   name        = kubewin_windows_node_pool.win.nodes[count.index].name
   destination = kubewin_windows_node_pool.win.nodes[count.index].pod_cidr
   next_hop    = kubewin_windows_node_pool.win.nodes[count.index].ip
+
+  local {
+    route_table = "windows-pods"
+  }
 }

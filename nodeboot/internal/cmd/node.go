@@ -75,7 +75,14 @@ func (f *machineFlags) node(out io.Writer) (*join.Node, error) {
 		}
 		name = strings.ToLower(h)
 	}
-	n := &join.Node{Config: cfg, Manifest: m, Platform: p, Paths: paths, Name: name, Out: withEventLog(out), Timeouts: join.DefaultTimeouts}
+	// Progress and reports also go to the serial console, which a cloud keeps when nothing else
+	// of the machine can be seen.
+	out = withEventLog(out)
+	serial := serialConsole(f.root)
+	if serial != nil {
+		out = io.MultiWriter(out, serial)
+	}
+	n := &join.Node{Config: cfg, Manifest: m, Platform: p, Paths: paths, Name: name, Out: out, Serial: serial, Timeouts: join.DefaultTimeouts}
 	if err := n.Open(); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,9 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
@@ -22,4 +25,17 @@ func openPlatform(name, root string) (platform.Platform, error) {
 		return nil, fmt.Errorf("--platform sim needs --root, the simulated machine's system drive")
 	}
 	return sim.Load(root)
+}
+
+// serialConsole is the simulated machine's serial console: a file next to its description,
+// which the test ARM server's boot diagnostics serve.
+func serialConsole(root string) io.Writer {
+	if root == "" {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(root, "sim", "serial.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil
+	}
+	return f
 }

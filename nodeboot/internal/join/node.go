@@ -51,6 +51,9 @@ type Node struct {
 	Clock func() time.Time
 	// Out receives progress lines.
 	Out io.Writer
+	// Serial receives the join report as a line at every change (the machine's serial console,
+	// which clouds keep); nil for none.
+	Serial io.Writer
 
 	store  *workflow.Store[Learned]
 	state  *workflow.State[Learned]
@@ -185,8 +188,9 @@ func (n *Node) reportLoop(reports <-chan struct{}, flushed chan<- struct{}) {
 	}
 }
 
-// writeReport writes the report with the best credential at hand; before the cluster is
-// trusted there is none, and the state file and console are the only record.
+// writeReport writes the report to the serial console and with the best credential at hand;
+// before the cluster is trusted there is none, and the state file and consoles are the only
+// record.
 func (n *Node) writeReport() {
 	n.mu.Lock()
 	c := n.nodeClient
@@ -195,6 +199,11 @@ func (n *Node) writeReport() {
 	}
 	report := n.Report()
 	n.mu.Unlock()
+	if n.Serial != nil {
+		if line, err := nodestatus.SerialLine(report); err == nil {
+			_, _ = n.Serial.Write(line)
+		}
+	}
 	if c == nil {
 		return
 	}

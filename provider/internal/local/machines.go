@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,9 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/internal/proc"
 	"github.com/kubewin/kubewin/internal/simmachine"
@@ -46,14 +43,6 @@ const machineFile = "machine.json"
 // CreateMachine provisions a machine from an image directory with its NodeConfig and starts
 // its nodeboot, which joins it and keeps it running after the caller exits.
 func (b *Backend) CreateMachine(pool, name, imageDir string, nodeConfig []byte) (Machine, error) {
-	raw, err := os.ReadFile(filepath.Join(imageDir, simmachine.ImageManifestFile))
-	if err != nil {
-		return Machine{}, fmt.Errorf("image %s: %w", imageDir, err)
-	}
-	manifest, err := api.LoadImageManifest(raw)
-	if err != nil {
-		return Machine{}, fmt.Errorf("image %s: %w", imageDir, err)
-	}
 	nodeboot, err := b.Binary("nodeboot")
 	if err != nil {
 		return Machine{}, err
@@ -63,24 +52,12 @@ func (b *Backend) CreateMachine(pool, name, imageDir string, nodeConfig []byte) 
 		return Machine{}, err
 	}
 	dir := b.machineDir(pool, name)
-	m := simmachine.Machine{Root: filepath.Join(dir, "drive"), ComputerName: name, Build: uint32(manifest.WindowsBuild), Adapter: v1alpha1.DefaultInterfaceName,
-		Address: addr, Subnet: MachineSubnet, Runtime: manifest.Runtime.Name}
-	if err := simmachine.Provision(m, imageDir, nodeConfig); err != nil {
-		return Machine{}, err
-	}
-	log, err := os.OpenFile(filepath.Join(dir, "nodeboot.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	m := simmachine.Machine{Root: filepath.Join(dir, "drive"), ComputerName: name, Adapter: v1alpha1.DefaultInterfaceName, Address: addr, Subnet: MachineSubnet}
+	pid, err := simmachine.Boot(m, imageDir, nodeConfig, nodeboot, filepath.Join(dir, "nodeboot.log"))
 	if err != nil {
-		return Machine{}, err
+		return Machine{}, fmt.Errorf("machine %s: %w", name, err)
 	}
-	defer log.Close()
-	cmd := exec.Command(nodeboot, "--platform", "sim", "--root", m.Root, "run")
-	cmd.Stdout, cmd.Stderr, cmd.Dir = log, log, dir
-	cmd.SysProcAttr = proc.SysProcAttr(true)
-	if err := cmd.Start(); err != nil {
-		return Machine{}, fmt.Errorf("start nodeboot on machine %s: %w", name, err)
-	}
-	go func() { _ = cmd.Wait() }() // reap it if it dies while this process lives
-	machine := Machine{Name: name, Address: addr, PID: cmd.Process.Pid}
+	machine := Machine{Name: name, Address: addr, PID: pid}
 	data, _ := json.Marshal(machine)
 	return machine, os.WriteFile(filepath.Join(dir, machineFile), data, 0o600)
 }
@@ -125,29 +102,17 @@ func (b *Backend) DeleteMachine(ctx context.Context, pool string, m Machine) err
 // DeletePool removes what is left of a pool's directory.
 func (b *Backend) DeletePool(pool string) error { return os.RemoveAll(b.poolDir(pool)) }
 
-// JoinReport is the join report nodeboot keeps on the machine itself, which also holds the
-// failures that happen before the cluster is trusted (and so are never sent to it).
+// JoinReport is the last join report the machine's nodeboot wrote to its serial console, which
+// also holds the failures that happen before the cluster is trusted (and so never reach it).
 func (b *Backend) JoinReport(pool, name string) (*nodestatus.Report, error) {
-	root := filepath.Join(b.machineDir(pool, name), "drive")
-	data, err := os.ReadFile(simmachine.Path(root, nodecmd.DefaultPaths().NodebootDir+`\state.json`))
+	log, err := os.ReadFile(filepath.Join(b.machineDir(pool, name), "drive", "sim", "serial.log"))
 	if err != nil {
 		return nil, err
 	}
-	var st struct {
-		Phases []nodestatus.PhaseRecord `json:"phases"`
+	if r := nodestatus.LastSerialReport(log); r != nil {
+		return r, nil
 	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, err
-	}
-	r := &nodestatus.Report{Node: name, State: nodestatus.StateRunning, Phases: st.Phases}
-	for _, p := range st.Phases {
-		r.Phase = p.Name
-		if p.State == nodestatus.StateFailed {
-			r.State, r.Code, r.Message = nodestatus.StateFailed, p.Code, p.Message
-			break
-		}
-	}
-	return r, nil
+	return nil, fmt.Errorf("machine %s has written no join report yet", name)
 }
 
 // LogTail returns the end of a machine's nodeboot log.

@@ -144,15 +144,20 @@ func (m *Manager) clusterReports(ctx context.Context, s Spec) (map[string]*nodes
 
 // waitReady waits until every named node is Ready, or fails naming the first that reports a
 // failure, with its phase and code, or a machine that stopped. Each check costs one Node list,
-// one report list and one backend list, whatever the number of nodes; the machines' own
-// reports (which a cloud serves slowly) are read less and less often.
+// one report list and one backend list, whatever the number of nodes. The machines' own reports
+// (a cloud serves them slowly, one machine at a time) are read only for nodes that have not
+// reached the cluster after a while, and less and less often.
 func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error {
 	pending := slices.Clone(waiting)
 	poll := m.Poll
 	if poll == 0 {
 		poll = 250 * time.Millisecond
 	}
-	localEvery, nextLocal := time.Second, time.Now().Add(time.Second)
+	localEvery := m.MachineReportsAfter
+	if localEvery == 0 {
+		localEvery = 5 * time.Second
+	}
+	nextLocal := time.Now().Add(localEvery)
 	for {
 		nodes, err := m.poolNodes(ctx, s)
 		if err != nil {
@@ -192,13 +197,19 @@ func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error
 			}
 		}
 		if time.Now().After(nextLocal) {
-			local := m.Compute.Reports(ctx, pending)
+			var unreported []string
 			for _, name := range pending {
+				if reports[name] == nil {
+					unreported = append(unreported, name)
+				}
+			}
+			local := m.Compute.Reports(ctx, unreported)
+			for _, name := range unreported {
 				if r := local[name]; r != nil && r.State == nodestatus.StateFailed {
 					return &JoinError{Report: *r, Log: m.Compute.Log(ctx, name)}
 				}
 			}
-			localEvery = min(2*localEvery, 15*time.Second)
+			localEvery = min(2*localEvery, 30*time.Second)
 			nextLocal = time.Now().Add(localEvery)
 		}
 		select {

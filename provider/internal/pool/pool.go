@@ -118,6 +118,9 @@ type Manager struct {
 	Compute Compute
 	// Poll is how often a wait checks the nodes. Default: 250 ms.
 	Poll time.Duration
+	// MachineReportsAfter is how long a wait lets a node take to reach the cluster before it
+	// reads the machine's own report. Default: 5 s.
+	MachineReportsAfter time.Duration
 }
 
 // Reconcile brings the pool to spec: machines that stopped or failed to join are removed,

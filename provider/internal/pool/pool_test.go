@@ -55,7 +55,8 @@ type bootOutcome int
 
 const (
 	bootReady   bootOutcome = iota // the node registers and goes Ready
-	bootFailed                     // the join fails before the cluster is trusted (report on the machine)
+	bootFailed                     // the join fails before the cluster is trusted (report on the machine), which stops
+	bootFailedRunning              // the same, but the machine runs on (a cloud VM whose agent failed)
 	bootStopped                    // the machine stops without a word
 	bootPending                    // the node never goes Ready
 )
@@ -125,9 +126,9 @@ func (s *scaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 			if _, err := s.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 				s.t.Error(err)
 			}
-		case bootFailed:
+		case bootFailed, bootFailedRunning:
 			m.report = &nodestatus.Report{Node: name, State: nodestatus.StateFailed, Phase: "discovery", Code: nodestatus.CodeCAPinMismatch, Message: "the cluster CA does not match"}
-			m.running = false
+			m.running = outcome == bootFailedRunning
 		case bootStopped:
 			m.running = false
 		}
@@ -232,7 +233,7 @@ func (s *scaleSet) manager() *Manager {
 		}
 		return false, nil, nil
 	})
-	return &Manager{Client: s.client, Compute: s, Poll: time.Millisecond}
+	return &Manager{Client: s.client, Compute: s, Poll: time.Millisecond, MachineReportsAfter: 20 * time.Millisecond}
 }
 
 func spec(count, surge int, image string) Spec {
@@ -440,18 +441,21 @@ func TestReconcileMachineStops(t *testing.T) {
 	}
 }
 
-// A join that fails names the node, the phase and the code.
+// A join that fails names the node, the phase and the code, whether the machine stops or runs
+// on (then its own report tells).
 func TestReconcileJoinFails(t *testing.T) {
-	ss := newScaleSet(t)
-	m := ss.manager()
-	ss.boot = func(string) bootOutcome { return bootFailed }
-	_, err := m.Reconcile(context.Background(), spec(1, 1, "a"))
-	var je *JoinError
-	if !errors.As(err, &je) || je.Report.Node != "win000000" || je.Report.Phase != "discovery" || je.Report.Code != nodestatus.CodeCAPinMismatch {
-		t.Fatalf("error = %v", err)
-	}
-	if !strings.Contains(err.Error(), "node win000000 failed in phase discovery with code CAPinMismatch") || je.Log != "log of win000000" {
-		t.Errorf("error = %v, log %q", err, je.Log)
+	for _, outcome := range []bootOutcome{bootFailed, bootFailedRunning} {
+		ss := newScaleSet(t)
+		m := ss.manager()
+		ss.boot = func(string) bootOutcome { return outcome }
+		_, err := m.Reconcile(context.Background(), spec(1, 1, "a"))
+		var je *JoinError
+		if !errors.As(err, &je) || je.Report.Node != "win000000" || je.Report.Phase != "discovery" || je.Report.Code != nodestatus.CodeCAPinMismatch {
+			t.Fatalf("outcome %d: error = %v", outcome, err)
+		}
+		if !strings.Contains(err.Error(), "node win000000 failed in phase discovery with code CAPinMismatch") || je.Log != "log of win000000" {
+			t.Errorf("outcome %d: error = %v, log %q", outcome, err, je.Log)
+		}
 	}
 }
 

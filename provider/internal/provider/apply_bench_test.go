@@ -56,7 +56,9 @@ locals {
 
 resource "kubewin_pod_route" "node" {
   for_each    = local.routes
-  route_table = "bench"
+  local {
+    route_table = "bench"
+  }
   name        = each.key
   destination = each.value.cidr
   next_hop    = each.value.ip

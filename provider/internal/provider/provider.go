@@ -34,6 +34,7 @@ func New(version string) func() provider.Provider {
 type providerModel struct {
 	Local      *localModel      `tfsdk:"local"`
 	Kubernetes *kubernetesModel `tfsdk:"kubernetes"`
+	Azure      *azureModel      `tfsdk:"azure"`
 }
 
 type localModel struct {
@@ -51,7 +52,8 @@ const (
 type providerData struct {
 	local *local.Backend
 	// kube is the connection to an existing cluster, or nil.
-	kube *rest.Config
+	kube      *rest.Config
+	azureConn *azureConn
 }
 
 func (p *kubewinProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -66,6 +68,7 @@ func (p *kubewinProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 			"and each node a nodeboot process on a **simulated** Windows machine whose simulated kubelet runs no containers — " +
 			"for development, demos and CI. Simulated nodes join only clusters created by `kubewin_cluster`, unless a pool opts in by name.",
 		Blocks: map[string]schema.Block{
+			"azure":      azureBlock(),
 			"kubernetes": kubernetesBlock(),
 			"local": schema.SingleNestedBlock{
 				Description: "Settings of the local backend.",
@@ -119,6 +122,12 @@ func (p *kubewinProvider) Configure(ctx context.Context, req provider.ConfigureR
 		return
 	}
 	data.kube = kube
+	az, known, diags := cfg.Azure.config()
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	data.azureConn = &azureConn{config: az, known: known}
 	resp.ResourceData, resp.DataSourceData, resp.EphemeralResourceData = data, data, data
 }
 

@@ -41,6 +41,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	nodebootDir = dir
+	if err := startARM(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "start the ARM test server: %v\n", err)
+		os.Exit(1)
+	}
 	// A CLI configuration file that does not exist only adds warnings to every run.
 	if f := os.Getenv("TF_CLI_CONFIG_FILE"); f != "" {
 		if _, err := os.Stat(f); err != nil {
@@ -48,6 +52,10 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	if err := armServer.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "the ARM test server: %v\n", err)
+		code = max(code, 1)
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

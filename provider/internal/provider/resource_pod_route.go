@@ -3,28 +3,34 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"strings"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/kubewin/kubewin/internal/ipam"
+	"github.com/kubewin/kubewin/internal/routetable"
+	"github.com/kubewin/kubewin/provider/internal/azure"
 	"github.com/kubewin/kubewin/provider/internal/local"
 )
 
 var (
-	_ resource.Resource                = (*podRouteResource)(nil)
-	_ resource.ResourceWithConfigure   = (*podRouteResource)(nil)
-	_ resource.ResourceWithImportState = (*podRouteResource)(nil)
-	_ resource.ResourceWithModifyPlan  = (*podRouteResource)(nil)
+	_ resource.Resource                   = (*podRouteResource)(nil)
+	_ resource.ResourceWithConfigure      = (*podRouteResource)(nil)
+	_ resource.ResourceWithImportState    = (*podRouteResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*podRouteResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*podRouteResource)(nil)
 )
 
 func newPodRouteResource() resource.Resource { return &podRouteResource{} }
@@ -32,11 +38,20 @@ func newPodRouteResource() resource.Resource { return &podRouteResource{} }
 type podRouteResource struct{ data *providerData }
 
 type podRouteModel struct {
-	RouteTable  types.String `tfsdk:"route_table"`
-	Name        types.String `tfsdk:"name"`
-	Destination types.String `tfsdk:"destination"`
-	NextHop     types.String `tfsdk:"next_hop"`
-	ID          types.String `tfsdk:"id"`
+	Name        types.String     `tfsdk:"name"`
+	Destination types.String     `tfsdk:"destination"`
+	NextHop     types.String     `tfsdk:"next_hop"`
+	Local       *localRouteModel `tfsdk:"local"`
+	Azure       *azureRouteModel `tfsdk:"azure"`
+	ID          types.String     `tfsdk:"id"`
+}
+
+type localRouteModel struct {
+	RouteTable types.String `tfsdk:"route_table"`
+}
+
+type azureRouteModel struct {
+	RouteTableID types.String `tfsdk:"route_table_id"`
 }
 
 var routeNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?$`)
@@ -49,14 +64,36 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
 		Description: "A route that sends a node's pod CIDR to the node, in a route table: the guides' \"upstream L3 routing\" for " +
-			"`l2bridge` networks. Use it with `for_each` over a node pool's `nodes`. A route table holds at most " +
-			fmt.Sprint(local.MaxRoutes) + " routes (Azure's limit per route table, which the local route table keeps too) and no two overlapping destinations; both are checked at plan time.",
-		Attributes: map[string]schema.Attribute{
-			"route_table": schema.StringAttribute{
-				Required: true, PlanModifiers: replace,
-				Validators:  []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
-				Description: "Name of the route table (in the local backend, created on first use).",
+			"`l2bridge` networks. Name the table in a backend block: `local` (a route table of the local backend, a file) or `azure` " +
+			"(an Azure route table, associated with the nodes' subnet). Use it with `count` over a node pool's `nodes`. A route table holds at most " +
+			fmt.Sprint(routetable.MaxRoutes) + " routes (Azure's limit per route table, which the local route table keeps too) and no two " +
+			"overlapping destinations; both are checked at plan time, against the table's routes and the others planned.",
+		Blocks: map[string]schema.Block{
+			"local": schema.SingleNestedBlock{
+				Description:   "The route goes into a route table of the local backend.",
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving the route to another backend replaces it.", "")},
+				Attributes: map[string]schema.Attribute{
+					"route_table": schema.StringAttribute{
+						Optional: true, PlanModifiers: replace,
+						Validators:  []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
+						Description: "Name of the route table (required), created on first use.",
+					},
+				},
 			},
+			"azure": schema.SingleNestedBlock{
+				Description: "The route goes into an Azure route table, with next hop type `VirtualAppliance` (the node's NIC, which the " +
+					"`azure` node pool creates with IP forwarding). Writes to one table are serialised; throttling and conflicts with " +
+					"other operations on the table are retried.",
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving the route to another backend replaces it.", "")},
+				Attributes: map[string]schema.Attribute{
+					"route_table_id": schema.StringAttribute{
+						Optional: true, PlanModifiers: replace,
+						Description: "Resource ID of the route table (required), e.g. `azurerm_route_table.pods.id`. A plan warns when it is not associated with the subnet of `next_hop`.",
+					},
+				},
+			},
+		},
+		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Required: true, PlanModifiers: replace,
 				Validators:  []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
@@ -74,23 +111,128 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			},
 			"id": schema.StringAttribute{
 				Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-				Description: "`<route_table>/<name>`.",
+				Description: "`<route_table>/<name>` for the local backend; the route's resource ID on Azure.",
 			},
 		},
 	}
+}
+
+// backendChanged replaces a resource whose backend block appears or goes.
+func backendChanged(_ context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull() && req.StateValue.IsNull() != req.PlanValue.IsNull()
 }
 
 func (r *podRouteResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
 }
 
+func (r *podRouteResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m podRouteModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	switch {
+	case m.Local == nil && m.Azure == nil:
+		resp.Diagnostics.AddAttributeError(path.Root("local"), "Missing Backend",
+			"The route does not say which route table it goes into. Add `local { route_table = \"<name>\" }` (the local backend) or `azure { route_table_id = \"<resource ID>\" }`.")
+	case m.Local != nil && m.Azure != nil:
+		resp.Diagnostics.AddAttributeError(path.Root("azure"), "Conflicting Backends", "Set one backend block, local or azure, not both.")
+	case m.Local != nil && m.Local.RouteTable.IsNull():
+		resp.Diagnostics.AddAttributeError(path.Root("local").AtName("route_table"), "Missing Route Table", "Set local.route_table to the name of the route table.")
+	case m.Azure != nil && m.Azure.RouteTableID.IsNull():
+		resp.Diagnostics.AddAttributeError(path.Root("azure").AtName("route_table_id"), "Missing Route Table", "Set azure.route_table_id to the route table's resource ID.")
+	case m.Azure != nil && !m.Azure.RouteTableID.IsUnknown():
+		if _, _, err := azure.ParseRouteTableID(m.Azure.RouteTableID.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("azure").AtName("route_table_id"), "Invalid Route Table ID", err.Error())
+		}
+	}
+}
+
+// routeTable is a route table of a backend.
+type routeTable interface {
+	// key identifies the table within the provider process.
+	key() string
+	read(ctx context.Context) (*routetable.Table, error)
+	get(ctx context.Context, name string) (routetable.Route, bool, error)
+	put(ctx context.Context, route routetable.Route) error
+	remove(ctx context.Context, name string) error
+	routeID(name string) string
+}
+
+// table opens the route's table; unknown is true when its name is known only at apply.
+func (r *podRouteResource) table(ctx context.Context, m *podRouteModel) (t routeTable, unknown bool, err error) {
+	switch {
+	case m.Local != nil:
+		if m.Local.RouteTable.IsUnknown() {
+			return nil, true, nil
+		}
+		return localTable{r.data.local, m.Local.RouteTable.ValueString()}, false, nil
+	case m.Azure != nil:
+		if m.Azure.RouteTableID.IsUnknown() {
+			return nil, true, nil
+		}
+		c, err := r.data.azure(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		at, err := c.OpenRouteTable(m.Azure.RouteTableID.ValueString())
+		return azureTable{at}, false, err
+	}
+	return nil, false, fmt.Errorf("the route names no backend")
+}
+
+type localTable struct {
+	b    *local.Backend
+	name string
+}
+
+func (t localTable) key() string { return "local/" + t.name }
+func (t localTable) read(context.Context) (*routetable.Table, error) {
+	return t.b.RouteTable(t.name)
+}
+func (t localTable) get(_ context.Context, name string) (routetable.Route, bool, error) {
+	table, err := t.b.RouteTable(t.name)
+	if err != nil {
+		return routetable.Route{}, false, err
+	}
+	route, ok := table.Find(name)
+	return route, ok, nil
+}
+func (t localTable) put(_ context.Context, route routetable.Route) error {
+	return t.b.UpdateRouteTable(t.name, func(table *routetable.Table) error { return table.Put(route) })
+}
+func (t localTable) remove(_ context.Context, name string) error {
+	return t.b.UpdateRouteTable(t.name, func(table *routetable.Table) error {
+		table.Remove(name)
+		return nil
+	})
+}
+func (t localTable) routeID(name string) string { return t.name + "/" + name }
+
+type azureTable struct{ t *azure.RouteTable }
+
+func (t azureTable) key() string { return "azure/" + strings.ToLower(t.t.ID) }
+func (t azureTable) read(ctx context.Context) (*routetable.Table, error) {
+	table, _, err := t.t.Read(ctx)
+	return table, err
+}
+func (t azureTable) get(ctx context.Context, name string) (routetable.Route, bool, error) {
+	return t.t.Get(ctx, name)
+}
+func (t azureTable) put(ctx context.Context, route routetable.Route) error {
+	return t.t.Put(ctx, route)
+}
+func (t azureTable) remove(ctx context.Context, name string) error { return t.t.Delete(ctx, name) }
+func (t azureTable) routeID(name string) string                    { return t.t.RouteID(name) }
+
 // planned remembers, per route table, the routes this provider process has planned, so that the
-// table's limits hold for a whole configuration (for_each over hundreds of nodes) at plan time.
+// table's limits hold for a whole configuration (count over hundreds of nodes) at plan time.
 var planned = struct {
 	sync.Mutex
-	routes  map[string]map[string]local.Route
+	routes  map[string]map[string]routetable.Route
 	deleted map[string]map[string]bool
-}{routes: map[string]map[string]local.Route{}, deleted: map[string]map[string]bool{}}
+}{routes: map[string]map[string]routetable.Route{}, deleted: map[string]map[string]bool{}}
 
 func (r *podRouteResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if r.data == nil {
@@ -99,40 +241,53 @@ func (r *podRouteResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if req.Plan.Raw.IsNull() {
 		var old podRouteModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &old)...)
-		planned.Lock()
-		mark(planned.deleted, old.RouteTable.ValueString(), old.Name.ValueString())
-		planned.Unlock()
+		if t, unknown, err := r.table(ctx, &old); err == nil && !unknown {
+			planned.Lock()
+			mark(planned.deleted, t.key(), old.Name.ValueString())
+			planned.Unlock()
+		}
 		return
 	}
 	var m podRouteModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() || m.RouteTable.IsUnknown() || m.Name.IsUnknown() || m.Destination.IsUnknown() || m.NextHop.IsUnknown() {
+	if resp.Diagnostics.HasError() || m.Name.IsUnknown() || m.Destination.IsUnknown() || m.NextHop.IsUnknown() {
 		return
 	}
 	route, err := routeOf(m)
 	if err != nil {
 		return // reported by the attribute validators
 	}
-	table, err := r.data.local.RouteTable(m.RouteTable.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot Read Route Table", err.Error())
+	t, unknown, err := r.table(ctx, &m)
+	if unknown {
 		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot Reach the Route Table", err.Error())
+		return
+	}
+	current, err := t.read(ctx)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot Read the Route Table", err.Error())
+		return
+	}
+	if at, ok := t.(azureTable); ok {
+		resp.Diagnostics.Append(checkAssociation(ctx, at.t, route.NextHop)...)
 	}
 	planned.Lock()
 	defer planned.Unlock()
-	tableName := table.Name
-	if planned.routes[tableName] == nil {
-		planned.routes[tableName] = map[string]local.Route{}
+	key := t.key()
+	if planned.routes[key] == nil {
+		planned.routes[key] = map[string]routetable.Route{}
 	}
-	planned.routes[tableName][route.Name] = route
+	planned.routes[key][route.Name] = route
 	// The table as this plan leaves it: its routes, minus those planned away, plus those planned.
-	whole := &local.RouteTable{Name: tableName}
-	for _, existing := range table.Routes {
-		if !planned.deleted[tableName][existing.Name] {
+	whole := &routetable.Table{Name: current.Name}
+	for _, existing := range current.Routes {
+		if !planned.deleted[key][existing.Name] {
 			whole.Routes = append(whole.Routes, existing)
 		}
 	}
-	for name, p := range planned.routes[tableName] {
+	for name, p := range planned.routes[key] {
 		if name != route.Name {
 			whole.Remove(name)
 			whole.Routes = append(whole.Routes, p)
@@ -141,10 +296,35 @@ func (r *podRouteResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if err := whole.CheckAdd(route); err != nil {
 		attr := path.Root("destination")
 		if strings.Contains(err.Error(), "already holds") {
-			attr = path.Root("route_table")
+			attr = path.Root("name")
 		}
 		resp.Diagnostics.AddAttributeError(attr, "Route Does Not Fit the Route Table", err.Error())
 	}
+}
+
+// checkAssociation warns when the Azure route table is not associated with the subnet of the
+// next hop: the nodes' traffic would not use the route.
+func checkAssociation(ctx context.Context, t *azure.RouteTable, hop netip.Addr) diag.Diagnostics {
+	var diags diag.Diagnostics
+	_, subnets, err := t.Read(ctx)
+	if err != nil {
+		return diags
+	}
+	prefixes, err := t.Client.SubnetPrefixes(ctx, subnets)
+	if err != nil {
+		return diags
+	}
+	for _, ps := range prefixes {
+		for _, p := range ps {
+			if p.Contains(hop) {
+				return diags
+			}
+		}
+	}
+	diags.AddAttributeWarning(path.Root("azure").AtName("route_table_id"), "Route Table Not Associated With the Nodes' Subnet",
+		fmt.Sprintf("Route table %s is associated with no subnet holding the next hop %s: pods on other nodes will not reach this node's pods through it. "+
+			"Associate the table with the nodes' subnet (azurerm_subnet_route_table_association).", t.ID, hop))
+	return diags
 }
 
 func mark(m map[string]map[string]bool, table, name string) {
@@ -154,25 +334,29 @@ func mark(m map[string]map[string]bool, table, name string) {
 	m[table][name] = true
 }
 
-func routeOf(m podRouteModel) (local.Route, error) {
+func routeOf(m podRouteModel) (routetable.Route, error) {
 	dst, err := ipam.ParsePrefix(m.Destination.ValueString())
 	if err != nil {
-		return local.Route{}, err
+		return routetable.Route{}, err
 	}
 	hop, err := ipam.ParseAddr(m.NextHop.ValueString())
 	if err != nil {
-		return local.Route{}, err
+		return routetable.Route{}, err
 	}
-	return local.Route{Name: m.Name.ValueString(), Destination: dst, NextHop: hop}, nil
+	return routetable.Route{Name: m.Name.ValueString(), Destination: dst, NextHop: hop}, nil
 }
 
-func (r *podRouteResource) put(m *podRouteModel) error {
+func (r *podRouteResource) put(ctx context.Context, m *podRouteModel) error {
 	route, err := routeOf(*m)
 	if err != nil {
 		return err
 	}
-	m.ID = types.StringValue(m.RouteTable.ValueString() + "/" + m.Name.ValueString())
-	return r.data.local.UpdateRouteTable(m.RouteTable.ValueString(), func(t *local.RouteTable) error { return t.Put(route) })
+	t, _, err := r.table(ctx, m)
+	if err != nil {
+		return err
+	}
+	m.ID = types.StringValue(t.routeID(route.Name))
+	return t.put(ctx, route)
 }
 
 func (r *podRouteResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -181,8 +365,8 @@ func (r *podRouteResource) Create(ctx context.Context, req resource.CreateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if err := r.put(&m); err != nil {
-		resp.Diagnostics.AddError("Cannot Create Route", fmt.Sprintf("Route %q in table %q: %s", m.Name.ValueString(), m.RouteTable.ValueString(), err))
+	if err := r.put(ctx, &m); err != nil {
+		resp.Diagnostics.AddError("Cannot Create Route", fmt.Sprintf("Route %q: %s", m.Name.ValueString(), err))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
@@ -194,18 +378,22 @@ func (r *podRouteResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	table, err := r.data.local.RouteTable(m.RouteTable.ValueString())
+	t, _, err := r.table(ctx, &m)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot Read Route Table", err.Error())
+		resp.Diagnostics.AddError("Cannot Reach the Route Table", err.Error())
 		return
 	}
-	route, ok := table.Find(m.Name.ValueString())
+	route, ok, err := t.get(ctx, m.Name.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot Read Route", err.Error())
+		return
+	}
 	if !ok {
 		resp.State.RemoveResource(ctx)
 		return
 	}
 	m.Destination, m.NextHop = types.StringValue(route.Destination.String()), types.StringValue(route.NextHop.String())
-	m.ID = types.StringValue(table.Name + "/" + route.Name)
+	m.ID = types.StringValue(t.routeID(route.Name))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -215,8 +403,8 @@ func (r *podRouteResource) Update(ctx context.Context, req resource.UpdateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if err := r.put(&m); err != nil {
-		resp.Diagnostics.AddError("Cannot Update Route", fmt.Sprintf("Route %q in table %q: %s", m.Name.ValueString(), m.RouteTable.ValueString(), err))
+	if err := r.put(ctx, &m); err != nil {
+		resp.Diagnostics.AddError("Cannot Update Route", fmt.Sprintf("Route %q: %s", m.Name.ValueString(), err))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
@@ -228,22 +416,32 @@ func (r *podRouteResource) Delete(ctx context.Context, req resource.DeleteReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	err := r.data.local.UpdateRouteTable(m.RouteTable.ValueString(), func(t *local.RouteTable) error {
-		t.Remove(m.Name.ValueString())
-		return nil
-	})
+	t, _, err := r.table(ctx, &m)
+	if err == nil {
+		err = t.remove(ctx, m.Name.ValueString())
+	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot Delete Route", err.Error())
 	}
 }
 
+// ImportState takes a route's Azure resource ID, or <route_table>/<name> for the local backend.
 func (r *podRouteResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	table, name, ok := strings.Cut(req.ID, "/")
-	if !ok || table == "" || name == "" {
-		resp.Diagnostics.AddError("Invalid Import ID", fmt.Sprintf("%q is not of the form <route_table>/<name>.", req.ID))
-		return
+	m := podRouteModel{ID: types.StringValue(req.ID), Destination: types.StringNull(), NextHop: types.StringNull()}
+	if strings.HasPrefix(strings.ToLower(req.ID), "/subscriptions/") {
+		tableID, name, err := azure.ParseRouteID(req.ID)
+		if err != nil {
+			resp.Diagnostics.AddError("Invalid Import ID", err.Error())
+			return
+		}
+		m.Name, m.Azure = types.StringValue(name), &azureRouteModel{RouteTableID: types.StringValue(tableID)}
+	} else {
+		table, name, ok := strings.Cut(req.ID, "/")
+		if !ok || table == "" || name == "" {
+			resp.Diagnostics.AddError("Invalid Import ID", fmt.Sprintf("%q is neither a route's Azure resource ID nor <route_table>/<name> of the local backend.", req.ID))
+			return
+		}
+		m.Name, m.Local = types.StringValue(name), &localRouteModel{RouteTable: types.StringValue(table)}
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("route_table"), table)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 
+	"github.com/kubewin/kubewin/internal/routetable"
 	"github.com/kubewin/kubewin/provider/internal/local"
 )
 
@@ -25,7 +26,9 @@ func podRoutesConfig(provider string, routes map[string][2]string) string {
 
 resource "kubewin_pod_route" "node" {
   for_each    = local.nodes
-  route_table = "pods"
+  local {
+    route_table = "pods"
+  }
   name        = each.key
   destination = each.value.pod_cidr
   next_hop    = each.value.ip
@@ -96,7 +99,9 @@ func TestAccPodRoute(t *testing.T) {
 func TestAccPodRoute_import(t *testing.T) {
 	_, provider := testAccLocal(t)
 	config := provider + `resource "kubewin_pod_route" "test" {
-  route_table = "pods"
+  local {
+    route_table = "pods"
+  }
   name        = "win000000"
   destination = "10.244.0.0/24"
   next_hop    = "10.240.0.4"
@@ -113,7 +118,7 @@ func TestAccPodRoute_import(t *testing.T) {
 func TestAccPodRoute_limits(t *testing.T) {
 	_, provider := testAccLocal(t)
 	tooMany := map[string][2]string{}
-	for i := range local.MaxRoutes + 1 {
+	for i := range routetable.MaxRoutes + 1 {
 		tooMany[fmt.Sprintf("win%06d", i)] = [2]string{fmt.Sprintf("10.%d.%d.0/24", 200+i/256, i%256), "10.240.0.4"}
 	}
 	resource.Test(t, resource.TestCase{

@@ -28,6 +28,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -38,6 +39,7 @@ import (
 	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/internal/winname"
+	"github.com/kubewin/kubewin/provider/internal/azure"
 	"github.com/kubewin/kubewin/provider/internal/local"
 	"github.com/kubewin/kubewin/provider/internal/pool"
 )
@@ -58,6 +60,7 @@ type nodePoolModel struct {
 	Name             types.String    `tfsdk:"name"`
 	ClusterID        types.String    `tfsdk:"cluster_id"`
 	Local            *localPoolModel `tfsdk:"local"`
+	Azure            *azurePoolModel `tfsdk:"azure"`
 	NodeCount        types.Int64     `tfsdk:"node_count"`
 	NodeNamePrefix   types.String    `tfsdk:"node_name_prefix"`
 	NetworkMode      types.String    `tfsdk:"network_mode"`
@@ -72,16 +75,6 @@ type nodePoolModel struct {
 	ID               types.String    `tfsdk:"id"`
 	Nodes            types.List      `tfsdk:"nodes"`
 }
-
-// localPoolModel is the local backend's block: simulated machines on this host.
-type localPoolModel struct {
-	Image                               types.String `tfsdk:"image"`
-	JoinSimulatedNodesToExistingCluster types.Bool   `tfsdk:"join_simulated_nodes_to_existing_cluster"`
-}
-
-// simulatedOptIn is the local block's opt-in that lets simulated nodes join a cluster kubewin
-// did not create.
-const simulatedOptIn = "join_simulated_nodes_to_existing_cluster"
 
 type taintModel struct {
 	Key    types.String `tfsdk:"key"`
@@ -117,34 +110,14 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"Creation waits until every node is Ready, or fails naming the node, the join phase and the error code. Scaling in cordons " +
 			"and drains the nodes it removes (through the Eviction API, so PodDisruptionBudgets hold) before deleting their machines and " +
 			"Node objects.\n\n" +
-			"Where the machines run is named by a backend block, and there is no default. Today the one backend is `local`: " +
-			"**simulated** Windows machines on the Terraform host, each a nodeboot process whose simulated kubelet runs no containers, " +
-			"for development, demos and CI; they join only a `kubewin_cluster` of the local backend.\n\n" +
-			"Replacing nodes: a change of `local.image`, `network_mode`, `labels`, `taints`, `max_pods` or `kubelet_extra_args`, or of " +
-			"the cluster's endpoint, CA or networks, replaces the nodes surge-first (new nodes Ready before old ones are drained). " +
-			"`node_count`, `max_surge`, `token_ttl`, `drain` and `timeouts` change in place, and so does an upgrade of the cluster's " +
-			"Kubernetes version: it replaces no node.",
-		Blocks: map[string]schema.Block{
-			"local": schema.SingleNestedBlock{
-				Description: "The machines are **simulated** Windows machines on this host (the local backend): nodeboot processes that join " +
-					"for real, with a simulated kubelet that runs no containers. They join the `kubewin_cluster` named by `cluster_id`; " +
-					"any other cluster is refused at plan time unless `" + simulatedOptIn + "` is set.",
-				Attributes: map[string]schema.Attribute{
-					// Required within the block: checked by checkBackend, as the framework would
-					// require it of a pool without the block too.
-					"image": schema.StringAttribute{
-						Optional:    true,
-						Validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
-						Description: "The image the machines are created from (required): the directory `packer build` wrote with the `kubewin-local` builder (it holds `" + simmachine.ImageManifestFile + "`). Changing it replaces the nodes, surge-first.",
-					},
-					simulatedOptIn: schema.BoolAttribute{
-						Optional: true,
-						Description: "Let the pool's simulated nodes join the cluster of the provider's `kubernetes` block, a cluster kubewin did not create. " +
-							"Its scheduler will place pods on them that never run anything: set it only for a scratch cluster, to test schedulers and policies.",
-					},
-				},
-			},
-		},
+			"Where the machines run is named by a backend block, one of `azure` (a virtual machine scale set) and `local` (**simulated** " +
+			"Windows machines on the Terraform host, each a nodeboot process whose simulated kubelet runs no containers, for development, " +
+			"demos and CI; they join only a `kubewin_cluster` of the local backend). There is no default.\n\n" +
+			"Replacing nodes: a change of the image (`local.image`, `azure.image_id`) or the azure machine settings, `network_mode`, " +
+			"`labels`, `taints`, `max_pods` or `kubelet_extra_args`, or of the cluster's endpoint, CA or networks, replaces the nodes " +
+			"surge-first (new nodes Ready before old ones are drained). `node_count`, `max_surge`, `token_ttl`, `drain` and `timeouts` " +
+			"change in place, and so does an upgrade of the cluster's Kubernetes version: it replaces no node.",
+		Blocks: map[string]schema.Block{"local": localPoolBlock(), "azure": azurePoolBlock()},
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Required: true, PlanModifiers: replace,
@@ -262,11 +235,18 @@ func (r *nodePoolResource) ValidateConfig(ctx context.Context, req resource.Vali
 // join only a cluster created as simulated unless the user opted in by name.
 func checkBackend(m *nodePoolModel) diag.Diagnostics {
 	var diags diag.Diagnostics
-	if m.Local == nil {
+	switch {
+	case m.Local == nil && m.Azure == nil:
 		diags.AddAttributeError(path.Root("local"), "Missing Backend",
 			"The pool does not say where its machines run, and kubewin has no default backend. Add a backend block: "+
-				"`local { image = \"<image directory>\" }` creates simulated Windows machines on this host, which join a kubewin_cluster of the local backend.")
+				"`azure { … }` creates a virtual machine scale set in Azure; `local { image = \"<image directory>\" }` creates simulated Windows "+
+				"machines on this host, which join a kubewin_cluster of the local backend.")
 		return diags
+	case m.Local != nil && m.Azure != nil:
+		diags.AddAttributeError(pathAzure, "Conflicting Backends", "Set one backend block, azure or local, not both.")
+		return diags
+	case m.Azure != nil:
+		return checkAzureBlock(m.Azure)
 	}
 	if m.Local.Image.IsNull() {
 		diags.AddAttributeError(pathLocalImage, "Missing Image", "Set local.image to the directory `packer build` wrote with the kubewin-local builder.")
@@ -311,24 +291,29 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if m.NodeNamePrefix.IsUnknown() && !m.Name.IsUnknown() {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("node_name_prefix"), m.Name)...)
 	}
-	if m.Local == nil {
+	if checkBackend(&m).HasError() {
 		return // reported by ValidateConfig
 	}
+	if m.Azure != nil && m.Azure.ScaleSetName.IsUnknown() && !m.Name.IsUnknown() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, pathAzure.AtName("scale_set_name"), m.Name)...)
+	}
 	resp.Diagnostics.Append(r.checkLocalCluster(&m)...)
-	if resp.Diagnostics.HasError() || m.Local.Image.IsUnknown() {
+	if resp.Diagnostics.HasError() || imageUnknown(&m) {
 		return
 	}
-	manifest, _, err := loadImage(m.Local.Image.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(pathLocalImage, "Invalid Image", err.Error())
+	img, diags := r.image(ctx, &m)
+	resp.Diagnostics.Append(diags...)
+	if diags.HasError() {
 		return
 	}
+	manifest := img.manifest
+	imagePath := imageAttribute(&m)
 	if clusterVersion := r.clusterVersion(ctx, m.ClusterID); clusterVersion != "" {
 		node, err1 := kubeversion.Parse(manifest.KubernetesVersion)
 		cluster, err2 := kubeversion.Parse(clusterVersion)
 		if err1 == nil && err2 == nil {
 			if err := kubeversion.CheckSkew(node, cluster); err != nil {
-				resp.Diagnostics.AddAttributeError(pathLocalImage, "Image Does Not Fit the Cluster", err.Error())
+				resp.Diagnostics.AddAttributeError(imagePath, "Image Does Not Fit the Cluster", err.Error())
 			}
 		}
 	}
@@ -338,7 +323,7 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		return
 	}
 	for _, e := range tmpl.Validate() {
-		resp.Diagnostics.AddAttributeError(attributeOf(e.Field), "Invalid Node Setting", e.Error())
+		resp.Diagnostics.AddAttributeError(attributeOf(e.Field, imagePath), "Invalid Node Setting", e.Error())
 	}
 	// The kubelet's flags, as the image's Kubernetes version takes them.
 	if _, err := nodecmd.Kubelet(nodecmd.Input{Config: tmpl, Manifest: manifest, NodeName: "check", NodeIP: netip.MustParseAddr("192.0.2.1"), Paths: nodecmd.DefaultPaths()}); err != nil {
@@ -346,7 +331,21 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 }
 
-var pathLocalImage = path.Root("local").AtName("image")
+// imageUnknown reports whether the pool's image is known only at apply.
+func imageUnknown(m *nodePoolModel) bool {
+	if m.Local != nil {
+		return m.Local.Image.IsUnknown()
+	}
+	return m.Azure.ImageID.IsUnknown() || m.Azure.ImageManifest.IsUnknown()
+}
+
+// imageAttribute is the attribute naming the pool's image.
+func imageAttribute(m *nodePoolModel) path.Path {
+	if m.Local != nil {
+		return pathLocalImage
+	}
+	return pathAzure.AtName("image_id")
+}
 
 // localClusterGone reports whether the pool's local cluster no longer exists.
 func (r *nodePoolResource) localClusterGone(id types.String) bool {
@@ -421,10 +420,10 @@ func nodeConfigTemplate(ctx context.Context, m *nodePoolModel, manifest *v1alpha
 }
 
 // attributeOf maps a NodeConfig field path to the pool attribute it comes from.
-func attributeOf(field string) path.Path {
+func attributeOf(field string, image path.Path) path.Path {
 	for prefix, attr := range map[string]path.Path{
 		"node.labels": path.Root("labels"), "node.taints": path.Root("taints"), "node.maxPods": path.Root("max_pods"),
-		"network": path.Root("network_mode"), "kubelet.extraArgs": path.Root("kubelet_extra_args"), "runtime": pathLocalImage,
+		"network": path.Root("network_mode"), "kubelet.extraArgs": path.Root("kubelet_extra_args"), "runtime": image,
 	} {
 		if strings.HasPrefix(field, prefix) {
 			return attr
@@ -433,7 +432,9 @@ func attributeOf(field string) path.Path {
 	return path.Root("cluster_id")
 }
 
-func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spec, *pool.Manager, diag.Diagnostics) {
+// spec is the desired pool and the manager that reconciles it at its backend. adminPassword is
+// the azure backend's write-only password, known only while applying.
+func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPassword string) (pool.Spec, *pool.Manager, diag.Diagnostics) {
 	diags := checkBackend(m)
 	diags.Append(r.checkLocalCluster(m)...)
 	if diags.HasError() {
@@ -444,12 +445,12 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spe
 		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Pool's Cluster", err.Error())
 		return pool.Spec{}, nil, diags
 	}
-	manifest, digest, err := loadImage(m.Local.Image.ValueString())
-	if err != nil {
-		diags.AddAttributeError(pathLocalImage, "Invalid Image", err.Error())
+	img, d := r.image(ctx, m)
+	diags.Append(d...)
+	if diags.HasError() {
 		return pool.Spec{}, nil, diags
 	}
-	tmpl, d := nodeConfigTemplate(ctx, m, manifest, conn.facts)
+	tmpl, d := nodeConfigTemplate(ctx, m, img.manifest, conn.facts)
 	diags.Append(d...)
 	var dm drainModel
 	diags.Append(m.Drain.As(ctx, &dm, objectAsOptions)...)
@@ -463,34 +464,40 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spe
 		return pool.Spec{}, nil, diags
 	}
 	s := pool.Spec{
-		Pool: m.Name.ValueString(), Count: int(m.NodeCount.ValueInt64()), Image: digest,
+		Pool: m.Name.ValueString(), Count: int(m.NodeCount.ValueInt64()), Image: img.digest,
 		Template: *tmpl, MaxSurge: int(m.MaxSurge.ValueInt64()), TokenTTL: ttl,
 		Drain: drain.Options{Timeout: drainTimeout, IgnoreDaemonSets: dm.IgnoreDaemonSets.ValueBool(), DeleteEmptyDirData: dm.DeleteEmptyDirData.ValueBool()},
 	}
-	return s, &pool.Manager{Client: client, Compute: r.localCompute(m)}, diags
+	compute, d := r.compute(ctx, m, adminPassword)
+	diags.Append(d...)
+	return s, &pool.Manager{Client: client, Compute: compute}, diags
 }
 
-func (r *nodePoolResource) localCompute(m *nodePoolModel) *local.Compute {
-	c := &local.Compute{Backend: r.data.local, Pool: m.Name.ValueString(), Prefix: m.NodeNamePrefix.ValueString()}
+// localComputeOf is a local pool's machines; also for a pool whose cluster is gone.
+func localComputeOf(data *providerData, m *nodePoolModel) *local.Compute {
+	c := &local.Compute{Backend: data.local, Pool: m.Name.ValueString(), Prefix: m.NodeNamePrefix.ValueString()}
 	if m.Local != nil {
 		c.ImageDir, c.AnyCluster = m.Local.Image.ValueString(), m.Local.JoinSimulatedNodesToExistingCluster.ValueBool()
 	}
 	return c
 }
 
-func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, timeout time.Duration) diag.Diagnostics {
+func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, adminPassword string, timeout time.Duration) diag.Diagnostics {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	s, mgr, diags := r.spec(ctx, m)
+	s, mgr, diags := r.spec(ctx, m, adminPassword)
 	if diags.HasError() {
 		return diags
+	}
+	if ss, ok := mgr.Compute.(*azure.ScaleSet); ok {
+		m.Azure.ScaleSetID = types.StringValue(ss.ID())
 	}
 	nodes, err := mgr.Reconcile(ctx, s)
 	if nodes == nil {
 		nodes, _ = mgr.Nodes(context.WithoutCancel(ctx), s)
 	}
 	diags.Append(setNodes(m, nodes)...)
-	diags.Append(r.saveSettings(ctx, m)...)
+	diags.Append(r.saveSettings(ctx, m, mgr.Client)...)
 	if err != nil {
 		var je *pool.JoinError
 		if errors.As(err, &je) {
@@ -511,7 +518,7 @@ func (r *nodePoolResource) Create(ctx context.Context, req resource.CreateReques
 		return
 	}
 	m.ID = m.Name
-	resp.Diagnostics.Append(r.apply(ctx, &m, timeout)...)
+	resp.Diagnostics.Append(r.apply(ctx, &m, adminPassword(ctx, req.Config), timeout)...)
 	// Saved even on failure: Terraform then knows the machines (tainted) and removes them.
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
@@ -524,8 +531,17 @@ func (r *nodePoolResource) Update(ctx context.Context, req resource.UpdateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	resp.Diagnostics.Append(r.apply(ctx, &m, timeout)...)
+	resp.Diagnostics.Append(r.apply(ctx, &m, adminPassword(ctx, req.Config), timeout)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// adminPassword reads the write-only password from the configuration: it is in no plan or state.
+func adminPassword(ctx context.Context, config tfsdk.Config) string {
+	var pw types.String
+	if diags := config.GetAttribute(ctx, pathAzure.AtName("admin_password_wo"), &pw); diags.HasError() {
+		return ""
+	}
+	return pw.ValueString()
 }
 
 func (r *nodePoolResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -538,7 +554,7 @@ func (r *nodePoolResource) Read(ctx context.Context, req resource.ReadRequest, r
 		resp.State.RemoveResource(ctx) // the cluster is gone, and its nodes with it
 		return
 	}
-	s, mgr, diags := r.spec(ctx, &m)
+	s, mgr, diags := r.spec(ctx, &m, "")
 	if diags.HasError() {
 		resp.Diagnostics.Append(diags...)
 		return
@@ -572,7 +588,11 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 	defer cancel()
 	if r.localClusterGone(m.ClusterID) {
 		// The cluster went first: only the machines remain, with nothing to drain.
-		c := r.localCompute(&m)
+		c, diags := r.compute(ctx, &m, "")
+		if diags.HasError() {
+			resp.Diagnostics.Append(diags...)
+			return
+		}
 		machines, err := c.List(ctx)
 		if err == nil {
 			var names []string
@@ -586,7 +606,7 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 		}
 		return
 	}
-	s, mgr, diags := r.spec(ctx, &m)
+	s, mgr, diags := r.spec(ctx, &m, "")
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -596,18 +616,53 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 	}
 }
 
+// ImportState takes a local pool's name, or an azure pool's scale set resource ID.
 func (r *nodePoolResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	var s poolSettings
-	data, err := r.data.local.LoadPoolFile(req.ID, "pool.json")
-	if err == nil {
-		err = json.Unmarshal(data, &s)
+	var err error
+	if strings.HasPrefix(strings.ToLower(req.ID), "/subscriptions/") {
+		s, err = r.importAzure(ctx, req.ID)
+	} else {
+		var data []byte
+		if data, err = r.data.local.LoadPoolFile(req.ID, "pool.json"); err == nil {
+			err = json.Unmarshal(data, &s)
+		}
+		if err != nil {
+			err = fmt.Errorf("the local backend has no pool named %q: %w", req.ID, err)
+		}
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot Import Node Pool", fmt.Sprintf("The local backend has no pool named %q: %s", req.ID, err))
+		resp.Diagnostics.AddError("Cannot Import Node Pool", err.Error()+". Import a local pool by its name, an azure pool by its scale set's resource ID.")
 		return
 	}
 	m := s.model()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// importAzure reads an azure pool's settings: the scale set names its pool (and cluster), whose
+// settings as last applied are kept in the cluster.
+func (r *nodePoolResource) importAzure(ctx context.Context, id string) (poolSettings, error) {
+	c, err := r.data.azure(ctx)
+	if err != nil {
+		return poolSettings{}, err
+	}
+	tags, err := c.ScaleSetTags(ctx, id)
+	if err != nil {
+		return poolSettings{}, err
+	}
+	name := tags[azure.TagPool]
+	if name == "" {
+		return poolSettings{}, fmt.Errorf("scale set %s has no %s tag: kubewin did not create it", id, azure.TagPool)
+	}
+	conn, err := r.connect(ctx, types.StringValue(tags[tagClusterID]))
+	if err != nil {
+		return poolSettings{}, err
+	}
+	client, err := kubernetes.NewForConfig(conn.rest)
+	if err != nil {
+		return poolSettings{}, err
+	}
+	return loadClusterSettings(ctx, client, name)
 }
 
 func setNodes(m *nodePoolModel, nodes []pool.Node) diag.Diagnostics {
@@ -626,26 +681,61 @@ func setNodes(m *nodePoolModel, nodes []pool.Node) diag.Diagnostics {
 	return diags
 }
 
-// poolSettings are the pool's attributes as last applied, kept by the backend for import.
+// poolSettings are the pool's attributes as last applied, kept for import: by the local
+// backend in its state directory, for an azure pool in the cluster.
 type poolSettings struct {
-	Name, ClusterID, LocalImage, NodeNamePrefix, NetworkMode, TokenTTL string
-	JoinSimulatedNodesToExistingCluster                                *bool
-	NodeCount, MaxPods, MaxSurge                                       int64
-	Labels, KubeletExtraArgs                                           map[string]string
-	Taints                                                             []v1alpha1.Taint
-	DrainTimeout                                                       string
-	IgnoreDaemonSets, DeleteEmptyDirData                               bool
+	Name, ClusterID, NodeNamePrefix, NetworkMode, TokenTTL string
+	Local                                                  *localSettings `json:",omitempty"`
+	Azure                                                  *azureSettings `json:",omitempty"`
+	NodeCount, MaxPods, MaxSurge                           int64
+	Labels, KubeletExtraArgs                               map[string]string
+	Taints                                                 []v1alpha1.Taint
+	DrainTimeout                                           string
+	IgnoreDaemonSets, DeleteEmptyDirData                   bool
+}
+
+type localSettings struct {
+	Image                               string
+	JoinSimulatedNodesToExistingCluster *bool
+}
+
+// azureSettings are the azure block's arguments (never the password); unset ones are nil.
+type azureSettings struct {
+	ResourceGroupName, Location, VMSize, SubnetID, ImageID, ScaleSetName, ScaleSetID string
+	ImageManifest, AdminUsername, OSDiskStorageAccountType, OSDiskCaching, Priority  *string
+	Zones                                                                            []string
+	AcceleratedNetworkingEnabled                                                     *bool
+	OSDiskSizeGB                                                                     *int64
+	MaxBidPrice                                                                      *float64
+	Tags                                                                             map[string]string
 }
 
 func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagnostics) {
 	s := poolSettings{
-		Name: m.Name.ValueString(), ClusterID: m.ClusterID.ValueString(), LocalImage: m.Local.Image.ValueString(),
-		JoinSimulatedNodesToExistingCluster: m.Local.JoinSimulatedNodesToExistingCluster.ValueBoolPointer(),
-		NodeNamePrefix:                      m.NodeNamePrefix.ValueString(), NetworkMode: m.NetworkMode.ValueString(), TokenTTL: m.TokenTTL.ValueString(),
+		Name: m.Name.ValueString(), ClusterID: m.ClusterID.ValueString(),
+		NodeNamePrefix: m.NodeNamePrefix.ValueString(), NetworkMode: m.NetworkMode.ValueString(), TokenTTL: m.TokenTTL.ValueString(),
 		NodeCount: m.NodeCount.ValueInt64(), MaxPods: m.MaxPods.ValueInt64(), MaxSurge: m.MaxSurge.ValueInt64(),
 		Taints: taintsOf(m.Taints),
 	}
 	var diags, d diag.Diagnostics
+	if m.Local != nil {
+		s.Local = &localSettings{Image: m.Local.Image.ValueString(), JoinSimulatedNodesToExistingCluster: m.Local.JoinSimulatedNodesToExistingCluster.ValueBoolPointer()}
+	}
+	if a := m.Azure; a != nil {
+		s.Azure = &azureSettings{
+			ResourceGroupName: a.ResourceGroupName.ValueString(), Location: a.Location.ValueString(), VMSize: a.VMSize.ValueString(),
+			SubnetID: a.SubnetID.ValueString(), ImageID: a.ImageID.ValueString(), ScaleSetName: a.ScaleSetName.ValueString(), ScaleSetID: a.ScaleSetID.ValueString(),
+			ImageManifest: a.ImageManifest.ValueStringPointer(), AdminUsername: a.AdminUsername.ValueStringPointer(),
+			OSDiskStorageAccountType: a.OSDiskStorageAccountType.ValueStringPointer(), OSDiskCaching: a.OSDiskCaching.ValueStringPointer(),
+			Priority: a.Priority.ValueStringPointer(), AcceleratedNetworkingEnabled: a.AcceleratedNetworkingEnabled.ValueBoolPointer(),
+			OSDiskSizeGB: a.OSDiskSizeGB.ValueInt64Pointer(), MaxBidPrice: a.MaxBidPrice.ValueFloat64Pointer(),
+		}
+		s.Azure.Tags, d = stringMapOf(ctx, a.Tags)
+		diags.Append(d...)
+		if !a.Zones.IsNull() {
+			diags.Append(a.Zones.ElementsAs(ctx, &s.Azure.Zones, false)...)
+		}
+	}
 	if !m.Labels.IsNull() {
 		s.Labels, d = stringMapOf(ctx, m.Labels)
 		diags.Append(d...)
@@ -665,9 +755,8 @@ func (s poolSettings) model() nodePoolModel {
 	if s.ClusterID != "" {
 		clusterID = types.StringValue(s.ClusterID)
 	}
-	return nodePoolModel{
+	m := nodePoolModel{
 		Name: types.StringValue(s.Name), ID: types.StringValue(s.Name), ClusterID: clusterID,
-		Local:          &localPoolModel{Image: types.StringValue(s.LocalImage), JoinSimulatedNodesToExistingCluster: types.BoolPointerValue(s.JoinSimulatedNodesToExistingCluster)},
 		NodeNamePrefix: types.StringValue(s.NodeNamePrefix), NetworkMode: types.StringValue(s.NetworkMode), TokenTTL: types.StringValue(s.TokenTTL),
 		NodeCount: types.Int64Value(s.NodeCount), MaxPods: types.Int64Value(s.MaxPods), MaxSurge: types.Int64Value(s.MaxSurge),
 		Labels: stringMap(s.Labels), KubeletExtraArgs: stringMap(s.KubeletExtraArgs), Taints: taintModelsOf(s.Taints),
@@ -677,6 +766,33 @@ func (s poolSettings) model() nodePoolModel {
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})},
 		Nodes:    types.ListNull(types.ObjectType{AttrTypes: nodeAttrTypes}),
 	}
+	if l := s.Local; l != nil {
+		m.Local = &localPoolModel{Image: types.StringValue(l.Image), JoinSimulatedNodesToExistingCluster: types.BoolPointerValue(l.JoinSimulatedNodesToExistingCluster)}
+	}
+	if a := s.Azure; a != nil {
+		zones := types.ListNull(types.StringType)
+		if a.Zones != nil {
+			zones = types.ListValueMust(types.StringType, stringValues(a.Zones))
+		}
+		m.Azure = &azurePoolModel{
+			ResourceGroupName: types.StringValue(a.ResourceGroupName), Location: types.StringValue(a.Location), VMSize: types.StringValue(a.VMSize),
+			SubnetID: types.StringValue(a.SubnetID), ImageID: types.StringValue(a.ImageID), ScaleSetName: types.StringValue(a.ScaleSetName), ScaleSetID: types.StringValue(a.ScaleSetID),
+			ImageManifest: types.StringPointerValue(a.ImageManifest), AdminUsername: types.StringPointerValue(a.AdminUsername), AdminPasswordWO: types.StringNull(),
+			OSDiskStorageAccountType: types.StringPointerValue(a.OSDiskStorageAccountType), OSDiskCaching: types.StringPointerValue(a.OSDiskCaching),
+			Priority: types.StringPointerValue(a.Priority), AcceleratedNetworkingEnabled: types.BoolPointerValue(a.AcceleratedNetworkingEnabled),
+			OSDiskSizeGB: types.Int64PointerValue(a.OSDiskSizeGB), MaxBidPrice: types.Float64PointerValue(a.MaxBidPrice),
+			Zones: zones, Tags: stringMap(a.Tags),
+		}
+	}
+	return m
+}
+
+func stringValues(in []string) []attr.Value {
+	out := make([]attr.Value, len(in))
+	for i, v := range in {
+		out[i] = types.StringValue(v)
+	}
+	return out
 }
 
 // taintsOf and taintModelsOf convert between the taints attribute and NodeConfig taints.
@@ -721,14 +837,21 @@ func stringMap(m map[string]string) types.Map {
 	return types.MapValueMust(types.StringType, elems)
 }
 
-func (r *nodePoolResource) saveSettings(ctx context.Context, m *nodePoolModel) diag.Diagnostics {
+// saveSettings keeps the pool's settings for import: a local pool's in the backend's state
+// directory, an azure pool's in its cluster.
+func (r *nodePoolResource) saveSettings(ctx context.Context, m *nodePoolModel, client kubernetes.Interface) diag.Diagnostics {
 	s, diags := settingsOf(ctx, m)
 	if diags.HasError() {
 		return diags
 	}
-	data, err := json.Marshal(s)
-	if err == nil {
-		err = r.data.local.SavePoolFile(s.Name, "pool.json", data)
+	var err error
+	if m.Local != nil {
+		var data []byte
+		if data, err = json.Marshal(s); err == nil {
+			err = r.data.local.SavePoolFile(s.Name, "pool.json", data)
+		}
+	} else {
+		err = saveClusterSettings(ctx, client, s)
 	}
 	if err != nil {
 		diags.AddWarning("Cannot Save Pool Settings", err.Error()+" (importing this pool will not work)")

@@ -68,7 +68,21 @@ func testImage(t testing.TB, b *local.Backend, tag string) string {
 	return dir
 }
 
-func poolConfig(provider, image string, count int) string {
+// poolBackend is where the pool acceptance test's machines run.
+type poolBackend struct {
+	// block is the pool's backend block for an image.
+	block func(image string) string
+	// imageA and imageB are two images of the control plane's version.
+	imageA, imageB string
+	// machines lists the pool's machines at the backend.
+	machines func() ([]string, error)
+	// importID imports the pool.
+	importID string
+	// writes counts the backend's writes for the pool so far; nil when it counts none.
+	writes func() int
+}
+
+func poolConfig(provider string, be poolBackend, image string, count int) string {
 	return provider + fmt.Sprintf(`
 resource "kubewin_cluster" "test" {
   name = "pooltest"
@@ -81,17 +95,35 @@ resource "kubewin_windows_node_pool" "win" {
   labels     = { "example.com/team" = "windows" }
   taints     = [{ key = "os", value = "windows", effect = "NoSchedule" }]
   drain      = { timeout = "1m" }
-  local {
-    image = %q
-  }
+%s
 }
-`, count, image)
+`, count, be.block(image))
 }
 
 func TestAccWindowsNodePool(t *testing.T) {
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
-	imageA, imageB := testImage(t, b, "a"), testImage(t, b, "b")
+	testAccWindowsNodePool(t, state, provider, poolBackend{
+		block: func(image string) string { return fmt.Sprintf("  local {\n    image = %q\n  }", image) },
+		imageA: testImage(t, b, "a"), imageB: testImage(t, b, "b"),
+		machines: func() ([]string, error) {
+			ms, err := b.Machines("win")
+			var names []string
+			for _, m := range ms {
+				names = append(names, m.Name)
+			}
+			return names, err
+		},
+		importID: "win",
+	})
+}
+
+// testAccWindowsNodePool creates a pool of 3, scales it to 5, then to 2 with a pod evicted
+// through a PodDisruptionBudget, replaces its nodes surge-first for a new image (watched), imports
+// it, scales it out across a control plane patch upgrade (no node replaced), and destroys it.
+func testAccWindowsNodePool(t *testing.T, state, provider string, be poolBackend) {
+	b := testBackend(t, state)
+	imageA, imageB := be.imageA, be.imageB
 	var admin kubernetes.Interface
 	client := func() kubernetes.Interface {
 		if admin == nil {
@@ -117,6 +149,22 @@ func TestAccWindowsNodePool(t *testing.T) {
 		}
 		return n
 	}
+	// Backend writes per step: each change of the pool costs a constant number, whatever its size.
+	lastWrites := 0
+	writes := func(want int) statecheck.StateCheck {
+		return checkFunc(func() error {
+			if be.writes == nil {
+				return nil
+			}
+			n := be.writes()
+			got := n - lastWrites
+			lastWrites = n
+			if got != want {
+				return fmt.Errorf("the step made %d backend writes for the pool, want %d", got, want)
+			}
+			return nil
+		})
+	}
 	poolChecks := func(count int) []statecheck.StateCheck {
 		return []statecheck.StateCheck{
 			statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes"), knownvalue.ListSizeExact(count)),
@@ -125,6 +173,9 @@ func TestAccWindowsNodePool(t *testing.T) {
 			checkFunc(func() error {
 				if n := readyNodes(); n != count {
 					return fmt.Errorf("%d Ready pool nodes, want %d", n, count)
+				}
+				if ms, err := be.machines(); err != nil || len(ms) != count {
+					return fmt.Errorf("%d machines at the backend (%v), want %d: %v", len(ms), err, count, ms)
 				}
 				tokens, err := client().CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
 				if err != nil || len(tokens.Items) != 0 {
@@ -139,8 +190,8 @@ func TestAccWindowsNodePool(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy: func(*terraform.State) error {
-			if ms, _ := b.Machines("win"); len(ms) != 0 {
-				return fmt.Errorf("%d machines left", len(ms))
+			if ms, err := be.machines(); len(ms) != 0 || err != nil {
+				return fmt.Errorf("%d machines left (%v)", len(ms), err)
 			}
 			if _, err := os.Stat(filepath.Join(state, "pools", "win")); !os.IsNotExist(err) {
 				return fmt.Errorf("pool directory left: %v", err)
@@ -152,8 +203,8 @@ func TestAccWindowsNodePool(t *testing.T) {
 		},
 		Steps: []resource.TestStep{
 			{
-				Config: poolConfig(provider, imageA, 3),
-				ConfigStateChecks: append(poolChecks(3), checkFunc(func() error {
+				Config: poolConfig(provider, be, imageA, 3),
+				ConfigStateChecks: append(poolChecks(3), writes(1), checkFunc(func() error {
 					node, err := client().CoreV1().Nodes().Get(context.Background(), "win000000", metav1.GetOptions{})
 					if err != nil {
 						return err
@@ -170,8 +221,8 @@ func TestAccWindowsNodePool(t *testing.T) {
 				})),
 			},
 			{
-				Config:            poolConfig(provider, imageA, 5),
-				ConfigStateChecks: poolChecks(5),
+				Config:            poolConfig(provider, be, imageA, 5),
+				ConfigStateChecks: append(poolChecks(5), writes(1)),
 			},
 			{
 				// Scale in to 2: a pod on a removed node is evicted, through the Eviction API, while a
@@ -204,8 +255,8 @@ func TestAccWindowsNodePool(t *testing.T) {
 					}
 					t.Fatal("the pods never ran on the simulated nodes")
 				},
-				Config: poolConfig(provider, imageA, 2),
-				ConfigStateChecks: append(poolChecks(2), checkFunc(func() error {
+				Config: poolConfig(provider, be, imageA, 2),
+				ConfigStateChecks: append(poolChecks(2), writes(1), checkFunc(func() error {
 					ctx := context.Background()
 					if _, err := client().CoreV1().Pods("default").Get(ctx, "iis-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 						return fmt.Errorf("pod iis-1 of removed node win000004 still exists (%v)", err)
@@ -226,8 +277,9 @@ func TestAccWindowsNodePool(t *testing.T) {
 					}
 					replacement = watchReady(t, client(), "kubewin.io/pool=win")
 				},
-				Config: poolConfig(provider, imageB, 2),
-				ConfigStateChecks: append(poolChecks(2), checkFunc(func() error {
+				Config: poolConfig(provider, be, imageB, 2),
+				// Surge-first, one node at a time: two writes (add one, delete one) per node.
+				ConfigStateChecks: append(poolChecks(2), writes(4), checkFunc(func() error {
 					least, err := replacement.stop()
 					if err != nil {
 						return err
@@ -235,10 +287,10 @@ func TestAccWindowsNodePool(t *testing.T) {
 					if least < 2 {
 						return fmt.Errorf("the replacement left only %d Ready nodes", least)
 					}
-					ms, _ := b.Machines("win")
+					ms, _ := be.machines()
 					for _, m := range ms {
-						if m.Name == "win000000" || m.Name == "win000001" {
-							return fmt.Errorf("old machine %s survived the image change", m.Name)
+						if m == "win000000" || m == "win000001" {
+							return fmt.Errorf("old machine %s survived the image change", m)
 						}
 					}
 					return nil
@@ -247,10 +299,10 @@ func TestAccWindowsNodePool(t *testing.T) {
 			{
 				ResourceName:            "kubewin_windows_node_pool.win",
 				ImportState:             true,
-				ImportStateId:           "win",
+				ImportStateId:           be.importID,
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts", "nodes"},
-				Config:                  poolConfig(provider, imageB, 2),
+				Config:                  poolConfig(provider, be, imageB, 2),
 			},
 			{
 				// The control plane is upgraded to a new patch version: scaling out adds a node and
@@ -259,8 +311,8 @@ func TestAccWindowsNodePool(t *testing.T) {
 					kept = poolNodeNames(t, client())
 					bumpPatchVersion(t, b.ClusterDir("pooltest"))
 				},
-				Config: poolConfig(provider, imageB, 3),
-				ConfigStateChecks: append(poolChecks(3), checkFunc(func() error {
+				Config: poolConfig(provider, be, imageB, 3),
+				ConfigStateChecks: append(poolChecks(3), writes(1), checkFunc(func() error {
 					now := poolNodeNames(t, client())
 					for _, name := range kept {
 						if !slices.Contains(now, name) {
@@ -475,7 +527,8 @@ func TestAccWindowsNodePool_joinFailure(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(image, simmachine.ImagePayloadDir, "k", "kubelet.exe"), []byte("tampered"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	config := strings.Replace(poolConfig(provider, image, 1), `drain      = { timeout = "1m" }`, `drain      = { timeout = "1m" }
+	local := poolBackend{block: func(image string) string { return fmt.Sprintf("  local {\n    image = %q\n  }", image) }}
+	config := strings.Replace(poolConfig(provider, local, image, 1), `drain      = { timeout = "1m" }`, `drain      = { timeout = "1m" }
   timeouts   = { create = "2m" }`, 1)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

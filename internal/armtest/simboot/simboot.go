@@ -1,0 +1,114 @@
+// Package simboot boots the ARM test server's scale-set instances as simulated Windows machines
+// (package simmachine) running nodeboot with the custom data the instance was given, so that a
+// Windows pool created through the test server really joins a local control plane. Test and
+// demo infrastructure, like the server itself.
+package simboot
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/armtest"
+	"github.com/kubewin/kubewin/internal/proc"
+	"github.com/kubewin/kubewin/internal/simmachine"
+)
+
+// Booter runs instances as simulated machines under Dir.
+type Booter struct {
+	// Dir holds a directory per instance.
+	Dir string
+	// Nodeboot is the nodeboot binary for this host.
+	Nodeboot string
+
+	mu     sync.Mutex
+	images map[string]string // image ID (lower case) → image directory
+	pids   map[string]int    // machine directory → nodeboot's PID
+}
+
+var _ armtest.Booter = (*Booter)(nil)
+
+// AddImage says which kubewin-local image directory an image ID stands for.
+func (b *Booter) AddImage(id, dir string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.images == nil {
+		b.images = map[string]string{}
+	}
+	b.images[strings.ToLower(id)] = dir
+}
+
+func (b *Booter) machineDir(in armtest.Instance) string {
+	return filepath.Join(b.Dir, strings.ToLower(in.ComputerName))
+}
+
+// Boot provisions the instance's machine from its image with its custom data and starts its
+// nodeboot. The machine's address is the instance's private IP on its /24, as Azure's NIC has it.
+func (b *Booter) Boot(_ context.Context, in armtest.Instance) error {
+	b.mu.Lock()
+	image, ok := b.images[strings.ToLower(in.ImageID)]
+	b.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("instance %s: image %s has no image directory (Booter.AddImage)", in.ComputerName, in.ImageID)
+	}
+	dir := b.machineDir(in)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	m := simmachine.Machine{
+		Root: filepath.Join(dir, "drive"), ComputerName: strings.ToLower(in.ComputerName),
+		Adapter: v1alpha1.DefaultInterfaceName, Address: in.PrivateIP, Subnet: netip.PrefixFrom(in.PrivateIP, 24).Masked(),
+	}
+	pid, err := simmachine.Boot(m, image, in.CustomData, b.Nodeboot, filepath.Join(dir, "nodeboot.log"))
+	if err != nil {
+		return fmt.Errorf("instance %s: %w", in.ComputerName, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pids == nil {
+		b.pids = map[string]int{}
+	}
+	b.pids[dir] = pid
+	return nil
+}
+
+// Shutdown stops the instance's nodeboot and removes its machine.
+func (b *Booter) Shutdown(ctx context.Context, in armtest.Instance) error {
+	dir := b.machineDir(in)
+	b.mu.Lock()
+	pid := b.pids[dir]
+	delete(b.pids, dir)
+	b.mu.Unlock()
+	if pid > 0 {
+		if err := proc.Stop(ctx, pid, 10*time.Second); err != nil {
+			return fmt.Errorf("stop instance %s: %w", in.ComputerName, err)
+		}
+	}
+	return os.RemoveAll(dir)
+}
+
+// SerialLog is what the machine's nodeboot wrote to its serial console: what boot diagnostics
+// show of a Windows VM.
+func (b *Booter) SerialLog(in armtest.Instance) []byte {
+	serial, _ := os.ReadFile(filepath.Join(b.machineDir(in), "drive", "sim", "serial.log"))
+	return serial
+}
+
+// Running lists the PIDs of the machines' nodeboot processes, for clean-up checks.
+func (b *Booter) Running() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []int
+	for _, pid := range b.pids {
+		if proc.Alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

@@ -1,0 +1,127 @@
+// Package azure is the provider's azure backend: a node pool is one Uniform virtual machine
+// scale set (pool.Compute), pod routes are routes of an Azure route table, and credentials are
+// read as the azurerm provider reads them (Terraform Cloud's dynamic credentials included).
+// Every write is one ARM request whatever the number of machines; long-running operations are
+// polled to the end; throttling (429, honouring Retry-After), server errors and
+// AnotherOperationInProgress conflicts are retried with back-off.
+package azure
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
+
+	"github.com/kubewin/kubewin/internal/version"
+)
+
+// Client is an authenticated connection to Azure Resource Manager for one subscription.
+type Client struct {
+	SubscriptionID string
+	http           *http.Client
+	compute        *armcompute.ClientFactory
+	network        *armnetwork.ClientFactory
+	// poll is how often long-running operations are polled when ARM gives no Retry-After.
+	poll time.Duration
+}
+
+// New connects to Azure with the configuration: it resolves the cloud (reading the metadata
+// document of a custom cloud) and builds the credential, without calling ARM yet.
+func New(ctx context.Context, c Config) (*Client, error) {
+	if c.SubscriptionID == "" {
+		return nil, fmt.Errorf("subscription_id is not set (nor ARM_SUBSCRIPTION_ID)")
+	}
+	httpClient := &http.Client{Timeout: 2 * time.Minute}
+	cl, err := c.Cloud(ctx, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	opts := azcore.ClientOptions{
+		Cloud:     cl,
+		Transport: httpClient,
+		Retry:     retryOptions,
+		Telemetry: policy.TelemetryOptions{ApplicationID: "kubewin/" + version.Version},
+	}
+	cred, err := c.Credential(opts, c.MetadataHost != "")
+	if err != nil {
+		return nil, err
+	}
+	armOpts := &arm.ClientOptions{ClientOptions: opts}
+	compute, err := armcompute.NewClientFactory(c.SubscriptionID, cred, armOpts)
+	if err != nil {
+		return nil, err
+	}
+	network, err := armnetwork.NewClientFactory(c.SubscriptionID, cred, armOpts)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{SubscriptionID: c.SubscriptionID, http: httpClient, compute: compute, network: network, poll: 10 * time.Second}, nil
+}
+
+// retryOptions retry what ARM says to retry: throttling (429, after its Retry-After), server
+// errors and timeouts, and conflicts with another operation in progress on the same resource
+// (409 AnotherOperationInProgress), which ARM resolves once that operation ends.
+var retryOptions = policy.RetryOptions{
+	MaxRetries:    8,
+	RetryDelay:    2 * time.Second,
+	MaxRetryDelay: 2 * time.Minute,
+	ShouldRetry: func(resp *http.Response, err error) bool {
+		if err != nil {
+			return true // connection resets, timeouts
+		}
+		if slices.Contains(retriedStatus, resp.StatusCode) {
+			return true
+		}
+		return resp.StatusCode == http.StatusConflict && errorCode(resp) == "AnotherOperationInProgress"
+	},
+}
+
+var retriedStatus = []int{http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
+
+// errorCode reads ARM's error code from the header or the body, leaving the body readable.
+func errorCode(resp *http.Response) string {
+	if c := resp.Header.Get("x-ms-error-code"); c != "" {
+		return c
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return ""
+	}
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return e.Error.Code
+}
+
+// wait polls a long-running operation to its end.
+func wait[T any](ctx context.Context, c *Client, p *runtime.Poller[T], err error) (T, error) {
+	var zero T
+	if err != nil {
+		return zero, err
+	}
+	return p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: c.poll})
+}
+
+// notFound reports whether err is ARM's 404.
+func notFound(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
+}

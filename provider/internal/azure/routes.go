@@ -1,0 +1,174 @@
+package azure
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
+
+	"github.com/kubewin/kubewin/internal/routetable"
+)
+
+// RouteTable is an Azure route table that pod routes are written to.
+type RouteTable struct {
+	Client *Client
+	// ID is the route table's resource ID.
+	ID                  string
+	resourceGroup, name string
+}
+
+// OpenRouteTable parses a route table's resource ID.
+func (c *Client) OpenRouteTable(id string) (*RouteTable, error) {
+	rg, name, err := ParseRouteTableID(id)
+	if err != nil {
+		return nil, err
+	}
+	return &RouteTable{Client: c, ID: id, resourceGroup: rg, name: name}, nil
+}
+
+// ParseRouteTableID splits a route table's resource ID into its resource group and name.
+func ParseRouteTableID(id string) (resourceGroup, name string, err error) {
+	r, err := arm.ParseResourceID(id)
+	if err != nil || !strings.EqualFold(r.ResourceType.String(), "Microsoft.Network/routeTables") {
+		return "", "", fmt.Errorf("%q is not a route table's resource ID (/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<name>)", id)
+	}
+	return r.ResourceGroupName, r.Name, nil
+}
+
+// RouteID is a route's resource ID.
+func (t *RouteTable) RouteID(name string) string { return t.ID + "/routes/" + name }
+
+// ParseRouteID splits a route's resource ID into its table's ID and its name.
+func ParseRouteID(id string) (tableID, name string, err error) {
+	r, err := arm.ParseResourceID(id)
+	if err != nil || !strings.EqualFold(r.ResourceType.String(), "Microsoft.Network/routeTables/routes") || r.Parent == nil {
+		return "", "", fmt.Errorf("%q is not a route's resource ID (<route table ID>/routes/<name>)", id)
+	}
+	return r.Parent.String(), r.Name, nil
+}
+
+// tableLocks serialise the writes to each route table within the provider process, where
+// Terraform writes many routes at once: Azure's network resource provider takes one write per
+// table at a time (others get AnotherOperationInProgress or a 429 RetryableError).
+var tableLocks sync.Map
+
+func (t *RouteTable) lock() func() {
+	mu, _ := tableLocks.LoadOrStore(strings.ToLower(t.ID), &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
+func (t *RouteTable) routes() *armnetwork.RoutesClient { return t.Client.network.NewRoutesClient() }
+
+// Read returns the table with its routes, and the resource IDs of the subnets it is associated
+// with.
+func (t *RouteTable) Read(ctx context.Context) (*routetable.Table, []string, error) {
+	resp, err := t.Client.network.NewRouteTablesClient().Get(ctx, t.resourceGroup, t.name, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read route table %s: %w", t.ID, err)
+	}
+	table := &routetable.Table{Name: t.ID}
+	var subnets []string
+	if p := resp.Properties; p != nil {
+		for _, r := range p.Routes {
+			if route, ok := routeOf(r); ok {
+				table.Routes = append(table.Routes, route)
+			}
+		}
+		for _, s := range p.Subnets {
+			if s.ID != nil {
+				subnets = append(subnets, *s.ID)
+			}
+		}
+	}
+	return table, subnets, nil
+}
+
+// Get returns a route; ok is false when the table or the route does not exist.
+func (t *RouteTable) Get(ctx context.Context, name string) (route routetable.Route, ok bool, err error) {
+	resp, err := t.routes().Get(ctx, t.resourceGroup, t.name, name, nil)
+	if notFound(err) {
+		return routetable.Route{}, false, nil
+	}
+	if err != nil {
+		return routetable.Route{}, false, fmt.Errorf("read route %s: %w", t.RouteID(name), err)
+	}
+	route, ok = routeOf(&resp.Route)
+	return route, ok, nil
+}
+
+func routeOf(r *armnetwork.Route) (routetable.Route, bool) {
+	if r == nil || r.Properties == nil || r.Name == nil {
+		return routetable.Route{}, false
+	}
+	dst, err := netip.ParsePrefix(deref(r.Properties.AddressPrefix))
+	if err != nil {
+		return routetable.Route{}, false // a service tag or another kind of route: not a pod route
+	}
+	hop, _ := netip.ParseAddr(deref(r.Properties.NextHopIPAddress))
+	return routetable.Route{Name: *r.Name, Destination: dst, NextHop: hop}, true
+}
+
+// Put creates or replaces a route to a node (next hop type VirtualAppliance: the node's NIC,
+// which forwards IP), checking the table's limits against its current routes first.
+func (t *RouteTable) Put(ctx context.Context, route routetable.Route) error {
+	unlock := t.lock()
+	defer unlock()
+	table, _, err := t.Read(ctx)
+	if err != nil {
+		return err
+	}
+	if err := table.CheckAdd(route); err != nil {
+		return err
+	}
+	p, err := t.routes().BeginCreateOrUpdate(ctx, t.resourceGroup, t.name, route.Name, armnetwork.Route{
+		Properties: &armnetwork.RoutePropertiesFormat{
+			AddressPrefix:    to.Ptr(route.Destination.String()),
+			NextHopType:      to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance),
+			NextHopIPAddress: to.Ptr(route.NextHop.String()),
+		},
+	}, nil)
+	if _, err := wait(ctx, t.Client, p, err); err != nil {
+		return fmt.Errorf("write route %s: %w", t.RouteID(route.Name), err)
+	}
+	return nil
+}
+
+// Delete removes a route; a route already gone is not an error.
+func (t *RouteTable) Delete(ctx context.Context, name string) error {
+	unlock := t.lock()
+	defer unlock()
+	p, err := t.routes().BeginDelete(ctx, t.resourceGroup, t.name, name, nil)
+	if _, err := wait(ctx, t.Client, p, err); err != nil && !notFound(err) {
+		return fmt.Errorf("delete route %s: %w", t.RouteID(name), err)
+	}
+	return nil
+}
+
+// SubnetPrefixes returns the address prefixes of subnets, by resource ID.
+func (c *Client) SubnetPrefixes(ctx context.Context, ids []string) (map[string][]netip.Prefix, error) {
+	out := map[string][]netip.Prefix{}
+	for _, id := range ids {
+		r, err := arm.ParseResourceID(id)
+		if err != nil || r.Parent == nil {
+			return nil, fmt.Errorf("%q is not a subnet's resource ID", id)
+		}
+		resp, err := c.network.NewSubnetsClient().Get(ctx, r.ResourceGroupName, r.Parent.Name, r.Name, nil)
+		if err != nil {
+			return nil, fmt.Errorf("read subnet %s: %w", id, err)
+		}
+		if p := resp.Properties; p != nil {
+			for _, s := range append([]*string{p.AddressPrefix}, p.AddressPrefixes...) {
+				if pfx, err := netip.ParsePrefix(deref(s)); err == nil {
+					out[id] = append(out[id], pfx)
+				}
+			}
+		}
+	}
+	return out, nil
+}

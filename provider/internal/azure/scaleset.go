@@ -1,0 +1,502 @@
+package azure
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/provider/internal/pool"
+)
+
+// Machines is what a pool's scale set is made of. Names follow azurerm's
+// azurerm_windows_virtual_machine_scale_set where it has one.
+type Machines struct {
+	ResourceGroup, Location, SubnetID string
+	// VMSize is the scale set's SKU, e.g. Standard_D4s_v5.
+	VMSize string
+	// ImageID is a gallery image version, a gallery image (its latest version) or a managed image.
+	ImageID       string
+	AdminUsername string
+	Zones         []string
+	// IPForwarding lets the NICs receive pod traffic routed to the node (l2bridge, host-gateway).
+	IPForwarding, AcceleratedNetworking bool
+	OSDisk                              OSDisk
+	// Spot makes the machines Azure Spot VMs, evicted (deleted) when Azure needs the capacity
+	// or the price passes MaxBidPrice (-1: never for price).
+	Spot        bool
+	MaxBidPrice float64
+	Tags        map[string]string
+}
+
+// OSDisk is the machines' OS disk.
+type OSDisk struct {
+	StorageAccountType string // Standard_LRS, StandardSSD_LRS, Premium_LRS, ...
+	Caching            string // ReadWrite, ReadOnly, None
+	SizeGB             int32  // 0: the image's size
+}
+
+// Digest identifies what existing instances keep when the scale set's model changes: the
+// image and the machine settings. A change of it replaces the pool's nodes.
+func (m Machines) Digest() string {
+	b, _ := json.Marshal(struct {
+		Image, Size            string
+		IPForwarding, AccelNet bool
+		OSDisk                 OSDisk
+		Spot                   bool
+		MaxBidPrice            float64
+	}{m.ImageID, m.VMSize, m.IPForwarding, m.AcceleratedNetworking, m.OSDisk, m.Spot, m.MaxBidPrice})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Tags kubewin puts on the scale sets it manages.
+const (
+	TagPool      = "kubewin.io/pool"
+	TagManagedBy = "kubewin.io/managed-by"
+)
+
+// ScaleSet is a pool's machines on Azure: one Uniform scale set named after the pool, whose
+// instances' computer names (prefix + 6 base-36 digits of the instance ID) are the node names.
+// Uniform, because it deletes chosen instances in one call (deleteInstances), after the pool
+// drained exactly those, and names computers deterministically. Manual upgrade policy: a model
+// change (a new image, a new token) reaches only instances added after it.
+type ScaleSet struct {
+	Client *Client
+	// Name is the scale set's name; Pool the pool it belongs to (its kubewin.io/pool tag).
+	Name, Pool, ComputerNamePrefix string
+	Machines                       Machines
+	// AdminPassword is used when the scale set is created and never stored; empty: a random one.
+	AdminPassword string
+
+	mu  sync.Mutex
+	ids map[string]string // computer name → instance ID, as last listed
+}
+
+var _ pool.Compute = (*ScaleSet)(nil)
+
+// ID is the scale set's resource ID.
+func (s *ScaleSet) ID() string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachineScaleSets/%s", s.Client.SubscriptionID, s.Machines.ResourceGroup, s.Name)
+}
+
+func (s *ScaleSet) scaleSets() *armcompute.VirtualMachineScaleSetsClient {
+	return s.Client.compute.NewVirtualMachineScaleSetsClient()
+}
+
+func (s *ScaleSet) vms() *armcompute.VirtualMachineScaleSetVMsClient {
+	return s.Client.compute.NewVirtualMachineScaleSetVMsClient()
+}
+
+// ScaleSetTags reads the tags of a scale set by its resource ID.
+func (c *Client) ScaleSetTags(ctx context.Context, id string) (map[string]string, error) {
+	r, err := arm.ParseResourceID(id)
+	if err != nil || !strings.EqualFold(r.ResourceType.String(), "Microsoft.Compute/virtualMachineScaleSets") {
+		return nil, fmt.Errorf("%q is not a scale set's resource ID", id)
+	}
+	resp, err := c.compute.NewVirtualMachineScaleSetsClient().Get(ctx, r.ResourceGroupName, r.Name, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read scale set %s: %w", id, err)
+	}
+	out := map[string]string{}
+	for k, v := range resp.Tags {
+		if v != nil {
+			out[k] = *v
+		}
+	}
+	return out, nil
+}
+
+// get reads the scale set: nil when it does not exist, an error when it is not this pool's.
+func (s *ScaleSet) get(ctx context.Context) (*armcompute.VirtualMachineScaleSet, error) {
+	resp, err := s.scaleSets().Get(ctx, s.Machines.ResourceGroup, s.Name, nil)
+	if notFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read scale set %s: %w", s.ID(), err)
+	}
+	if resp.Tags[TagPool] == nil || *resp.Tags[TagPool] != s.Pool {
+		return nil, fmt.Errorf("scale set %s exists but is not kubewin pool %s's (its %s tag is not %q): kubewin does not take over scale sets it did not create; name the pool differently or import it", s.ID(), s.Pool, TagPool, s.Pool)
+	}
+	return &resp.VirtualMachineScaleSet, nil
+}
+
+// instance is a scale-set instance.
+type instance struct {
+	id, name string
+	running  bool
+}
+
+func (s *ScaleSet) instances(ctx context.Context) ([]instance, error) {
+	var out []instance
+	pager := s.vms().NewListPager(s.Machines.ResourceGroup, s.Name, &armcompute.VirtualMachineScaleSetVMsClientListOptions{Expand: to.Ptr("instanceView")})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if notFound(err) {
+			return nil, nil // no scale set: no machines
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list the instances of scale set %s: %w", s.ID(), err)
+		}
+		for _, vm := range page.Value {
+			in := instance{id: deref(vm.InstanceID), running: true}
+			if p := vm.Properties; p != nil {
+				if p.OSProfile != nil {
+					in.name = strings.ToLower(deref(p.OSProfile.ComputerName))
+				}
+				in.running = running(p)
+			}
+			out = append(out, in)
+		}
+	}
+	s.mu.Lock()
+	s.ids = map[string]string{}
+	for _, in := range out {
+		s.ids[in.name] = in.id
+	}
+	s.mu.Unlock()
+	return out, nil
+}
+
+// running reports whether an instance runs or is still being created: not failed, not
+// stopped, deallocated or deleted.
+func running(p *armcompute.VirtualMachineScaleSetVMProperties) bool {
+	switch deref(p.ProvisioningState) {
+	case "Failed", "Deleting":
+		return false
+	}
+	if p.InstanceView != nil {
+		for _, st := range p.InstanceView.Statuses {
+			switch deref(st.Code) {
+			case "PowerState/stopped", "PowerState/stopping", "PowerState/deallocated", "PowerState/deallocating":
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (s *ScaleSet) List(ctx context.Context) ([]pool.Machine, error) {
+	ins, err := s.instances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pool.Machine, 0, len(ins))
+	for _, in := range ins {
+		out = append(out, pool.Machine{Name: in.name, Running: in.running})
+	}
+	return out, nil
+}
+
+// Add raises the scale set's capacity by n with customData in its model — creating the scale
+// set on the pool's first machines — in one ARM write, waits for the operation, and returns the
+// new instances' names.
+func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string, error) {
+	before, err := s.instances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	existing, err := s.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if existing == nil {
+		tflog.Info(ctx, "creating scale set", map[string]any{"scale_set": s.ID(), "capacity": n})
+		p, perr := s.create(ctx, n, customData)
+		_, err = wait(ctx, s.Client, p, perr)
+	} else {
+		capacity := int64(n)
+		if existing.SKU != nil && existing.SKU.Capacity != nil {
+			capacity += *existing.SKU.Capacity
+		}
+		tflog.Info(ctx, "scaling out scale set", map[string]any{"scale_set": s.ID(), "capacity": capacity})
+		p, perr := s.update(ctx, capacity, customData)
+		_, err = wait(ctx, s.Client, p, perr)
+	}
+	// What was created, also when the operation failed part-way.
+	after, listErr := s.instances(ctx)
+	var added []string
+	for _, in := range after {
+		if !slices.ContainsFunc(before, func(b instance) bool { return b.id == in.id }) {
+			added = append(added, in.name)
+		}
+	}
+	slices.Sort(added)
+	if err != nil {
+		return added, fmt.Errorf("scale set %s: %w", s.ID(), err)
+	}
+	return added, listErr
+}
+
+func (s *ScaleSet) create(ctx context.Context, capacity int, customData []byte) (*runtime.Poller[armcompute.VirtualMachineScaleSetsClientCreateOrUpdateResponse], error) {
+	password := s.AdminPassword
+	if password == "" {
+		password = randomPassword()
+	}
+	m := s.Machines
+	tags := map[string]*string{TagPool: to.Ptr(s.Pool), TagManagedBy: to.Ptr("kubewin")}
+	for k, v := range m.Tags {
+		tags[k] = to.Ptr(v)
+	}
+	vmss := armcompute.VirtualMachineScaleSet{
+		Location: to.Ptr(m.Location),
+		Tags:     tags,
+		SKU:      &armcompute.SKU{Name: to.Ptr(m.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(int64(capacity))},
+		Properties: &armcompute.VirtualMachineScaleSetProperties{
+			OrchestrationMode: to.Ptr(armcompute.OrchestrationModeUniform),
+			// Overprovisioned instances would boot, join and be deleted again.
+			Overprovision: to.Ptr(false),
+			UpgradePolicy: &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)},
+			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{
+				OSProfile: &armcompute.VirtualMachineScaleSetOSProfile{
+					ComputerNamePrefix: to.Ptr(s.ComputerNamePrefix),
+					AdminUsername:      to.Ptr(m.AdminUsername),
+					AdminPassword:      to.Ptr(password),
+					CustomData:         to.Ptr(base64.StdEncoding.EncodeToString(customData)),
+					WindowsConfiguration: &armcompute.WindowsConfiguration{
+						EnableAutomaticUpdates: to.Ptr(false),
+						ProvisionVMAgent:       to.Ptr(true),
+						PatchSettings:          &armcompute.PatchSettings{PatchMode: to.Ptr(armcompute.WindowsVMGuestPatchModeManual)},
+					},
+				},
+				StorageProfile: s.storageProfile(),
+				NetworkProfile: &armcompute.VirtualMachineScaleSetNetworkProfile{NetworkInterfaceConfigurations: s.nics()},
+				// Boot diagnostics with managed storage keep the serial console, where nodeboot writes
+				// its join report before it can reach the cluster.
+				DiagnosticsProfile: &armcompute.DiagnosticsProfile{BootDiagnostics: &armcompute.BootDiagnostics{Enabled: to.Ptr(true)}},
+			},
+		},
+	}
+	if len(m.Zones) > 0 {
+		vmss.Zones = to.SliceOfPtrs(m.Zones...)
+	}
+	if m.Spot {
+		vp := vmss.Properties.VirtualMachineProfile
+		vp.Priority = to.Ptr(armcompute.VirtualMachinePriorityTypesSpot)
+		vp.EvictionPolicy = to.Ptr(armcompute.VirtualMachineEvictionPolicyTypesDelete)
+		vp.BillingProfile = &armcompute.BillingProfile{MaxPrice: to.Ptr(m.MaxBidPrice)}
+	}
+	return s.scaleSets().BeginCreateOrUpdate(ctx, m.ResourceGroup, s.Name, vmss, nil)
+}
+
+func (s *ScaleSet) update(ctx context.Context, capacity int64, customData []byte) (*runtime.Poller[armcompute.VirtualMachineScaleSetsClientUpdateResponse], error) {
+	m := s.Machines
+	u := armcompute.VirtualMachineScaleSetUpdate{
+		SKU: &armcompute.SKU{Name: to.Ptr(m.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(capacity)},
+		Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
+			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{
+				OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString(customData))},
+				StorageProfile: &armcompute.VirtualMachineScaleSetUpdateStorageProfile{
+					ImageReference: &armcompute.ImageReference{ID: to.Ptr(m.ImageID)},
+				},
+				NetworkProfile: &armcompute.VirtualMachineScaleSetUpdateNetworkProfile{NetworkInterfaceConfigurations: s.nicUpdates()},
+			},
+		},
+	}
+	return s.scaleSets().BeginUpdate(ctx, m.ResourceGroup, s.Name, u, nil)
+}
+
+func (s *ScaleSet) storageProfile() *armcompute.VirtualMachineScaleSetStorageProfile {
+	d := s.Machines.OSDisk
+	disk := &armcompute.VirtualMachineScaleSetOSDisk{
+		CreateOption: to.Ptr(armcompute.DiskCreateOptionTypesFromImage),
+		OSType:       to.Ptr(armcompute.OperatingSystemTypesWindows),
+	}
+	if d.Caching != "" {
+		disk.Caching = to.Ptr(armcompute.CachingTypes(d.Caching))
+	}
+	if d.StorageAccountType != "" {
+		disk.ManagedDisk = &armcompute.VirtualMachineScaleSetManagedDiskParameters{StorageAccountType: to.Ptr(armcompute.StorageAccountTypes(d.StorageAccountType))}
+	}
+	if d.SizeGB > 0 {
+		disk.DiskSizeGB = to.Ptr(d.SizeGB)
+	}
+	return &armcompute.VirtualMachineScaleSetStorageProfile{ImageReference: &armcompute.ImageReference{ID: to.Ptr(s.Machines.ImageID)}, OSDisk: disk}
+}
+
+func (s *ScaleSet) nics() []*armcompute.VirtualMachineScaleSetNetworkConfiguration {
+	m := s.Machines
+	return []*armcompute.VirtualMachineScaleSetNetworkConfiguration{{
+		Name: to.Ptr("nic0"),
+		Properties: &armcompute.VirtualMachineScaleSetNetworkConfigurationProperties{
+			Primary:                     to.Ptr(true),
+			EnableIPForwarding:          to.Ptr(m.IPForwarding),
+			EnableAcceleratedNetworking: to.Ptr(m.AcceleratedNetworking),
+			IPConfigurations: []*armcompute.VirtualMachineScaleSetIPConfiguration{{
+				Name: to.Ptr("ip0"),
+				Properties: &armcompute.VirtualMachineScaleSetIPConfigurationProperties{
+					Primary: to.Ptr(true),
+					Subnet:  &armcompute.APIEntityReference{ID: to.Ptr(m.SubnetID)},
+				},
+			}},
+		},
+	}}
+}
+
+func (s *ScaleSet) nicUpdates() []*armcompute.VirtualMachineScaleSetUpdateNetworkConfiguration {
+	m := s.Machines
+	return []*armcompute.VirtualMachineScaleSetUpdateNetworkConfiguration{{
+		Name: to.Ptr("nic0"),
+		Properties: &armcompute.VirtualMachineScaleSetUpdateNetworkConfigurationProperties{
+			Primary:                     to.Ptr(true),
+			EnableIPForwarding:          to.Ptr(m.IPForwarding),
+			EnableAcceleratedNetworking: to.Ptr(m.AcceleratedNetworking),
+			IPConfigurations: []*armcompute.VirtualMachineScaleSetUpdateIPConfiguration{{
+				Name: to.Ptr("ip0"),
+				Properties: &armcompute.VirtualMachineScaleSetUpdateIPConfigurationProperties{
+					Primary: to.Ptr(true),
+					Subnet:  &armcompute.APIEntityReference{ID: to.Ptr(m.SubnetID)},
+				},
+			}},
+		},
+	}}
+}
+
+// Delete removes the named instances in one deleteInstances call.
+func (s *ScaleSet) Delete(ctx context.Context, names []string) error {
+	ids, err := s.instanceIDs(ctx, names)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	tflog.Info(ctx, "deleting scale set instances", map[string]any{"scale_set": s.ID(), "instances": ids})
+	p, err := s.scaleSets().BeginDeleteInstances(ctx, s.Machines.ResourceGroup, s.Name,
+		armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs(ids...)}, nil)
+	_, err = wait(ctx, s.Client, p, err)
+	if err != nil {
+		return fmt.Errorf("delete instances %v of scale set %s: %w", ids, s.ID(), err)
+	}
+	return nil
+}
+
+// instanceIDs maps computer names to instance IDs; names of no instance are skipped.
+func (s *ScaleSet) instanceIDs(ctx context.Context, names []string) ([]string, error) {
+	s.mu.Lock()
+	known := s.ids != nil && !slices.ContainsFunc(names, func(n string) bool { return s.ids[n] == "" })
+	s.mu.Unlock()
+	if !known {
+		if _, err := s.instances(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for _, n := range names {
+		if id := s.ids[n]; id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// Destroy deletes the scale set.
+func (s *ScaleSet) Destroy(ctx context.Context) error {
+	existing, err := s.get(ctx)
+	if err != nil || existing == nil {
+		return err
+	}
+	tflog.Info(ctx, "deleting scale set", map[string]any{"scale_set": s.ID()})
+	p, err := s.scaleSets().BeginDelete(ctx, s.Machines.ResourceGroup, s.Name, nil)
+	if _, err := wait(ctx, s.Client, p, err); err != nil && !notFound(err) {
+		return fmt.Errorf("delete scale set %s: %w", s.ID(), err)
+	}
+	return nil
+}
+
+// Reports reads the join reports the named machines wrote to their serial consoles, through
+// boot diagnostics.
+func (s *ScaleSet) Reports(ctx context.Context, names []string) map[string]*nodestatus.Report {
+	out := map[string]*nodestatus.Report{}
+	for _, name := range names {
+		if r := nodestatus.LastSerialReport(s.serialLog(ctx, name)); r != nil {
+			out[name] = r
+		}
+	}
+	return out
+}
+
+// Log is the end of the machine's serial console, without the report lines.
+func (s *ScaleSet) Log(ctx context.Context, name string) string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(s.serialLog(ctx, name)), "\n"), "\n") {
+		if !strings.HasPrefix(l, nodestatus.SerialPrefix) {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-15):], "\n")
+}
+
+// serialLog is the machine's serial console output, or nil.
+func (s *ScaleSet) serialLog(ctx context.Context, name string) []byte {
+	ids, err := s.instanceIDs(ctx, []string{name})
+	if err != nil || len(ids) == 0 {
+		return nil
+	}
+	resp, err := s.vms().RetrieveBootDiagnosticsData(ctx, s.Machines.ResourceGroup, s.Name, ids[0], &armcompute.VirtualMachineScaleSetVMsClientRetrieveBootDiagnosticsDataOptions{SasURIExpirationTimeInMinutes: to.Ptr[int32](5)})
+	if err != nil || resp.SerialConsoleLogBlobURI == nil {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *resp.SerialConsoleLogBlobURI, nil)
+	if err != nil {
+		return nil
+	}
+	blob, err := s.Client.http.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer blob.Body.Close()
+	if blob.StatusCode != http.StatusOK {
+		return nil
+	}
+	data, _ := io.ReadAll(io.LimitReader(blob.Body, 4<<20))
+	return data
+}
+
+// randomPassword is an administrator password meeting Azure's complexity rules, for scale sets
+// created without one: nobody learns it, and it is never stored.
+func randomPassword() string {
+	const (
+		lower   = "abcdefghijkmnopqrstuvwxyz"
+		upper   = "ABCDEFGHJKLMNPQRSTUVWXYZ"
+		digits  = "23456789"
+		special = "!@#%^*-_=+"
+	)
+	all := lower + upper + digits + special
+	pick := func(set string) byte {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(set))))
+		if err != nil {
+			panic(err) // crypto/rand does not fail on supported platforms
+		}
+		return set[n.Int64()]
+	}
+	b := []byte{pick(lower), pick(upper), pick(digits), pick(special)}
+	for len(b) < 32 {
+		b = append(b, pick(all))
+	}
+	return string(b)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,321 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubewin/kubewin/internal/api"
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodeaccess"
+	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/provider/internal/azure"
+	"github.com/kubewin/kubewin/provider/internal/pool"
+)
+
+// localPoolModel is the local backend's block: simulated machines on this host.
+type localPoolModel struct {
+	Image                               types.String `tfsdk:"image"`
+	JoinSimulatedNodesToExistingCluster types.Bool   `tfsdk:"join_simulated_nodes_to_existing_cluster"`
+}
+
+// simulatedOptIn is the local block's opt-in that lets simulated nodes join a cluster kubewin
+// did not create.
+const simulatedOptIn = "join_simulated_nodes_to_existing_cluster"
+
+// azurePoolModel is the azure backend's block: a Uniform virtual machine scale set. Names follow
+// azurerm's azurerm_windows_virtual_machine_scale_set where it has one.
+type azurePoolModel struct {
+	ResourceGroupName            types.String  `tfsdk:"resource_group_name"`
+	Location                     types.String  `tfsdk:"location"`
+	VMSize                       types.String  `tfsdk:"vm_size"`
+	SubnetID                     types.String  `tfsdk:"subnet_id"`
+	ImageID                      types.String  `tfsdk:"image_id"`
+	ImageManifest                types.String  `tfsdk:"image_manifest"`
+	ScaleSetName                 types.String  `tfsdk:"scale_set_name"`
+	AdminUsername                types.String  `tfsdk:"admin_username"`
+	AdminPasswordWO              types.String  `tfsdk:"admin_password_wo"`
+	Zones                        types.List    `tfsdk:"zones"`
+	AcceleratedNetworkingEnabled types.Bool    `tfsdk:"accelerated_networking_enabled"`
+	OSDiskStorageAccountType     types.String  `tfsdk:"os_disk_storage_account_type"`
+	OSDiskSizeGB                 types.Int64   `tfsdk:"os_disk_size_gb"`
+	OSDiskCaching                types.String  `tfsdk:"os_disk_caching"`
+	Priority                     types.String  `tfsdk:"priority"`
+	MaxBidPrice                  types.Float64 `tfsdk:"max_bid_price"`
+	Tags                         types.Map     `tfsdk:"tags"`
+	ScaleSetID                   types.String  `tfsdk:"scale_set_id"`
+}
+
+var (
+	pathLocalImage   = path.Root("local").AtName("image")
+	pathAzure        = path.Root("azure")
+	scaleSetNameRE   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,62}[A-Za-z0-9_])?$`)
+	adminUsernameRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,19}$`)
+	reservedAdmins   = []string{"administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1", "1", "123", "a", "actuser", "adm", "admin2", "aspnet", "backup", "console", "david", "guest", "john", "owner", "root", "server", "sql", "support", "support_388945a0", "sys", "test2", "test3", "user4", "user5"}
+	backendReplaceIf = []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving a pool to another backend replaces it.", "")}
+)
+
+func localPoolBlock() schema.Block {
+	return schema.SingleNestedBlock{
+		Description: "The machines are **simulated** Windows machines on this host (the local backend): nodeboot processes that join " +
+			"for real, with a simulated kubelet that runs no containers. They join the `kubewin_cluster` named by `cluster_id`; " +
+			"any other cluster is refused at plan time unless `" + simulatedOptIn + "` is set.",
+		PlanModifiers: backendReplaceIf,
+		Attributes: map[string]schema.Attribute{
+			// Required within the block: checked by checkBackend, as the framework would
+			// require it of a pool without the block too.
+			"image": schema.StringAttribute{
+				Optional:    true,
+				Validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
+				Description: "The image the machines are created from (required): the directory `packer build` wrote with the `kubewin-local` builder (it holds `" + simmachine.ImageManifestFile + "`). Changing it replaces the nodes, surge-first.",
+			},
+			simulatedOptIn: schema.BoolAttribute{
+				Optional: true,
+				Description: "Let the pool's simulated nodes join the cluster of the provider's `kubernetes` block, a cluster kubewin did not create. " +
+					"Its scheduler will place pods on them that never run anything: set it only for a scratch cluster, to test schedulers and policies.",
+			},
+		},
+	}
+}
+
+func azurePoolBlock() schema.Block {
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	return schema.SingleNestedBlock{
+		Description: "The machines are Windows Server VMs of one Uniform virtual machine scale set in Azure, created with the provider's " +
+			"`azure` credentials. Every change of the pool is a constant number of ARM writes: adding nodes raises the scale set's capacity " +
+			"with the pool-wide NodeConfig (and a fresh bootstrap token) in its model's custom data, in one write; removing nodes deletes " +
+			"exactly the drained instances in one `deleteInstances` call. Instances' computer names, which are the node names, are " +
+			"`node_name_prefix` and 6 base-36 digits of the instance ID. A join that fails before the node reaches the cluster is read from " +
+			"the instance's serial console (boot diagnostics, always on). Changing `image_id`, `vm_size`, the OS disk, accelerated " +
+			"networking or the spot settings replaces the nodes surge-first. Clusters running Azure's cloud-controller-manager must leave " +
+			"the route table to kubewin (`--configure-cloud-routes=false`) or not use `kubewin_pod_route`.",
+		PlanModifiers: backendReplaceIf,
+		Attributes: map[string]schema.Attribute{
+			"resource_group_name": schema.StringAttribute{Optional: true, PlanModifiers: replace, Description: "Resource group of the scale set (required)."},
+			"location":            schema.StringAttribute{Optional: true, PlanModifiers: replace, Description: "Azure region of the scale set (required), e.g. `westeurope`."},
+			"vm_size":             schema.StringAttribute{Optional: true, Description: "Size of the VMs (required), e.g. `Standard_D4s_v5`."},
+			"subnet_id":           schema.StringAttribute{Optional: true, PlanModifiers: replace, Description: "Resource ID of the subnet the nodes' NICs are in (required). For `l2bridge` and `host-gateway` the NICs forward IP, so that pod traffic routed to a node reaches it."},
+			"image_id": schema.StringAttribute{
+				Optional: true,
+				Description: "Resource ID of the image the kubewin Packer plugin published (required): a gallery image version or a managed image. " +
+					"Its Windows build, Kubernetes version and runtime are read from its tags `" + azure.TagWindowsBuild + "`, `" + azure.TagKubernetesVersion +
+					"`, `" + azure.TagRuntime + "` and `" + azure.TagRuntimeVersion + "` at plan time, or from `image_manifest`.",
+			},
+			"image_manifest": schema.StringAttribute{
+				Optional:    true,
+				Description: "The image's manifest (the `kubewin-manifest.json` the Packer provisioner downloads, e.g. `file(\"output/kubewin-manifest.json\")`), for images without kubewin's tags.",
+			},
+			"scale_set_name": schema.StringAttribute{
+				Optional: true, Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+				Validators:  []validator.String{stringvalidator.RegexMatches(scaleSetNameRE, "must be 1-64 letters, digits, '.', '_' or '-'")},
+				Description: "Name of the scale set. Default: the pool's name.",
+			},
+			"admin_username": schema.StringAttribute{
+				Optional: true, PlanModifiers: replace,
+				Validators:  []validator.String{stringvalidator.RegexMatches(adminUsernameRE, "must be 1-20 letters, digits, '.', '_' or '-', starting with a letter"), stringvalidator.NoneOfCaseInsensitive(reservedAdmins...)},
+				Description: "The VMs' administrator account. Default `kubewin`.",
+			},
+			"admin_password_wo": schema.StringAttribute{
+				Optional: true, WriteOnly: true, Sensitive: true,
+				Validators: []validator.String{stringvalidator.LengthBetween(12, 123)},
+				Description: "The administrator's password, used when the scale set is created (write-only: never in the plan or the state). " +
+					"Without it the password is random and known to nobody: use it only if you need to log on to the nodes.",
+			},
+			"zones": schema.ListAttribute{
+				Optional: true, ElementType: types.StringType,
+				Validators:  []validator.List{},
+				Description: "Availability zones of the VMs, e.g. `[\"1\", \"2\", \"3\"]`.",
+			},
+			"accelerated_networking_enabled": schema.BoolAttribute{Optional: true, Description: "Accelerated networking on the NICs. Default `false`."},
+			"os_disk_storage_account_type": schema.StringAttribute{
+				Optional:    true,
+				Validators:  []validator.String{stringvalidator.OneOf("Standard_LRS", "StandardSSD_LRS", "Premium_LRS", "StandardSSD_ZRS", "Premium_ZRS")},
+				Description: "Storage type of the OS disk. Default: the image's.",
+			},
+			"os_disk_size_gb": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(30, 4095)}, Description: "Size of the OS disk in GB. Default: the image's."},
+			"os_disk_caching": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf("None", "ReadOnly", "ReadWrite")}, Description: "Caching of the OS disk."},
+			"priority": schema.StringAttribute{
+				Optional: true, PlanModifiers: replace,
+				Validators:  []validator.String{stringvalidator.OneOf("Regular", "Spot")},
+				Description: "`Regular`, or `Spot` VMs (evicted — deleted — when Azure needs the capacity; the next apply replaces them). Default `Regular`.",
+			},
+			"max_bid_price": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.AtLeast(-1)}, Description: "Highest hourly price for Spot VMs; `-1` (the default) evicts for capacity only."},
+			"tags":          schema.MapAttribute{Optional: true, ElementType: types.StringType, Description: "Tags of the scale set."},
+			"scale_set_id":  schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}, Description: "Resource ID of the scale set."},
+		},
+	}
+}
+
+// checkAzureBlock reports the azure block's missing arguments.
+func checkAzureBlock(a *azurePoolModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	for name, v := range map[string]types.String{"resource_group_name": a.ResourceGroupName, "location": a.Location, "vm_size": a.VMSize, "subnet_id": a.SubnetID, "image_id": a.ImageID} {
+		if v.IsNull() {
+			diags.AddAttributeError(pathAzure.AtName(name), "Missing Azure Setting", "Set azure."+name+": the scale set needs it.")
+		}
+	}
+	if a.Priority.ValueString() != "Spot" && !a.MaxBidPrice.IsNull() {
+		diags.AddAttributeError(pathAzure.AtName("max_bid_price"), "Spot Setting Without Spot VMs", "max_bid_price applies only to priority = \"Spot\": remove it, or set priority.")
+	}
+	return diags
+}
+
+// poolImage is what a pool knows of its image: the part of the manifest a NodeConfig needs,
+// and a digest that changes whenever the machines' image or settings do.
+type poolImage struct {
+	manifest *v1alpha1.ImageManifest
+	digest   string
+}
+
+// image reads the pool's image: a local image directory's manifest, or an Azure image's tags
+// (or the manifest the configuration gives).
+func (r *nodePoolResource) image(ctx context.Context, m *nodePoolModel) (*poolImage, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	if m.Local != nil {
+		manifest, digest, err := loadImage(m.Local.Image.ValueString())
+		if err != nil {
+			diags.AddAttributeError(pathLocalImage, "Invalid Image", err.Error())
+			return nil, diags
+		}
+		return &poolImage{manifest, digest}, diags
+	}
+	a := m.Azure
+	var manifest *v1alpha1.ImageManifest
+	var err error
+	if !a.ImageManifest.IsNull() {
+		manifest, err = api.LoadImageManifest([]byte(a.ImageManifest.ValueString()))
+		if err != nil {
+			diags.AddAttributeError(pathAzure.AtName("image_manifest"), "Invalid Image Manifest", err.Error())
+			return nil, diags
+		}
+	} else {
+		c, err := r.data.azure(ctx)
+		if err != nil {
+			diags.AddAttributeError(pathAzure, "Cannot Reach Azure", err.Error())
+			return nil, diags
+		}
+		tags, err := c.ImageTags(ctx, a.ImageID.ValueString())
+		if err == nil {
+			manifest, err = azure.ManifestFromTags(a.ImageID.ValueString(), tags)
+		}
+		if err != nil {
+			diags.AddAttributeError(pathAzure.AtName("image_id"), "Invalid Image", err.Error())
+			return nil, diags
+		}
+	}
+	machines, d := azureMachines(ctx, m, manifest)
+	diags.Append(d...)
+	return &poolImage{manifest, machines.Digest()}, diags
+}
+
+// azureMachines is the scale set's machine settings.
+func azureMachines(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.ImageManifest) (azure.Machines, diag.Diagnostics) {
+	a := m.Azure
+	tags, diags := stringMapOf(ctx, a.Tags)
+	var zones []string
+	if !a.Zones.IsNull() && !a.Zones.IsUnknown() {
+		diags.Append(a.Zones.ElementsAs(ctx, &zones, false)...)
+	}
+	mode := v1alpha1.NetworkMode(m.NetworkMode.ValueString())
+	machines := azure.Machines{
+		ResourceGroup: a.ResourceGroupName.ValueString(), Location: a.Location.ValueString(), SubnetID: a.SubnetID.ValueString(),
+		VMSize: a.VMSize.ValueString(), ImageID: a.ImageID.ValueString(), AdminUsername: "kubewin", Zones: zones,
+		// Routed modes deliver pod traffic to the node's NIC, addressed to pods: it must forward.
+		IPForwarding:          mode == v1alpha1.NetworkModeL2Bridge || mode == v1alpha1.NetworkModeHostGateway,
+		AcceleratedNetworking: a.AcceleratedNetworkingEnabled.ValueBool(),
+		OSDisk:                azure.OSDisk{StorageAccountType: a.OSDiskStorageAccountType.ValueString(), Caching: a.OSDiskCaching.ValueString(), SizeGB: int32(a.OSDiskSizeGB.ValueInt64())},
+		Spot:                  a.Priority.ValueString() == "Spot", MaxBidPrice: -1, Tags: tags,
+	}
+	if !a.AdminUsername.IsNull() {
+		machines.AdminUsername = a.AdminUsername.ValueString()
+	}
+	if !a.MaxBidPrice.IsNull() {
+		machines.MaxBidPrice = a.MaxBidPrice.ValueFloat64()
+	}
+	if manifest != nil && manifest.Runtime.Name == "" {
+		diags.AddAttributeError(pathAzure.AtName("image_id"), "Invalid Image", "the image names no container runtime")
+	}
+	return machines, diags
+}
+
+// compute is the pool's machines at its backend.
+func (r *nodePoolResource) compute(ctx context.Context, m *nodePoolModel, adminPassword string) (pool.Compute, diag.Diagnostics) {
+	if m.Local != nil {
+		return localComputeOf(r.data, m), nil
+	}
+	c, err := r.data.azure(ctx)
+	var diags diag.Diagnostics
+	if err != nil {
+		diags.AddAttributeError(pathAzure, "Cannot Reach Azure", err.Error())
+		return nil, diags
+	}
+	machines, d := azureMachines(ctx, m, nil)
+	diags.Append(d...)
+	if m.ClusterID.ValueString() != "" {
+		machines.Tags = withTag(machines.Tags, tagClusterID, m.ClusterID.ValueString())
+	}
+	return &azure.ScaleSet{
+		Client: c, Name: m.Azure.ScaleSetName.ValueString(), Pool: m.Name.ValueString(), ComputerNamePrefix: m.NodeNamePrefix.ValueString(),
+		Machines: machines, AdminPassword: adminPassword,
+	}, diags
+}
+
+// tagClusterID names, on a pool's scale set, the kubewin_cluster it joins, for import.
+const tagClusterID = "kubewin.io/cluster-id"
+
+func withTag(tags map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for tk, tv := range tags {
+		out[tk] = tv
+	}
+	return out
+}
+
+// The settings of an azure pool as last applied are kept in the cluster, next to its nodes'
+// reports, for import.
+func settingsObjectName(pool string) string { return "kubewin-pool-" + pool }
+
+func saveClusterSettings(ctx context.Context, c kubernetes.Interface, s poolSettings) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: settingsObjectName(s.Name), Namespace: nodestatus.Namespace, Labels: map[string]string{nodeaccess.PoolLabel: s.Name}},
+		Data:       map[string]string{"settings.json": string(data)},
+	}
+	cms := c.CoreV1().ConfigMaps(nodestatus.Namespace)
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	} else {
+		return err
+	}
+}
+
+func loadClusterSettings(ctx context.Context, c kubernetes.Interface, pool string) (poolSettings, error) {
+	var s poolSettings
+	cm, err := c.CoreV1().ConfigMaps(nodestatus.Namespace).Get(ctx, settingsObjectName(pool), metav1.GetOptions{})
+	if err != nil {
+		return s, fmt.Errorf("read the settings of pool %s from the cluster (%s/%s): %w", pool, nodestatus.Namespace, settingsObjectName(pool), err)
+	}
+	return s, json.Unmarshal([]byte(cm.Data["settings.json"]), &s)
+}
