@@ -64,4 +64,3 @@ func (b *Backend) UpdateRouteTable(name string, f func(*routetable.Table) error)
 	}
 	return os.Rename(tmp, path)
 }
-

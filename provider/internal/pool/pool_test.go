@@ -54,11 +54,11 @@ type fakeMachine struct {
 type bootOutcome int
 
 const (
-	bootReady   bootOutcome = iota // the node registers and goes Ready
-	bootFailed                     // the join fails before the cluster is trusted (report on the machine), which stops
-	bootFailedRunning              // the same, but the machine runs on (a cloud VM whose agent failed)
-	bootStopped                    // the machine stops without a word
-	bootPending                    // the node never goes Ready
+	bootReady         bootOutcome = iota // the node registers and goes Ready
+	bootFailed                           // the join fails before the cluster is trusted (report on the machine), which stops
+	bootFailedRunning                    // the same, but the machine runs on (a cloud VM whose agent failed)
+	bootStopped                          // the machine stops without a word
+	bootPending                          // the node never goes Ready
 )
 
 func newScaleSet(t *testing.T) *scaleSet {

@@ -104,7 +104,7 @@ func TestAccWindowsNodePool(t *testing.T) {
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
 	testAccWindowsNodePool(t, state, provider, poolBackend{
-		block: func(image string) string { return fmt.Sprintf("  local {\n    image = %q\n  }", image) },
+		block:  func(image string) string { return fmt.Sprintf("  local {\n    image = %q\n  }", image) },
 		imageA: testImage(t, b, "a"), imageB: testImage(t, b, "b"),
 		machines: func() ([]string, error) {
 			ms, err := b.Machines("win")
