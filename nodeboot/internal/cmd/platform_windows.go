@@ -9,4 +9,4 @@ import (
 // simulated machine (and its simulated kubelet) is not built into it.
 var platforms = []string{"windows"}
 
-func openPlatform(string, string) (platform.Platform, error) { return windows.New(), nil }
+func openPlatform(string, string) (platform.Platform, error) { return windows.Native(), nil }

@@ -60,6 +60,9 @@ type Node struct {
 	bootstrapClient kubernetes.Interface
 	nodeClient      kubernetes.Interface
 	reportWarned    bool
+	// vtepMAC is the overlay network's VTEP (distributed router) MAC, as its last Ensure
+	// reported it.
+	vtepMAC string
 	reports         chan struct{}
 	flushed         chan struct{}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
-	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
 )
 
 func TestPeerRoutes(t *testing.T) {
@@ -56,11 +55,7 @@ func TestHostGatewayRoutes(t *testing.T) {
 	wantRoute := func(n *Node, peer *corev1.Node) {
 		t.Helper()
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-			rs, err := n.Platform.(*sim.Platform).RoutesRecorded()
-			if err != nil {
-				return false, err
-			}
-			for _, r := range rs {
+			for _, r := range windowsState(t, n).KubewinRoutes() {
 				if r.Destination.String() == peer.Spec.PodCIDR && r.NextHop.String() == peer.Status.Addresses[0].Address {
 					return true, nil
 				}
@@ -68,7 +63,7 @@ func TestHostGatewayRoutes(t *testing.T) {
 			return false, nil
 		})
 		if err != nil {
-			rs, _ := n.Platform.(*sim.Platform).RoutesRecorded()
+			rs := windowsState(t, n).KubewinRoutes()
 			t.Fatalf("node %s has no route to %s via %s: %v", n.Name, peer.Spec.PodCIDR, peer.Status.Addresses, rs)
 		}
 	}

@@ -14,8 +14,9 @@ import (
 )
 
 // Serve is what the nodeboot service does on every boot: finish the join if it is not done,
-// re-create the HNS network before the kubelet starts, start the node services, and keep
-// host-gateway routes in step with the Nodes until ctx ends.
+// make the HNS network exist, and only then start the node services, which the service manager
+// never starts on its own; then keep the way to the other nodes' pods (host-gateway routes,
+// overlay remote subnets and this node's VTEP) in step with the Nodes until ctx ends.
 func (n *Node) Serve(ctx context.Context) error {
 	if !n.Joined() {
 		if err := n.Join(ctx); err != nil {
@@ -29,15 +30,20 @@ func (n *Node) Serve(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(n.Out, "[run] node %s is up\n", n.Name)
-	if n.Config.Network.Mode == v1alpha1.NetworkModeHostGateway {
-		return n.reconcileRoutes(ctx)
+	switch n.Config.Network.Mode {
+	case v1alpha1.NetworkModeHostGateway, v1alpha1.NetworkModeOverlay:
+		return n.reconcilePeers(ctx)
 	}
 	<-ctx.Done()
 	return nil
 }
 
-// reconcileRoutes reprograms the routes whenever a Node's pod CIDR or address changes.
-func (n *Node) reconcileRoutes(ctx context.Context) error {
+// peerRetry is how soon a failed reconciliation is tried again.
+const peerRetry = 5 * time.Second
+
+// reconcilePeers publishes this node's VTEP (overlay) and reprograms the way to the peers
+// whenever a Node changes, and again after a failure.
+func (n *Node) reconcilePeers(ctx context.Context) error {
 	c, err := n.NodeClient()
 	if err != nil {
 		return err
@@ -58,18 +64,27 @@ func (n *Node) reconcileRoutes(ctx context.Context) error {
 	}
 	go informer.RunWithContext(ctx)
 	cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
+	poke(nil)
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changed:
-			var nodes []corev1.Node
-			for _, obj := range informer.GetStore().List() {
-				nodes = append(nodes, *obj.(*corev1.Node))
-			}
-			if err := n.ReplaceRoutes(ctx, nodes); err != nil {
-				fmt.Fprintf(n.Out, "[routes] %v\n", err)
-			}
+		case <-retry:
+		}
+		retry = nil
+		var nodes []corev1.Node
+		for _, obj := range informer.GetStore().List() {
+			nodes = append(nodes, *obj.(*corev1.Node))
+		}
+		err := n.publishVTEP(ctx)
+		if err == nil {
+			err = n.ReconcilePeers(ctx, nodes)
+		}
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(n.Out, "[routes] %v (retrying in %s)\n", err, peerRetry)
+			retry = time.After(peerRetry)
 		}
 	}
 }
