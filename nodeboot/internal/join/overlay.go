@@ -127,6 +127,8 @@ func PeerRemoteSubnets(self string, nodes []corev1.Node) []platform.RemoteSubnet
 		}
 		out = append(out, platform.RemoteSubnet{Destination: dst, ProviderAddress: public, VTEPMAC: mac.String(), VNI: data.VNI})
 	}
-	slices.SortFunc(out, func(a, b platform.RemoteSubnet) int { return strings.Compare(a.Destination.String(), b.Destination.String()) })
+	slices.SortFunc(out, func(a, b platform.RemoteSubnet) int {
+		return strings.Compare(a.Destination.String(), b.Destination.String())
+	})
 	return out
 }
