@@ -47,7 +47,7 @@ func (n *Node) Reset(ctx context.Context) error {
 		}
 	}
 	for _, f := range n.joinFiles() {
-		if err := os.Remove(n.Platform.Path(f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := n.Platform.RemoveFile(f); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -42,7 +42,8 @@ func (n *Node) Serve(ctx context.Context) error {
 const peerRetry = 5 * time.Second
 
 // reconcilePeers publishes this node's VTEP (overlay) and reprograms the way to the peers
-// whenever a Node changes, and again after a failure.
+// whenever a Node's pod CIDR, address or VTEP changes (not on every status heartbeat: on
+// Windows each reconciliation runs PowerShell), and again after a failure.
 func (n *Node) reconcilePeers(ctx context.Context) error {
 	c, err := n.NodeClient()
 	if err != nil {
@@ -58,7 +59,12 @@ func (n *Node) reconcilePeers(ctx context.Context) error {
 		}
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: poke, DeleteFunc: poke, UpdateFunc: func(_, o any) { poke(o) },
+		AddFunc: poke, DeleteFunc: poke,
+		UpdateFunc: func(old, cur any) {
+			if peerKey(old) != peerKey(cur) {
+				poke(cur)
+			}
+		},
 	}); err != nil {
 		return err
 	}
@@ -82,9 +88,23 @@ func (n *Node) reconcilePeers(ctx context.Context) error {
 		if err == nil {
 			err = n.ReconcilePeers(ctx, nodes)
 		}
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case err == nil:
+			fmt.Fprintf(n.Out, "[routes] in step with %d nodes\n", len(nodes))
+		case ctx.Err() == nil:
 			fmt.Fprintf(n.Out, "[routes] %v (retrying in %s)\n", err, peerRetry)
 			retry = time.After(peerRetry)
 		}
 	}
+}
+
+// peerKey is what of a Node the way to its pods depends on: its name, pod CIDR, addresses and
+// flannel lease annotations.
+func peerKey(obj any) string {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return ""
+	}
+	a := node.Annotations
+	return fmt.Sprint(node.Name, node.Spec.PodCIDR, node.Status.Addresses, a[AnnotationKubeSubnetManager], a[AnnotationBackendType], a[AnnotationBackendData], a[AnnotationPublicIP])
 }

@@ -25,6 +25,8 @@ type Platform interface {
 	WriteFile(win string, data []byte) error
 	// WriteSecret writes a file only its owner (SYSTEM, Administrators on Windows) can read.
 	WriteSecret(win string, data []byte) error
+	// RemoveFile removes a file; a missing file is not an error.
+	RemoveFile(win string) error
 	// OSBuild is the Windows build number of the machine.
 	OSBuild() (uint32, error)
 	// CheckRuntime returns an error unless the runtime answers on its endpoint.

@@ -12,6 +12,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -58,12 +60,10 @@ type program struct {
 
 // New returns the platform of m.
 func New(m Machine) (*Platform, error) {
-	if m.ComputerName == "" {
-		return nil, fmt.Errorf("the simulated machine at %s has no computer name", m.Root)
-	}
 	fake, err := winfake.New(winfake.Config{
 		Root: m.Root, StateFile: filepath.Join(m.Root, filepath.FromSlash(StateFile)),
 		ComputerName: m.ComputerName, Build: m.Build, Adapter: m.Adapter, Address: m.Address, Subnet: m.Subnet, Runtime: m.Runtime,
+		Alive: alive,
 	})
 	if err != nil {
 		return nil, err
@@ -127,6 +127,11 @@ func (p *Platform) runKubelet(service string, args []string) error {
 	}
 	prog := &program{stop: cancel, done: make(chan struct{})}
 	p.programs[service] = prog
+	// The service's program lives as long as this process: a nodeboot that is killed takes it
+	// along, and the machine notices.
+	if err := p.fake.Hosted(service, os.Getpid()); err != nil {
+		return err
+	}
 	go func() {
 		defer close(prog.done)
 		if err := k.Run(ctx); err != nil {
@@ -152,8 +157,9 @@ func (p *Platform) stopProgram(service string) {
 	}
 }
 
-// Shutdown stops the programs of the machine's services and waits for them, as shutting the
-// machine down would: on a simulated machine they run in nodeboot's process and end with it.
+// Shutdown stops the programs of the machine's services and waits for them: on a simulated
+// machine they run in nodeboot's process and end with it, so their services are stopped, and
+// the next nodeboot starts them again.
 func (p *Platform) Shutdown() {
 	p.mu.Lock()
 	names := make([]string, 0, len(p.programs))
@@ -163,6 +169,7 @@ func (p *Platform) Shutdown() {
 	p.mu.Unlock()
 	for _, name := range names {
 		p.stopProgram(name)
+		p.fake.Exited(name, errors.New("nodeboot stopped, and the programs of the simulated machine's services with it"))
 	}
 }
 
@@ -193,4 +200,10 @@ func (p *Platform) nodeInfo() corev1.NodeSystemInfo {
 		}
 	}
 	return info
+}
+
+// alive reports whether a process runs (signal 0 probes without signalling).
+func alive(pid int) bool {
+	proc, err := os.FindProcess(pid)
+	return err == nil && proc.Signal(syscall.Signal(0)) == nil
 }

@@ -144,6 +144,8 @@ type Files interface {
 	// Write replaces a file with data, atomically, creating its directory. A non-empty SDDL
 	// is the security descriptor the file is created with: it never exists with another one.
 	Write(win string, data []byte, sddl string) error
+	// Remove removes a file; a missing file is not an error.
+	Remove(win string) error
 }
 
 // Interface is a host network interface.

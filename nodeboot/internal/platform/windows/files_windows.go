@@ -1,6 +1,7 @@
 package windows
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,13 @@ import (
 type ntfs struct{}
 
 func (ntfs) Path(win string) string { return win }
+
+func (ntfs) Remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
 
 // Write writes a temporary file next to the target, created with the security descriptor when
 // one is given (CreateFile with SECURITY_ATTRIBUTES: the file never has its inherited

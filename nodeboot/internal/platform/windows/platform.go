@@ -50,6 +50,8 @@ func (p *Platform) WriteSecret(win string, data []byte) error {
 	return p.b.Files.Write(win, data, OwnerOnly)
 }
 
+func (p *Platform) RemoveFile(win string) error { return p.b.Files.Remove(win) }
+
 func (p *Platform) OSBuild() (uint32, error) { return p.b.System.OSBuild() }
 
 // dockerEnginePipe is Docker Engine's API pipe (\\.\pipe\docker_engine).

@@ -48,10 +48,10 @@ func (f files) Write(win string, data []byte, sddl string) error {
 	})
 }
 
-// Remove removes a file and forgets its security descriptor (what deleting a file does).
-func (m *Machine) Remove(win string) error {
-	return m.do(Op{Backend: "files", Call: "Remove", Target: win}, true, func(st *State) (bool, error) {
-		err := os.Remove(files{m}.Path(win))
+// Remove removes a file, and its security descriptor with it.
+func (f files) Remove(win string) error {
+	return f.m.do(Op{Backend: "files", Call: "Remove", Target: win}, true, func(st *State) (bool, error) {
+		err := os.Remove(f.Path(win))
 		_, had := st.ACLs[win]
 		delete(st.ACLs, win)
 		if os.IsNotExist(err) {

@@ -114,7 +114,7 @@ func (s scm) Stop(name string) error {
 				return false, fmt.Errorf("A stop control has been sent to a service that other running services are dependent on: %s depends on %s", other, name)
 			}
 		}
-		svc.State = windows.Stopped
+		svc.State, svc.PID = windows.Stopped, 0
 		if s.m.OnStop != nil {
 			s.m.hooks = append(s.m.hooks, func() { s.m.OnStop(name) })
 		}
@@ -171,7 +171,7 @@ func (m *Machine) Exited(name string, err error) {
 		if !ok || svc.State == windows.Stopped {
 			return false, nil
 		}
-		svc.State = windows.Stopped
+		svc.State, svc.PID = windows.Stopped, 0
 		return true, nil
 	})
 }

@@ -1,6 +1,8 @@
 package winfake
 
 import (
+	"fmt"
+
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 )
@@ -10,7 +12,12 @@ type system struct{ m *Machine }
 
 var _ windows.System = system{}
 
-func (s system) ComputerName() (string, error) { return s.m.cfg.ComputerName, nil }
+func (s system) ComputerName() (string, error) {
+	if s.m.cfg.ComputerName == "" {
+		return "", fmt.Errorf("the simulated machine at %s has no computer name", s.m.cfg.Root)
+	}
+	return s.m.cfg.ComputerName, nil
+}
 
 func (s system) OSBuild() (uint32, error) { return s.m.cfg.Build, nil }
 

@@ -54,6 +54,9 @@ type Config struct {
 	Subnet  netip.Prefix
 	// Runtime is the container runtime the image ships; it answers on its pipe.
 	Runtime v1alpha1.RuntimeName
+	// Alive reports whether a process runs; with it, a service whose program's process (see
+	// Hosted) has ended is stopped, as the SCM notices a service process that exits.
+	Alive func(pid int) bool
 }
 
 // Op is one recorded request.
@@ -98,6 +101,8 @@ type Service struct {
 	Config   windows.ServiceConfig `json:"config"`
 	Recovery *windows.Recovery     `json:"recovery,omitempty"`
 	State    windows.ServiceState  `json:"state"`
+	// PID is the process the service's program runs in, when one was recorded (Hosted).
+	PID int `json:"pid,omitempty"`
 }
 
 // Route is a route of the IPv4 routing table.
@@ -284,6 +289,34 @@ func (m *Machine) save() error {
 	return os.Rename(tmp, m.cfg.StateFile)
 }
 
+// reap stops the services whose program's process has ended, and records it.
+func (m *Machine) reap() bool {
+	if m.cfg.Alive == nil {
+		return false
+	}
+	reaped := false
+	for _, name := range sortedKeys(m.st.Services) {
+		svc := m.st.Services[name]
+		if svc.State == windows.Running && svc.PID != 0 && !m.cfg.Alive(svc.PID) {
+			m.log = append(m.log, Op{Backend: "scm", Call: "exited", Target: name, Body: fmt.Sprintf("process %d ended", svc.PID), Changed: true})
+			svc.State, svc.PID = windows.Stopped, 0
+			reaped = true
+		}
+	}
+	return reaped
+}
+
+// Hosted records the process a running service's program runs in.
+func (m *Machine) Hosted(name string, pid int) error {
+	return m.do(Op{}, false, func(st *State) (bool, error) {
+		if svc, ok := st.Services[name]; ok && svc.State == windows.Running {
+			svc.PID = pid
+			return true, nil
+		}
+		return false, nil
+	})
+}
+
 // do runs one request on the state under the lock, records it (when record is set) and runs
 // the hooks it queued once the lock is released.
 func (m *Machine) do(op Op, record bool, f func(*State) (bool, error)) error {
@@ -294,8 +327,9 @@ func (m *Machine) do(op Op, record bool, f func(*State) (bool, error)) error {
 			return err
 		}
 	}
+	reaped := m.reap()
 	changed, err := f(m.st)
-	if err == nil && changed && m.cfg.StateFile != "" {
+	if err == nil && (changed || reaped) && m.cfg.StateFile != "" {
 		err = m.save()
 	}
 	if m.cfg.StateFile != "" {
@@ -513,4 +547,13 @@ func (st State) KubewinRoutes() []Route {
 		}
 	}
 	return out
+}
+
+// Edit changes the machine's state directly, unrecorded: for a test to set the machine up as
+// an older nodeboot, an administrator or HNS itself left it.
+func (m *Machine) Edit(f func(*State)) error {
+	return m.do(Op{}, false, func(st *State) (bool, error) {
+		f(st)
+		return true, nil
+	})
 }
