@@ -264,6 +264,36 @@ func TestEnsureReplacesStale(t *testing.T) {
 	}
 }
 
+// An overlay network left with another VNI, or persistent (as an older nodeboot made it), is
+// replaced.
+func TestEnsureReplacesStaleOverlay(t *testing.T) {
+	ctx := context.Background()
+	s := spec(t, v1alpha1.NetworkModeOverlay)
+	for name, edit := range map[string]func(*winfake.State){
+		"vni": func(st *winfake.State) {
+			st.Network(s.Name).Ipams[0].Subnets[0].Policies[0] = json.RawMessage(`{"Type":"VSID","Settings":{"IsolationId":5000}}`)
+		},
+		"persistent": func(st *winfake.State) { st.Network(s.Name).Flags = 0 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, m := machine(t)
+			if _, err := p.Network().Ensure(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Edit(edit); err != nil {
+				t.Fatal(err)
+			}
+			mark := m.Mark()
+			if _, err := p.Network().Ensure(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			if c := changes(m.Log()[mark:]); !slices.Contains(c, "hns CreateNetwork "+s.Name) {
+				t.Errorf("the stale network (%s) was kept: %v", name, c)
+			}
+		})
+	}
+}
+
 func TestRemoteSubnets(t *testing.T) {
 	ctx := context.Background()
 	p, m := machine(t)
