@@ -22,15 +22,19 @@ func (ntfs) Remove(path string) error {
 	return nil
 }
 
-// Write writes a temporary file next to the target, created with the security descriptor when
-// one is given (CreateFile with SECURITY_ATTRIBUTES: the file never has its inherited
-// permissions, not even for a moment), then moves it over the target; a move within a volume
-// keeps the file's security descriptor.
+// Write writes a new temporary file next to the target, created with the security descriptor
+// when one is given (CreateFile with SECURITY_ATTRIBUTES, CREATE_NEW: the file never has its
+// inherited permissions, not even for a moment; CreateFile ignores the descriptor when it opens
+// an existing file, so a temporary file left over is removed first), then moves it over the
+// target; a move within a volume keeps the file's security descriptor.
 func (ntfs) Write(path string, data []byte, sddl string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	tmp := path + ".tmp"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	var sa *windows.SecurityAttributes
 	if sddl != "" {
 		sd, err := windows.SecurityDescriptorFromString(sddl)
@@ -43,7 +47,7 @@ func (ntfs) Write(path string, data []byte, sddl string) error {
 	if err != nil {
 		return err
 	}
-	h, err := windows.CreateFile(name, windows.GENERIC_WRITE, 0, sa, windows.CREATE_ALWAYS, windows.FILE_ATTRIBUTE_NORMAL, 0)
+	h, err := windows.CreateFile(name, windows.GENERIC_WRITE, 0, sa, windows.CREATE_NEW, windows.FILE_ATTRIBUTE_NORMAL, 0)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
