@@ -414,7 +414,7 @@ func remoteSubnetSetting(rs platform.RemoteSubnet) hcnjson.RemoteSubnetRoutePoli
 // the settings HNS holds, as flannel removes them) and adds the missing ones.
 func (n network) ReplaceRemoteSubnets(_ context.Context, name string, subnets []platform.RemoteSubnet) error {
 	hns := n.p.b.HNS
-	net, err := hns.NetworkByName(name)
+	nw, err := hns.NetworkByName(name)
 	if err != nil {
 		return fmt.Errorf("network %s: %w", name, err)
 	}
@@ -423,7 +423,7 @@ func (n network) ReplaceRemoteSubnets(_ context.Context, name string, subnets []
 		want[i] = remoteSubnetSetting(rs)
 	}
 	var have []hcnjson.RemoteSubnetRoutePolicySetting
-	for _, pol := range net.Policies {
+	for _, pol := range nw.Policies {
 		var s hcnjson.RemoteSubnetRoutePolicySetting
 		if pol.Type != hcnjson.RemoteSubnetRoute || json.Unmarshal(pol.Settings, &s) != nil {
 			continue
@@ -433,7 +433,7 @@ func (n network) ReplaceRemoteSubnets(_ context.Context, name string, subnets []
 			continue
 		}
 		req := hcnjson.PolicyNetworkRequest{Policies: []hcnjson.NetworkPolicy{{Type: hcnjson.RemoteSubnetRoute, Settings: mustJSON(s)}}}
-		if err := hns.RemoveNetworkPolicy(net.Id, req); err != nil {
+		if err := hns.RemoveNetworkPolicy(nw.Id, req); err != nil {
 			return fmt.Errorf("remove the remote subnet %s: %w", s.DestinationPrefix, err)
 		}
 	}
@@ -442,7 +442,7 @@ func (n network) ReplaceRemoteSubnets(_ context.Context, name string, subnets []
 			continue
 		}
 		req := hcnjson.PolicyNetworkRequest{Policies: []hcnjson.NetworkPolicy{remoteSubnetPolicy(subnets[i])}}
-		if err := hns.AddNetworkPolicy(net.Id, req); err != nil {
+		if err := hns.AddNetworkPolicy(nw.Id, req); err != nil {
 			return fmt.Errorf("add the remote subnet %s: %w", s.DestinationPrefix, err)
 		}
 	}
