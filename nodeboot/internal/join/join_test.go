@@ -60,6 +60,8 @@ type nodeOpts struct {
 	pins     []string
 	endpoint string
 	mode     v1alpha1.NetworkMode
+	// runtime is the image's runtime; default: containerd.
+	runtime v1alpha1.RuntimeName
 	// clockSkew sets the machine's clock off by this much.
 	clockSkew time.Duration
 }
@@ -123,6 +125,11 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 		NodebootVersion: "test",
 		Files:           []v1alpha1.File{{Path: "k/kubelet.exe", SHA256: hex.EncodeToString(sum[:]), Size: int64(len(payload))}},
 	}
+	if o.runtime == v1alpha1.RuntimeDocker {
+		m.Runtime = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "28.3.3", CRIDockerdVersion: "0.3.18"}
+	} else {
+		o.runtime = v1alpha1.RuntimeContainerd
+	}
 	// The image's manifest is on the machine, as an image bakes it.
 	raw, err := api.EncodeJSON(m)
 	if err != nil {
@@ -146,6 +153,7 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 			Taints: []v1alpha1.Taint{{Key: "os", Value: "windows", Effect: "NoSchedule"}},
 		},
 		Network: v1alpha1.Network{Mode: o.mode},
+		Runtime: v1alpha1.Runtime{Name: o.runtime},
 	}
 	c.Default()
 	if errs := c.Validate(); len(errs) > 0 {
@@ -153,7 +161,7 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 	}
 	ip := netip.AddrFrom4([4]byte{127, 1, byte(seq >> 8), byte(seq)})
 	out := &syncBuffer{}
-	p, err := sim.New(sim.Machine{Root: root, ComputerName: name, Build: 20348, Adapter: "Ethernet", Address: ip, Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: v1alpha1.RuntimeContainerd})
+	p, err := sim.New(sim.Machine{Root: root, ComputerName: name, Build: 20348, Adapter: "Ethernet", Address: ip, Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: o.runtime})
 	if err != nil {
 		t.Fatal(err)
 	}

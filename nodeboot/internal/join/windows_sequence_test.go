@@ -290,3 +290,25 @@ func TestWindowsRequestSequences(t *testing.T) {
 		})
 	}
 }
+
+// On a Docker image, cri-dockerd (which has no Windows service mode) runs hosted by nodeboot's
+// service-host, started by nodeboot before the kubelet that depends on it.
+func TestDockerServices(t *testing.T) {
+	n := newNode(t, nodeOpts{runtime: v1alpha1.RuntimeDocker})
+	if err := n.Join(context.Background()); err != nil {
+		t.Fatalf("join: %v\n%s", err, n.Out)
+	}
+	st := windowsState(t, n)
+	cri := st.Service("cri-dockerd")
+	if cri == nil || cri.State != windows.Running || cri.Config.StartType != windows.StartManual ||
+		!strings.HasPrefix(cri.Config.BinaryPathName, `C:\k\nodeboot.exe service-host --log-file=C:\var\log\kubernetes\cri-dockerd.log -- C:\k\cri-dockerd.exe --container-runtime-endpoint=npipe:////./pipe/cri-dockerd`) ||
+		!slices.Equal(cri.Config.Dependencies, []string{"docker"}) {
+		t.Errorf("cri-dockerd service: %+v", cri)
+	}
+	if k := st.Service("kubelet"); k == nil || !slices.Equal(k.Config.Dependencies, []string{"cri-dockerd"}) {
+		t.Errorf("kubelet service: %+v", k)
+	}
+	if !before(n.Platform.(*sim.Platform).Windows().Log(), call("scm", "Start", "cri-dockerd"), call("scm", "Start", "kubelet")) {
+		t.Error("the kubelet started before cri-dockerd")
+	}
+}
