@@ -29,8 +29,9 @@ func TestWindowsBuild(t *testing.T) {
 		t.Errorf("machine is %#x, not amd64", f.Machine)
 	}
 
-	// The simulated machine and its simulated kubelet are for the local backend's host only:
-	// nodeboot.exe does not contain them, so a Windows node never runs a simulated kubelet.
+	// The simulated machine, its simulated Windows and its simulated kubelet are for the local
+	// backend's host only: nodeboot.exe does not contain them, so a Windows node never runs a
+	// simulated kubelet.
 	out, err := exec.Command("go", "tool", "nm", exe).Output()
 	if err != nil {
 		t.Fatalf("go tool nm: %v", err)
@@ -39,7 +40,7 @@ func TestWindowsBuild(t *testing.T) {
 	if !strings.Contains(syms, "nodeboot/internal/join.") {
 		t.Fatal("go tool nm lists no symbol of the join package: the check below would prove nothing")
 	}
-	for _, pkg := range []string{"nodeboot/internal/simkubelet.", "nodeboot/internal/platform/sim."} {
+	for _, pkg := range []string{"nodeboot/internal/simkubelet.", "nodeboot/internal/platform/sim.", "nodeboot/internal/platform/windows/winfake."} {
 		if n := strings.Count(syms, pkg); n != 0 {
 			t.Errorf("nodeboot.exe has %d symbols of %s", n, strings.TrimSuffix(pkg, "."))
 		}

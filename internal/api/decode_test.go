@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -131,7 +132,7 @@ kubelet:
 		"node.labels[kubernetes.io/role]: Forbidden: a kubelet may not set labels in the kubernetes.io namespace",
 		"node.taints[0].effect: Unsupported value: \"NoScheduleMaybe\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"",
 		"network.cni: Unsupported value: \"win-bridge\": supported values: \"win-overlay\"",
-		"network.vni: Invalid value: 1: Windows overlay networks need a VNI from 4096",
+		"network.vni: Invalid value: 1: Windows overlay networks need a VNI from 4096 to 65535",
 		"runtime.name: Unsupported value: \"cri-o\": supported values: \"containerd\", \"docker\"",
 		"runtime.endpoint: Invalid value: \"\"",
 		"kubeProxy.mode: Unsupported value: \"userspace\"",
@@ -143,6 +144,17 @@ kubelet:
 	}
 	if strings.Contains(msg, "secretsecret") {
 		t.Error("the bootstrap token appears in the error")
+	}
+}
+
+// HNS takes a peer's VNI in 16 bits: a VNI above 65535 cannot work on Windows.
+func TestWindowsVNIRange(t *testing.T) {
+	for vni, ok := range map[int]bool{4095: false, 4096: true, 65535: true, 65536: false} {
+		doc := fmt.Sprintf("apiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\ncluster: {apiServerEndpoint: 10.0.0.4:6443, unsafeSkipCAVerification: true, bootstrapToken: abcdef.0123456789abcdef, clusterCIDR: 10.244.0.0/16, serviceCIDR: 10.96.0.0/12}\nnetwork: {mode: overlay, vni: %d}\n", vni)
+		_, err := LoadNodeConfig([]byte(doc))
+		if bad := err != nil && strings.Contains(err.Error(), "network.vni"); bad == ok {
+			t.Errorf("vni %d: %v", vni, err)
+		}
 	}
 }
 

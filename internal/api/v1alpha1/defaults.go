@@ -10,7 +10,9 @@ const (
 	DefaultBridgeNetworkName  = "cbr0"
 	DefaultOverlayNetworkName = "vxlan0"
 	DefaultVNI                = 4096
-	VXLANPort                 = 4789
+	// MaxWindowsVNI is the largest VNI a Windows overlay can use: HNS takes it in 16 bits.
+	MaxWindowsVNI = 1<<16 - 1
+	VXLANPort     = 4789
 	// ContainerdEndpoint is containerd's CRI named pipe.
 	ContainerdEndpoint = "npipe:////./pipe/containerd-containerd"
 	// CRIDockerdEndpoint is cri-dockerd's CRI named pipe, in front of Docker Engine.

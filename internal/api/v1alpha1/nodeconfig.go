@@ -75,7 +75,8 @@ type Network struct {
 	Name string `json:"name,omitempty"`
 	// InterfaceName is the host adapter the network binds to. Default: Ethernet.
 	InterfaceName string `json:"interfaceName,omitempty"`
-	// VNI is the VXLAN network identifier (overlay). Windows needs 4096 or more. Default: 4096.
+	// VNI is the VXLAN network identifier (overlay): 4096 to 65535 on Windows, the same on
+	// every node (flannel nodes included). Default: 4096.
 	VNI int32 `json:"vni,omitempty"`
 	// VXLANPort is the VXLAN UDP port (overlay). Windows supports only 4789. Default: 4789.
 	VXLANPort int32 `json:"vxlanPort,omitempty"`

@@ -269,8 +269,11 @@ func (n *Network) validate(p *field.Path, runtime RuntimeName) field.ErrorList {
 		errs = append(errs, field.Required(p.Child("interfaceName"), "the host network adapter, e.g. Ethernet"))
 	}
 	if n.Mode == NetworkModeOverlay {
-		if n.VNI < DefaultVNI || n.VNI > 1<<24-1 {
-			errs = append(errs, field.Invalid(p.Child("vni"), n.VNI, fmt.Sprintf("Windows overlay networks need a VNI from %d to %d (flannel's vxlan backend must use the same)", DefaultVNI, 1<<24-1)))
+		// HNS takes the VNI of a peer's subnet in 16 bits (hcn RemoteSubnetRoutePolicySetting
+		// IsolationId uint16), and flannel's Windows lease carries it so (vxlanLeaseAttrs VNI
+		// uint16); below 4096 Windows refuses it (flannel pkg/backend/vxlan/vxlan_windows.go).
+		if n.VNI < DefaultVNI || n.VNI > MaxWindowsVNI {
+			errs = append(errs, field.Invalid(p.Child("vni"), n.VNI, fmt.Sprintf("Windows overlay networks need a VNI from %d to %d (flannel's vxlan backend must use the same)", DefaultVNI, MaxWindowsVNI)))
 		}
 		if n.VXLANPort != VXLANPort {
 			errs = append(errs, field.Invalid(p.Child("vxlanPort"), n.VXLANPort, fmt.Sprintf("Windows supports only UDP port %d for VXLAN", VXLANPort)))

@@ -88,10 +88,11 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	if err := configureRuntime(ctx, o, m); err != nil {
 		return st, err
 	}
-	// nodeboot starts at every boot; it joins on the first one.
+	// nodeboot starts at every boot, after the runtime; it joins on the first one and starts the
+	// node services on every one.
 	svc := platform.ServiceSpec{
 		Name: "nodeboot", DisplayName: "kubewin nodeboot", Description: "Joins this machine to its Kubernetes cluster and runs its node services (kubewin)",
-		Executable: o.Paths.BinDir + `\nodeboot.exe`, Args: []string{"run"}, Dependencies: []string{string(m.Runtime.Name)},
+		Executable: o.Paths.BinDir + `\nodeboot.exe`, Args: []string{"run"}, Dependencies: []string{string(m.Runtime.Name)}, Start: platform.StartAtBoot,
 	}
 	if err := o.Machine.Services().Ensure(ctx, svc); err != nil {
 		return st, fmt.Errorf("register the nodeboot service: %w", err)
@@ -148,16 +149,19 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 			}
 		}
 	}
-	// The runtime runs as a Windows service of its own, from the release the image unpacked.
-	svc := platform.ServiceSpec{Name: string(m.Runtime.Name), DisplayName: string(m.Runtime.Name),
-		LogFile: o.Paths.LogDir + `\` + string(m.Runtime.Name) + `.log`, LogRunner: o.Paths.BinDir + `\kube-log-runner.exe`}
+	// The runtime registers itself as a Windows service, from the release the image unpacked,
+	// as its project documents (containerd.exe --register-service, dockerd.exe
+	// --register-service): it must be the process the service manager starts.
+	svc := platform.ServiceSpec{Name: string(m.Runtime.Name), SelfRegistering: true, Start: platform.StartAtBoot}
 	switch m.Runtime.Name {
 	case v1alpha1.RuntimeContainerd:
-		svc.Description = "containerd container runtime (kubewin)"
-		svc.Executable, svc.Args = o.Paths.ContainerdBinDir+`\containerd.exe`, []string{"--run-service", "--config", o.Paths.ContainerdConfigFile}
+		// containerd writes its own log (--log-file; without it a service's output is lost:
+		// containerd cmd/containerd/command/service_windows.go).
+		svc.Executable, svc.Args = o.Paths.ContainerdBinDir+`\containerd.exe`, []string{"--config", o.Paths.ContainerdConfigFile, "--log-file", o.Paths.LogDir + `\containerd.log`}
 	case v1alpha1.RuntimeDocker:
-		svc.Description = "Docker Engine (kubewin)"
-		svc.Executable, svc.Args = o.Paths.DockerBinDir+`\dockerd.exe`, []string{"--run-service"}
+		// dockerd has no log file option; as a service it logs to the Windows event log
+		// (moby cmd/dockerd/docker_windows.go, service_windows.go).
+		svc.Executable = o.Paths.DockerBinDir + `\dockerd.exe`
 	}
 	if err := o.Machine.Services().Ensure(ctx, svc); err != nil {
 		return fmt.Errorf("register the %s service: %w", m.Runtime.Name, err)

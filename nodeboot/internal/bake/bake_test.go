@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,6 +27,8 @@ import (
 	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"
 )
 
 // server serves files and counts the bytes it sends.
@@ -91,9 +94,22 @@ func encode(t *testing.T, m v1alpha1.ImageManifest) []byte {
 	return b
 }
 
-func machine(t *testing.T) *sim.Platform {
+func machine(t *testing.T, runtime v1alpha1.RuntimeName) *sim.Platform {
 	t.Helper()
-	return sim.New(simmachine.Machine{Root: t.TempDir(), Build: 26100, Adapter: "Ethernet", Address: netip.MustParseAddr("127.3.0.1"), Subnet: netip.MustParsePrefix("127.3.0.0/16"), Runtime: v1alpha1.RuntimeContainerd})
+	m, err := sim.New(simmachine.Machine{Root: t.TempDir(), ComputerName: "bake", Build: 26100, Adapter: "Ethernet", Address: netip.MustParseAddr("127.3.0.1"), Subnet: netip.MustParsePrefix("127.3.0.0/16"), Runtime: runtime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func state(t *testing.T, m *sim.Platform) winfake.State {
+	t.Helper()
+	st, err := m.Windows().State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 func payload() map[string][]byte {
@@ -121,7 +137,7 @@ func TestBakeFetches(t *testing.T) {
 	ref, digests := reg.PushPause(t, "pause:3.10.2", 20348, 26100)
 	p := plan(srv.URL, files)
 	p.PauseImage = v1alpha1.PauseImage{Reference: ref, Digest: digests[26100]}
-	m := machine(t)
+	m := machine(t, v1alpha1.RuntimeContainerd)
 	var out bytes.Buffer
 	st, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
 	if err != nil {
@@ -155,17 +171,22 @@ func TestBakeFetches(t *testing.T) {
 			t.Errorf("%s: sha256 %s size %d (%v), manifest says %s %d", f.Path, sum, size, err, f.SHA256, f.Size)
 		}
 	}
-	if svc, err := m.Service("nodeboot"); err != nil || svc.Spec.Args[0] != "run" || svc.Running {
-		t.Errorf("nodeboot service: %+v %v", svc, err)
+	ws := state(t, m)
+	if svc := ws.Service("nodeboot"); svc == nil || svc.Config.BinaryPathName != `C:\k\nodeboot.exe run` || svc.Config.StartType != windows.StartAutomatic ||
+		!slices.Equal(svc.Config.Dependencies, []string{"containerd"}) || svc.State != windows.Stopped {
+		t.Errorf("nodeboot service: %+v", svc)
 	}
-	if svc, err := m.Service("containerd"); err != nil || svc.Spec.Executable != `C:\Program Files\containerd\bin\containerd.exe` || svc.Spec.Args[0] != "--run-service" {
-		t.Errorf("containerd service: %+v %v", svc, err)
+	// containerd registered itself, with the configuration and log file given to
+	// --register-service, and runs its own service handler: no wrapper.
+	if svc := ws.Service("containerd"); svc == nil || svc.State != windows.Running ||
+		svc.Config.BinaryPathName != `"C:\Program Files\containerd\bin\containerd.exe" --run-service --config "C:\Program Files\containerd\config.toml" --log-file C:\var\log\kubernetes\containerd.log` {
+		t.Errorf("containerd service: %+v", svc)
 	}
-	if rules, err := m.FirewallRules(); err != nil || len(rules) != 2 {
-		t.Errorf("firewall rules: %v %v", rules, err)
+	if len(ws.Firewall) != 2 {
+		t.Errorf("firewall rules: %v", ws.Firewall)
 	}
-	if imported, err := m.ImportedImages(); err != nil || len(imported) != 1 || !strings.Contains(imported[0], `pause.tar`) {
-		t.Errorf("pause image import: %v %v", imported, err)
+	if len(ws.Images) != 1 || !strings.Contains(ws.Images[0], `pause.tar`) {
+		t.Errorf("pause image import: %v", ws.Images)
 	}
 	if conf, err := os.ReadFile(m.Path(`C:\Program Files\containerd\config.toml`)); err != nil || !strings.Contains(string(conf), "sandbox = '"+ref+"'") {
 		t.Errorf("containerd config: %s %v", conf, err)
@@ -173,7 +194,7 @@ func TestBakeFetches(t *testing.T) {
 
 	// A pause image for another Windows build is refused, as a runtime on process isolation would.
 	p.PauseImage.Digest = digests[20348]
-	_, err = Bake(context.Background(), Options{Machine: machine(t), Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
+	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
 	if err == nil || !strings.Contains(err.Error(), "does not match the host operating system") {
 		t.Errorf("pause image for 20348 on a 26100 machine: %v", err)
 	}
@@ -189,7 +210,7 @@ func TestBakeFetches(t *testing.T) {
 func TestBakeResumes(t *testing.T) {
 	files := payload()
 	srv := newServer(t, files)
-	m := machine(t)
+	m := machine(t, v1alpha1.RuntimeContainerd)
 	// An interrupted download left half of kubelet.exe behind.
 	part := filepath.Join(m.Path(`C:\`), "k", "kubelet.exe.part")
 	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
@@ -219,7 +240,7 @@ func TestBakeTampered(t *testing.T) {
 	doc := manifest(t, srv.URL, files)
 	srv.files["k/kube-proxy.exe"] = []byte("kube-proxy with a backdoor")
 	var out bytes.Buffer
-	_, err := Bake(context.Background(), Options{Machine: machine(t), Paths: nodecmd.DefaultPaths(), Manifest: doc, Out: &out, Fetch: FetchOptions{Parallel: 1}})
+	_, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: doc, Out: &out, Fetch: FetchOptions{Parallel: 1}})
 	var mm *MismatchError
 	if !errors.As(err, &mm) || mm.Path != "k/kube-proxy.exe" || !strings.Contains(err.Error(), "payload file k/kube-proxy.exe from "+srv.URL) {
 		t.Fatalf("error = %v, want a mismatch naming k/kube-proxy.exe", err)
@@ -231,11 +252,11 @@ func TestBakeMirrorAndMissing(t *testing.T) {
 	mirror := newServer(t, files)
 	var out bytes.Buffer
 	// Sources point nowhere reachable; the mirror serves everything.
-	if _, err := Bake(context.Background(), Options{Machine: machine(t), Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, "http://127.0.0.1:1", files), Out: &out, Fetch: FetchOptions{Mirror: mirror.URL}}); err != nil {
+	if _, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, "http://127.0.0.1:1", files), Out: &out, Fetch: FetchOptions{Mirror: mirror.URL}}); err != nil {
 		t.Fatalf("bake from mirror: %v", err)
 	}
 	delete(mirror.files, "k/kube-proxy.exe")
-	_, err := Bake(context.Background(), Options{Machine: machine(t), Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, "", files), Out: &out, Fetch: FetchOptions{Mirror: mirror.URL, Attempts: 1}})
+	_, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, "", files), Out: &out, Fetch: FetchOptions{Mirror: mirror.URL, Attempts: 1}})
 	if err == nil || !strings.Contains(err.Error(), "k/kube-proxy.exe") || !strings.Contains(err.Error(), "404") {
 		t.Errorf("missing file: %v", err)
 	}
@@ -247,15 +268,16 @@ func TestBakeRegistersDocker(t *testing.T) {
 	srv := newServer(t, files)
 	p := plan(srv.URL, files)
 	p.Runtime = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "28.3.3", CRIDockerdVersion: "0.3.18"}
-	m := sim.New(simmachine.Machine{Root: t.TempDir(), Build: 26100, Adapter: "Ethernet", Address: netip.MustParseAddr("127.3.0.1"), Subnet: netip.MustParsePrefix("127.3.0.0/16"), Runtime: v1alpha1.RuntimeDocker})
+	m := machine(t, v1alpha1.RuntimeDocker)
 	var out bytes.Buffer
 	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), Out: &out}); err != nil {
 		t.Fatalf("bake: %v\n%s", err, out.String())
 	}
-	if svc, err := m.Service("docker"); err != nil || svc.Spec.Executable != `C:\Program Files\docker\dockerd.exe` || svc.Spec.Args[0] != "--run-service" {
-		t.Errorf("docker service: %+v %v", svc, err)
+	st := state(t, m)
+	if svc := st.Service("docker"); svc == nil || svc.Config.BinaryPathName != `"C:\Program Files\docker\dockerd.exe" --run-service` || svc.State != windows.Running {
+		t.Errorf("docker service: %+v", svc)
 	}
-	if _, err := m.Service("containerd"); err == nil {
+	if st.Service("containerd") != nil {
 		t.Error("a Docker image registered containerd")
 	}
 }

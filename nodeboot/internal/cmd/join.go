@@ -48,11 +48,12 @@ func newRun(f *machineFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "run",
 		Short: "Run the node: finish the join, re-create the network, supervise the services",
-		Long: `Run is the nodeboot service. On every boot it finishes the join if needed, re-creates the
-HNS network before the kubelet starts (HNS networks do not reliably survive a reboot), starts
-the kubelet and kube-proxy services and keeps host-gateway routes in step with the cluster's
-Nodes. On a simulated machine it also runs the simulated kubelet. It stops on SIGINT/SIGTERM
-(or a service stop on Windows).`,
+		Long: `Run is the nodeboot service, which the service manager starts at boot. On every boot it
+finishes the join if needed, makes the HNS network exist (HNS networks and endpoints do not
+reliably survive a reboot), and only then starts the kubelet and kube-proxy services, which the
+service manager never starts on its own. It then keeps host-gateway routes or overlay peers in
+step with the cluster's Nodes. On a simulated machine it also runs the simulated kubelet. It stops
+on SIGINT/SIGTERM (or a service stop on Windows).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			n, err := f.node(c.OutOrStdout())
@@ -149,10 +150,13 @@ func newStatus(f *machineFlags) *cobra.Command {
 func newReset(f *machineFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "reset",
-		Short: "Undo the join on this machine: services, network, credentials and state",
-		Long: `Reset stops and removes the node services, deletes the HNS network and removes the kubelet
-credential, kubeconfig, cluster CA and join state. It does not touch the cluster: drain and
-delete the Node object there (the provider does this when it scales a pool in).`,
+		Short: "Undo the join on this machine: services, routes, networks, credentials and state",
+		Long: `Reset returns the machine to the state its image left it in: it stops and removes the node
+services, the kubewin routes, the HNS pod network with its endpoints and the External bootstrap
+network, and the files the join wrote (component and CNI configuration, the kubelet credential and
+certificates, kubeconfig, cluster CA and join state). What the bake installed stays. It does not
+touch the cluster: drain and delete the Node object there (the provider does this when it scales
+a pool in).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			n, err := f.node(c.OutOrStdout())

@@ -12,7 +12,7 @@ import (
 // simulated machine (and its simulated kubelet) is not built into it.
 var platforms = []string{"windows"}
 
-func openPlatform(string, string) (platform.Platform, error) { return windows.New(), nil }
+func openPlatform(string, string) (platform.Platform, error) { return windows.Native(), nil }
 
 // serialConsole is the machine's first serial port, which Azure's boot diagnostics (and other
 // clouds' serial consoles) record; nil when the machine has none.

@@ -33,6 +33,8 @@ import (
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/internal/testenv"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"
 	"github.com/kubewin/kubewin/nodeboot/internal/workflow"
 )
 
@@ -58,6 +60,8 @@ type nodeOpts struct {
 	pins     []string
 	endpoint string
 	mode     v1alpha1.NetworkMode
+	// runtime is the image's runtime; default: containerd.
+	runtime v1alpha1.RuntimeName
 	// clockSkew sets the machine's clock off by this much.
 	clockSkew time.Duration
 }
@@ -121,6 +125,11 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 		NodebootVersion: "test",
 		Files:           []v1alpha1.File{{Path: "k/kubelet.exe", SHA256: hex.EncodeToString(sum[:]), Size: int64(len(payload))}},
 	}
+	if o.runtime == v1alpha1.RuntimeDocker {
+		m.Runtime = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "28.3.3", CRIDockerdVersion: "0.3.18"}
+	} else {
+		o.runtime = v1alpha1.RuntimeContainerd
+	}
 	// The image's manifest is on the machine, as an image bakes it.
 	raw, err := api.EncodeJSON(m)
 	if err != nil {
@@ -144,6 +153,7 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 			Taints: []v1alpha1.Taint{{Key: "os", Value: "windows", Effect: "NoSchedule"}},
 		},
 		Network: v1alpha1.Network{Mode: o.mode},
+		Runtime: v1alpha1.Runtime{Name: o.runtime},
 	}
 	c.Default()
 	if errs := c.Validate(); len(errs) > 0 {
@@ -151,7 +161,10 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 	}
 	ip := netip.AddrFrom4([4]byte{127, 1, byte(seq >> 8), byte(seq)})
 	out := &syncBuffer{}
-	p := sim.New(sim.Machine{Root: root, ComputerName: name, Build: 20348, Adapter: "Ethernet", Address: ip, Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: v1alpha1.RuntimeContainerd})
+	p, err := sim.New(sim.Machine{Root: root, ComputerName: name, Build: 20348, Adapter: "Ethernet", Address: ip, Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: o.runtime})
+	if err != nil {
+		t.Fatal(err)
+	}
 	p.Out = out
 	t.Cleanup(p.Shutdown) // the machine's kubelet stops with the test
 	n := &Node{
@@ -229,12 +242,12 @@ func TestJoinGoesReady(t *testing.T) {
 	if node.Spec.PodCIDR == "" || node.Status.NodeInfo.KubeletVersion != cp.Version {
 		t.Errorf("pod CIDR %q, kubelet version %q", node.Spec.PodCIDR, node.Status.NodeInfo.KubeletVersion)
 	}
-	spec, err := n.Platform.(*sim.Platform).NetworkSpec("cbr0")
-	if err != nil || spec.Subnet.String() != node.Spec.PodCIDR {
-		t.Errorf("HNS network %+v (%v), pod CIDR %s", spec, err, node.Spec.PodCIDR)
+	st := windowsState(t, n)
+	if hns := st.Network("cbr0"); hns == nil || hns.Ipams[0].Subnets[0].IpAddressPrefix != node.Spec.PodCIDR {
+		t.Errorf("HNS network %+v, pod CIDR %s", hns, node.Spec.PodCIDR)
 	}
-	if svc, err := n.Platform.(*sim.Platform).Service("kube-proxy"); err != nil || !svc.Running {
-		t.Errorf("kube-proxy service: %+v %v", svc, err)
+	if svc := st.Service("kube-proxy"); svc == nil || svc.State != windows.Running {
+		t.Errorf("kube-proxy service: %+v", svc)
 	}
 	if _, err := os.Stat(n.Platform.Path(`C:\etc\cni\net.d\10-kubewin.conf`)); err != nil {
 		t.Errorf("CNI config: %v", err)
@@ -305,7 +318,7 @@ func TestJoinRefusesTakenName(t *testing.T) {
 	if !strings.Contains(err.Error(), "kubectl delete node "+first.Name) {
 		t.Errorf("the error does not say how to fix it: %v", err)
 	}
-	if _, err := second.Platform.(*sim.Platform).Service("kubelet"); err == nil {
+	if windowsState(t, second).Service("kubelet") != nil {
 		t.Error("the second machine installed a kubelet service")
 	}
 }
@@ -354,7 +367,7 @@ func TestJoinFailures(t *testing.T) {
 					t.Errorf("%s exists after the failed join", f)
 				}
 			}
-			if _, err := n.Platform.(*sim.Platform).Service("kubelet"); err == nil {
+			if windowsState(t, n).Service("kubelet") != nil {
 				t.Error("the kubelet service was installed")
 			}
 		})
@@ -478,4 +491,14 @@ func expiredToken(t *testing.T) string {
 		t.Fatalf("token did not expire: %v", err)
 	}
 	return tok
+}
+
+// windowsState is the node's simulated Windows machine's state.
+func windowsState(t testing.TB, n *Node) winfake.State {
+	t.Helper()
+	st, err := n.Platform.(*sim.Platform).Windows().State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

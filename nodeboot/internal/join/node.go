@@ -63,8 +63,11 @@ type Node struct {
 	bootstrapClient kubernetes.Interface
 	nodeClient      kubernetes.Interface
 	reportWarned    bool
-	reports         chan struct{}
-	flushed         chan struct{}
+	// vtepMAC is the overlay network's VTEP (distributed router) MAC, as its last Ensure
+	// reported it.
+	vtepMAC string
+	reports chan struct{}
+	flushed chan struct{}
 }
 
 // Learned is what the phases learn that later phases, `nodeboot run` and a restarted join need;

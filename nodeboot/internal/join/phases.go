@@ -246,6 +246,9 @@ func (n *Node) network(ctx context.Context) error {
 	if err := n.EnsureNetwork(ctx); err != nil {
 		return err
 	}
+	if err := n.publishVTEP(ctx); err != nil {
+		return nodestatus.Errorf(nodestatus.CodeNetworkFailed, "%w", err)
+	}
 	plan, err := n.plan()
 	if err != nil {
 		return nodestatus.Errorf(nodestatus.CodeNetworkFailed, "%w", err)
@@ -254,7 +257,7 @@ func (n *Node) network(ctx context.Context) error {
 }
 
 // EnsureNetwork (re)creates the node's HNS network; `nodeboot run` calls it on every boot
-// before the kubelet starts, because HNS networks do not reliably survive a reboot.
+// before it starts the kubelet, because HNS networks do not reliably survive a reboot.
 func (n *Node) EnsureNetwork(ctx context.Context) error {
 	pod := n.state.Data.PodCIDR
 	if !pod.IsValid() {
@@ -267,9 +270,13 @@ func (n *Node) EnsureNetwork(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	if err := n.Platform.Network().Ensure(ctx, spec); err != nil {
+	info, err := n.Platform.Network().Ensure(ctx, spec)
+	if err != nil {
 		return nodestatus.Errorf(nodestatus.CodeNetworkFailed, "HNS network %s: %w", spec.Name, err)
 	}
+	n.mu.Lock()
+	n.vtepMAC = info.VTEPMAC
+	n.mu.Unlock()
 	return nil
 }
 
@@ -365,7 +372,11 @@ func (n *Node) kubeletConfig(context.Context) error {
 	return n.writeFiles(plan, false, nodestatus.CodeKubeletConfigFailed)
 }
 
-// ServiceSpecs are the node's services in start order.
+// ServiceSpecs are the node's services in start order. nodeboot starts them itself on every
+// boot, after the network they need exists: the service manager never starts them on its own
+// (as aks-engine registers the kubelet and kube-proxy services, SERVICE_DEMAND_START, and
+// starts the kubelet from its boot script after re-creating the network:
+// parts/k8s/windowskubeletfunc.ps1, staging/provisioning/windows/windowsnodereset.ps1).
 func (n *Node) ServiceSpecs() ([]platform.ServiceSpec, error) {
 	plan, err := n.plan()
 	if err != nil {
@@ -376,15 +387,20 @@ func (n *Node) ServiceSpecs() ([]platform.ServiceSpec, error) {
 	runtimeDep := string(n.Config.Runtime.Name)
 	var specs []platform.ServiceSpec
 	if args, ok := plan.Services["cri-dockerd"]; ok {
-		specs = append(specs, platform.ServiceSpec{Name: "cri-dockerd", DisplayName: "cri-dockerd", Description: "CRI for Docker Engine (kubewin)",
-			Executable: bin + `\cri-dockerd.exe`, Args: args, Dependencies: []string{"docker"}, LogFile: n.Paths.LogDir + `\cri-dockerd.log`, LogRunner: logRunner})
+		// cri-dockerd has no Windows service mode (Mirantis/cri-dockerd has no service
+		// handler), and kube-log-runner has none either: nodeboot hosts it.
+		specs = append(specs, platform.ServiceSpec{Name: "cri-dockerd", DisplayName: "cri-dockerd", Description: "CRI for Docker Engine, hosted by nodeboot (kubewin)",
+			Executable: bin + `\nodeboot.exe`, Args: append([]string{"service-host", "--log-file=" + n.Paths.LogDir + `\cri-dockerd.log`, "--", bin + `\cri-dockerd.exe`}, args...),
+			Dependencies: []string{"docker"}, Start: platform.StartByNodeboot})
 		runtimeDep = "cri-dockerd"
 	}
 	specs = append(specs, platform.ServiceSpec{Name: "kubelet", DisplayName: "Kubernetes kubelet", Description: "Kubernetes node agent (kubewin)",
-		Executable: bin + `\kubelet.exe`, Args: plan.Services["kubelet"], Dependencies: []string{runtimeDep}, LogFile: n.Paths.LogDir + `\kubelet.log`, LogRunner: logRunner})
+		Executable: bin + `\kubelet.exe`, Args: plan.Services["kubelet"], Dependencies: []string{runtimeDep}, Start: platform.StartByNodeboot,
+		LogFile: n.Paths.LogDir + `\kubelet.log`, LogRunner: logRunner})
 	if args, ok := plan.Services["kube-proxy"]; ok {
 		specs = append(specs, platform.ServiceSpec{Name: "kube-proxy", DisplayName: "Kubernetes kube-proxy", Description: "Kubernetes service proxy (kubewin)",
-			Executable: bin + `\kube-proxy.exe`, Args: args, Dependencies: []string{"kubelet"}, LogFile: n.Paths.LogDir + `\kube-proxy.log`, LogRunner: logRunner})
+			Executable: bin + `\kube-proxy.exe`, Args: args, Dependencies: []string{"kubelet"}, Start: platform.StartByNodeboot,
+			LogFile: n.Paths.LogDir + `\kube-proxy.log`, LogRunner: logRunner})
 	}
 	return specs, nil
 }
@@ -406,7 +422,9 @@ func (n *Node) services(ctx context.Context) error {
 }
 
 func (n *Node) routes(ctx context.Context) error {
-	if n.Config.Network.Mode != v1alpha1.NetworkModeHostGateway {
+	switch n.Config.Network.Mode {
+	case v1alpha1.NetworkModeHostGateway, v1alpha1.NetworkModeOverlay:
+	default:
 		fmt.Fprintf(n.Out, "[%s] nothing to program in network mode %s\n", PhaseRoutes, n.Config.Network.Mode)
 		return nil
 	}
@@ -418,12 +436,20 @@ func (n *Node) routes(ctx context.Context) error {
 	if err != nil {
 		return nodestatus.Errorf(nodestatus.CodeRoutesFailed, "list nodes: %w", err)
 	}
-	return n.ReplaceRoutes(ctx, nodes.Items)
+	return n.ReconcilePeers(ctx, nodes.Items)
 }
 
-// ReplaceRoutes programs a route to every other node's pod CIDR through its internal IP.
-func (n *Node) ReplaceRoutes(ctx context.Context, nodes []corev1.Node) error {
-	if err := n.Platform.Routes().Replace(ctx, PeerRoutes(n.Name, nodes)); err != nil {
+// ReconcilePeers programs the way to every other node's pod CIDR: host-gateway routes through
+// their addresses, or the overlay's remote subnets through their VTEPs.
+func (n *Node) ReconcilePeers(ctx context.Context, nodes []corev1.Node) error {
+	var err error
+	switch n.Config.Network.Mode {
+	case v1alpha1.NetworkModeHostGateway:
+		err = n.Platform.Routes().Replace(ctx, PeerRoutes(n.Name, nodes))
+	case v1alpha1.NetworkModeOverlay:
+		err = n.Platform.Network().ReplaceRemoteSubnets(ctx, n.Config.Network.Name, PeerRemoteSubnets(n.Name, nodes))
+	}
+	if err != nil {
 		return nodestatus.Errorf(nodestatus.CodeRoutesFailed, "%w", err)
 	}
 	return nil

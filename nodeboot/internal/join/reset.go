@@ -6,10 +6,18 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
 
-// Reset undoes the join on the machine: services (newest first), the HNS network, the kubelet
-// credential and kubeconfig, the cluster CA and the join state. The cluster is not touched.
+// Reset returns the machine to the state its image left it in, undoing everything the join and
+// `nodeboot run` did on it: the node services (newest first), the kubewin routes, the pod
+// network with its endpoints and the External bootstrap network (which takes the vSwitch down
+// and gives the adapter its address back), and the files the join wrote (component
+// configuration, CNI configuration, the kubelet's credentials and certificates, the cluster CA
+// and the join state). What the bake installed stays. The cluster is not touched.
 func (n *Node) Reset(ctx context.Context) error {
 	var errs []error
 	if specs, err := n.ServiceSpecs(); err == nil {
@@ -19,18 +27,56 @@ func (n *Node) Reset(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("remove service %s: %w", s.Name, err))
 			}
 		}
+	} else {
+		// Without the join's facts the command lines cannot be rendered, but the services may
+		// exist: remove them by name.
+		for _, name := range []string{"kube-proxy", "kubelet", "cri-dockerd"} {
+			if err := n.Platform.Services().Delete(ctx, name); err != nil {
+				errs = append(errs, fmt.Errorf("remove service %s: %w", name, err))
+			}
+		}
 	}
-	if err := n.Platform.Network().Delete(ctx, n.Config.Network.Name); err != nil {
-		errs = append(errs, fmt.Errorf("delete HNS network %s: %w", n.Config.Network.Name, err))
+	if err := n.Platform.Routes().Replace(ctx, nil); err != nil {
+		errs = append(errs, fmt.Errorf("remove the kubewin routes: %w", err))
 	}
-	for _, f := range []string{n.currentPEM(), n.bootstrapCertFile(), n.bootstrapKeyFile(), n.Paths.KubeletKubeconfig, n.Paths.ClusterCA, n.statePath()} {
-		if err := os.Remove(n.Platform.Path(f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if n.Config.Network.Mode != v1alpha1.NetworkModeExternal {
+		for _, name := range []string{n.Config.Network.Name, platform.BootstrapNetworkName} {
+			if err := n.Platform.Network().Delete(ctx, name); err != nil {
+				errs = append(errs, fmt.Errorf("delete HNS network %s: %w", name, err))
+			}
+		}
+	}
+	for _, f := range n.joinFiles() {
+		if err := n.Platform.RemoveFile(f); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	fmt.Fprintf(n.Out, "[reset] node %s: services, network, credentials and state removed; drain and delete the Node in the cluster\n", n.Name)
+	fmt.Fprintf(n.Out, "[reset] node %s: services, routes, networks, credentials and state removed; drain and delete the Node in the cluster\n", n.Name)
 	return n.Open()
+}
+
+// joinFiles are the files the join and the node's components write: the rendered
+// configuration (when the join got far enough to render it), every file in the kubelet's
+// certificate directory (the bootstrap pair, the kubelet's client and serving certificates),
+// the kubeconfig, the cluster CA and the join state.
+func (n *Node) joinFiles() []string {
+	files := []string{n.Paths.KubeletKubeconfig, n.Paths.ClusterCA, n.statePath()}
+	if plan, err := n.plan(); err == nil {
+		for f := range plan.Files {
+			files = append(files, f)
+		}
+	}
+	if entries, err := os.ReadDir(n.Platform.Path(n.Paths.KubeletCertDir)); err == nil {
+		for _, e := range entries {
+			if !e.IsDir() {
+				files = append(files, strings.TrimSuffix(n.Paths.KubeletCertDir, `\`)+`\`+e.Name())
+			}
+		}
+	}
+	files = append(files, n.bootstrapCertFile(), n.bootstrapKeyFile(), n.currentPEM())
+	slices.Sort(files)
+	return slices.Compact(files)
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // Serve is what the nodeboot service does on every boot: finish the join if it is not done,
-// re-create the HNS network before the kubelet starts, start the node services, and keep
-// host-gateway routes in step with the Nodes until ctx ends.
+// make the HNS network exist, and only then start the node services, which the service manager
+// never starts on its own; then keep the way to the other nodes' pods (host-gateway routes,
+// overlay remote subnets and this node's VTEP) in step with the Nodes until ctx ends.
 func (n *Node) Serve(ctx context.Context) error {
 	if !n.Joined() {
 		if err := n.Join(ctx); err != nil {
@@ -29,15 +30,21 @@ func (n *Node) Serve(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(n.Out, "[run] node %s is up\n", n.Name)
-	if n.Config.Network.Mode == v1alpha1.NetworkModeHostGateway {
-		return n.reconcileRoutes(ctx)
+	switch n.Config.Network.Mode {
+	case v1alpha1.NetworkModeHostGateway, v1alpha1.NetworkModeOverlay:
+		return n.reconcilePeers(ctx)
 	}
 	<-ctx.Done()
 	return nil
 }
 
-// reconcileRoutes reprograms the routes whenever a Node's pod CIDR or address changes.
-func (n *Node) reconcileRoutes(ctx context.Context) error {
+// peerRetry is how soon a failed reconciliation is tried again.
+const peerRetry = 5 * time.Second
+
+// reconcilePeers publishes this node's VTEP (overlay) and reprograms the way to the peers
+// whenever a Node's pod CIDR, address or VTEP changes (not on every status heartbeat: on
+// Windows each reconciliation runs PowerShell), and again after a failure.
+func (n *Node) reconcilePeers(ctx context.Context) error {
 	c, err := n.NodeClient()
 	if err != nil {
 		return err
@@ -52,24 +59,52 @@ func (n *Node) reconcileRoutes(ctx context.Context) error {
 		}
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: poke, DeleteFunc: poke, UpdateFunc: func(_, o any) { poke(o) },
+		AddFunc: poke, DeleteFunc: poke,
+		UpdateFunc: func(old, cur any) {
+			if peerKey(old) != peerKey(cur) {
+				poke(cur)
+			}
+		},
 	}); err != nil {
 		return err
 	}
 	go informer.RunWithContext(ctx)
 	cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
+	poke(nil)
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changed:
-			var nodes []corev1.Node
-			for _, obj := range informer.GetStore().List() {
-				nodes = append(nodes, *obj.(*corev1.Node))
-			}
-			if err := n.ReplaceRoutes(ctx, nodes); err != nil {
-				fmt.Fprintf(n.Out, "[routes] %v\n", err)
-			}
+		case <-retry:
+		}
+		retry = nil
+		var nodes []corev1.Node
+		for _, obj := range informer.GetStore().List() {
+			nodes = append(nodes, *obj.(*corev1.Node))
+		}
+		err := n.publishVTEP(ctx)
+		if err == nil {
+			err = n.ReconcilePeers(ctx, nodes)
+		}
+		switch {
+		case err == nil:
+			fmt.Fprintf(n.Out, "[routes] in step with %d nodes\n", len(nodes))
+		case ctx.Err() == nil:
+			fmt.Fprintf(n.Out, "[routes] %v (retrying in %s)\n", err, peerRetry)
+			retry = time.After(peerRetry)
 		}
 	}
+}
+
+// peerKey is what of a Node the way to its pods depends on: its name, pod CIDR, addresses and
+// flannel lease annotations.
+func peerKey(obj any) string {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return ""
+	}
+	a := node.Annotations
+	return fmt.Sprint(node.Name, node.Spec.PodCIDR, node.Status.Addresses, a[AnnotationKubeSubnetManager], a[AnnotationBackendType], a[AnnotationBackendData], a[AnnotationPublicIP])
 }

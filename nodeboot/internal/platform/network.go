@@ -43,8 +43,12 @@ type BootstrapNetwork struct {
 	VSID int32 `json:"vsid,omitempty"`
 }
 
-// bootstrapVSID is the overlay bootstrap network's VSID, distinct from any pod VNI (≥ 4096).
+// bootstrapVSID is the overlay bootstrap network's VSID, distinct from any pod VNI (≥ 4096)
+// (microsoft/SDN Kubernetes/windows/helper.psm1 CreateExternalNetwork: VSID 9999).
 const bootstrapVSID = 9999
+
+// BootstrapNetworkName is the throwaway network's name, as GCE and microsoft/SDN name it.
+const BootstrapNetworkName = "External"
 
 // NetworkSpecFor returns the HNS network of a node, or ok=false when the network mode leaves
 // the network to a CNI DaemonSet (external).
@@ -72,7 +76,7 @@ func NetworkSpecFor(c *v1alpha1.NodeConfig, podCIDR netip.Prefix) (spec NetworkS
 		Gateway:      b.Gateway,
 		HostEndpoint: b.HostEndpoint,
 		Bootstrap: BootstrapNetwork{
-			Name:    "External",
+			Name:    BootstrapNetworkName,
 			Subnet:  netip.MustParsePrefix("192.168.255.0/30"),
 			Gateway: netip.MustParseAddr("192.168.255.1"),
 		},

@@ -38,15 +38,3 @@ func TestNetworkSpecFor(t *testing.T) {
 		t.Error("tiny pod CIDR accepted")
 	}
 }
-
-func TestServiceCommand(t *testing.T) {
-	s := ServiceSpec{Executable: `C:\k\kubelet.exe`, Args: []string{"--windows-service", "--v=2"}}
-	if exe, args := s.Command(); exe != `C:\k\kubelet.exe` || len(args) != 2 {
-		t.Errorf("plain: %s %v", exe, args)
-	}
-	s.LogFile, s.LogRunner = `C:\var\log\kubernetes\kubelet.log`, `C:\k\kube-log-runner.exe`
-	exe, args := s.Command()
-	if exe != `C:\k\kube-log-runner.exe` || args[0] != `--log-file=C:\var\log\kubernetes\kubelet.log` || args[1] != `C:\k\kubelet.exe` || args[2] != "--windows-service" {
-		t.Errorf("with log runner: %s %v", exe, args)
-	}
-}

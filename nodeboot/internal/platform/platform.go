@@ -1,9 +1,10 @@
 // Package platform is what nodeboot needs from the machine it runs on, behind small interfaces:
 // files, the computer name, the OS build, the container runtime, the HNS network, services and
-// routes. The windows implementation (package platform/windows) applies them; the sim
-// implementation (package platform/sim) records them for the local backend, where a simulated
-// kubelet stands in for kubelet.exe. The join code is the same on both. The specs here are pure
-// and tested on any OS.
+// routes. The windows implementation (package platform/windows) decides how to apply them and
+// sends the requests to Windows through thin backends; the sim implementation (package
+// platform/sim) is the same Windows platform on a simulated Windows machine for the local
+// backend, where a simulated kubelet stands in for kubelet.exe. The join code is the same on
+// both. The specs here are pure and tested on any OS.
 package platform
 
 import (
@@ -24,6 +25,8 @@ type Platform interface {
 	WriteFile(win string, data []byte) error
 	// WriteSecret writes a file only its owner (SYSTEM, Administrators on Windows) can read.
 	WriteSecret(win string, data []byte) error
+	// RemoveFile removes a file; a missing file is not an error.
+	RemoveFile(win string) error
 	// OSBuild is the Windows build number of the machine.
 	OSBuild() (uint32, error)
 	// CheckRuntime returns an error unless the runtime answers on its endpoint.
@@ -40,10 +43,29 @@ type Platform interface {
 
 // Network manages HNS networks.
 type Network interface {
-	// Ensure makes the network exist as specified, replacing a stale one of the same name.
-	Ensure(ctx context.Context, spec NetworkSpec) error
-	// Delete removes the network; a missing network is not an error.
+	// Ensure makes the network exist as specified (after its bootstrap network), replacing a
+	// stale one of the same name, and returns what peers need to reach it.
+	Ensure(ctx context.Context, spec NetworkSpec) (NetworkInfo, error)
+	// ReplaceRemoteSubnets makes the overlay network's remote subnet routes exactly subnets.
+	ReplaceRemoteSubnets(ctx context.Context, network string, subnets []RemoteSubnet) error
+	// Delete removes the network and its endpoints; a missing network is not an error.
 	Delete(ctx context.Context, name string) error
+}
+
+// NetworkInfo is what an ensured network tells about itself.
+type NetworkInfo struct {
+	// VTEPMAC is an overlay network's distributed router MAC, which peers address VXLAN
+	// packets to (flannel's VtepMAC), as 00:15:5d:..:..:..
+	VTEPMAC string `json:"vtepMAC,omitempty"`
+}
+
+// RemoteSubnet is a peer's pod CIDR on an overlay network: reached through VXLAN with VNI at
+// the peer's provider address and distributed router MAC.
+type RemoteSubnet struct {
+	Destination     netip.Prefix `json:"destination"`
+	ProviderAddress netip.Addr   `json:"providerAddress"`
+	VTEPMAC         string       `json:"vtepMAC"`
+	VNI             int32        `json:"vni"`
 }
 
 // Services manages the node's services (Windows services, or their record in sim).
@@ -65,23 +87,34 @@ type ServiceSpec struct {
 	Args        []string `json:"args"`
 	// Dependencies are services that must run first.
 	Dependencies []string `json:"dependencies,omitempty"`
+	// Start is when the service starts.
+	Start StartMode `json:"start"`
 	// LogFile receives the service's output through LogRunner (kube-log-runner.exe: the node
 	// components lost their log-file flags in Kubernetes 1.26).
 	LogFile   string `json:"logFile,omitempty"`
 	LogRunner string `json:"logRunner,omitempty"`
+	// SelfRegistering services are registered by their own program (containerd.exe and
+	// dockerd.exe --register-service), which writes the service entry it runs as; Args are
+	// what it passes on to its service command line.
+	SelfRegistering bool `json:"selfRegistering,omitempty"`
 }
 
-// Command is the program the service manager starts and its arguments.
-func (s ServiceSpec) Command() (string, []string) {
-	if s.LogFile == "" || s.LogRunner == "" {
-		return s.Executable, s.Args
-	}
-	return s.LogRunner, append([]string{"--log-file=" + s.LogFile, s.Executable}, s.Args...)
-}
+// StartMode is when a service starts.
+type StartMode string
+
+// Start modes.
+const (
+	// StartAtBoot services are started by the service manager when the machine boots.
+	StartAtBoot StartMode = "boot"
+	// StartByNodeboot services are started by nodeboot, on every boot after it has prepared
+	// what they need (the HNS network), never by the service manager on its own.
+	StartByNodeboot StartMode = "nodeboot"
+)
 
 // Routes programs the routes to other nodes' pod CIDRs (host-gateway mode).
 type Routes interface {
-	// Replace makes the kubewin routes exactly routes.
+	// Replace makes the kubewin routes exactly routes. They last until the machine restarts:
+	// nodeboot programs them again on every boot.
 	Replace(ctx context.Context, routes []Route) error
 }
 

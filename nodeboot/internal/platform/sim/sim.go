@@ -1,44 +1,49 @@
-// Package sim is the simulated Windows machine of the local backend. Files land under a root
-// directory (C:\a\b is <root>/C/a/b); the HNS network, services and routes are recorded as JSON
-// under <root>/sim instead of applied; the machine's computer name, OS build, adapter address
-// and runtime are what the backend says they are. Starting the kubelet service runs the
-// simulated kubelet (package simkubelet) in nodeboot's process, from the command line and files
-// nodeboot wrote for kubelet.exe. nodeboot's phases (discovery, TLS bootstrap, registration,
-// reports) run for real against the API server. Only nodeboot for the local backend's host
-// contains this package; nodeboot.exe does not.
+// Package sim is the simulated Windows machine of the local backend: nodeboot's Windows
+// platform (package platform/windows), with its decisions and requests unchanged, on a Windows
+// machine simulated by package winfake, whose state is kept under the machine's root (sim/)
+// between nodeboot processes. Files land under the root (C:\a\b is <root>/C/a/b); the machine's
+// computer name, OS build, adapter address and runtime are what the backend says they are.
+// Starting the kubelet service runs the simulated kubelet (package simkubelet) in nodeboot's
+// process, from the command line the service was registered with and the files nodeboot wrote
+// for kubelet.exe. nodeboot's phases (discovery, TLS bootstrap, registration, reports) run for
+// real against the API server. Only nodeboot for the local backend's host contains this
+// package; nodeboot.exe does not.
 package sim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/nodecmd"
-	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/internal/simmachine"
-	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"
 	"github.com/kubewin/kubewin/nodeboot/internal/simkubelet"
 )
 
 // Machine describes the simulated machine.
 type Machine = simmachine.Machine
 
+// StateFile is where a simulated machine keeps its Windows state, under its root.
+const StateFile = "sim/windows.json"
+
 // Platform is a simulated machine.
 type Platform struct {
-	m Machine
+	*windows.Platform
+	m    Machine
+	fake *winfake.Machine
 	// Out receives the simulated kubelet's lines. Default: standard output.
 	Out io.Writer
 
@@ -53,158 +58,45 @@ type program struct {
 	done chan struct{}
 }
 
-var _ platform.Platform = (*Platform)(nil)
-
 // New returns the platform of m.
-func New(m Machine) *Platform { return &Platform{m: m} }
-
-func (p *Platform) ComputerName() (string, error) {
-	if p.m.ComputerName == "" {
-		return "", fmt.Errorf("the simulated machine at %s has no computer name", p.m.Root)
-	}
-	return p.m.ComputerName, nil
-}
-
-func (p *Platform) Path(win string) string { return simmachine.Path(p.m.Root, win) }
-
-func (p *Platform) write(win string, data []byte, perm os.FileMode) error {
-	path := p.Path(win)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func (p *Platform) WriteFile(win string, data []byte) error { return p.write(win, data, 0o644) }
-
-func (p *Platform) WriteSecret(win string, data []byte) error { return p.write(win, data, 0o600) }
-
-func (p *Platform) OSBuild() (uint32, error) { return p.m.Build, nil }
-
-func (p *Platform) CheckRuntime(_ context.Context, name v1alpha1.RuntimeName, _ string) error {
-	if name != p.m.Runtime {
-		return fmt.Errorf("the machine has %s, not %s", p.m.Runtime, name)
-	}
-	return nil
-}
-
-// CheckPorts checks nothing: simulated nodes share the host and serve no kubelet port.
-func (p *Platform) CheckPorts() error { return nil }
-
-func (p *Platform) Address(adapter string) (netip.Addr, netip.Prefix, error) {
-	if adapter != p.m.Adapter {
-		return netip.Addr{}, netip.Prefix{}, fmt.Errorf("no adapter named %q (the machine has %q)", adapter, p.m.Adapter)
-	}
-	return p.m.Address, p.m.Subnet, nil
-}
-
-func (p *Platform) Network() platform.Network   { return network{p} }
-func (p *Platform) Services() platform.Services { return services{p} }
-func (p *Platform) Routes() platform.Routes     { return routes{p} }
-
-func (p *Platform) record(parts ...string) string {
-	return filepath.Join(append([]string{p.m.Root, "sim"}, parts...)...)
-}
-
-func writeJSON(path string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
+func New(m Machine) (*Platform, error) {
+	fake, err := winfake.New(winfake.Config{
+		Root: m.Root, StateFile: filepath.Join(m.Root, filepath.FromSlash(StateFile)),
+		ComputerName: m.ComputerName, Build: m.Build, Adapter: m.Adapter, Address: m.Address, Subnet: m.Subnet, Runtime: m.Runtime,
+		Alive: alive,
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o600)
+	p := &Platform{Platform: windows.New(fake.Backends()), m: m, fake: fake}
+	// The simulated HNS removes the metadata routes when it creates a network, not later.
+	p.MetadataRecheck = 0
+	fake.OnStart = p.started
+	fake.OnStop = p.stopProgram
+	return p, nil
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+// Load returns the platform of the machine described under root.
+func Load(root string) (*Platform, error) {
+	m, err := simmachine.Load(root)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return json.Unmarshal(b, v)
+	return New(m)
 }
 
-type network struct{ p *Platform }
+// Windows is the simulated Windows machine under the platform, with the requests it received.
+func (p *Platform) Windows() *winfake.Machine { return p.fake }
 
-func (n network) Ensure(_ context.Context, spec platform.NetworkSpec) error {
-	return writeJSON(n.p.record("hns", spec.Name+".json"), spec)
-}
-
-func (n network) Delete(_ context.Context, name string) error {
-	return ignoreMissing(os.Remove(n.p.record("hns", name+".json")))
-}
-
-// NetworkSpec returns the recorded network, for tests and `nodeboot status`.
-func (p *Platform) NetworkSpec(name string) (platform.NetworkSpec, error) {
-	var s platform.NetworkSpec
-	return s, readJSON(p.record("hns", name+".json"), &s)
-}
-
-// ServiceRecord is a recorded service.
-type ServiceRecord struct {
-	Spec    platform.ServiceSpec `json:"spec"`
-	Running bool                 `json:"running"`
-}
-
-type services struct{ p *Platform }
-
-func (s services) path(name string) string { return s.p.record("services", name+".json") }
-
-func (s services) Ensure(_ context.Context, spec platform.ServiceSpec) error {
-	var r ServiceRecord
-	_ = readJSON(s.path(spec.Name), &r)
-	r.Spec = spec
-	return writeJSON(s.path(spec.Name), r)
-}
-
-func (s services) set(name string, running bool) error {
-	var r ServiceRecord
-	if err := readJSON(s.path(name), &r); err != nil {
-		return fmt.Errorf("service %s is not installed: %w", name, err)
-	}
-	for _, dep := range r.Spec.Dependencies {
-		if d, err := s.p.Service(dep); running && (err != nil || !d.Running) && !slices.Contains(runtimeServices, dep) {
-			return fmt.Errorf("service %s depends on %s, which is not running", name, dep)
+// started runs a service's program when it is kubelet.exe (directly or under kube-log-runner);
+// other services' programs are not run.
+func (p *Platform) started(service string, argv []string) error {
+	for i, a := range argv {
+		if strings.EqualFold(path.Base(strings.ReplaceAll(a, `\`, "/")), "kubelet.exe") {
+			return p.runKubelet(service, argv[i+1:])
 		}
 	}
-	r.Running = running
-	return writeJSON(s.path(name), r)
-}
-
-// runtimeServices stand for the container runtime the machine has: always running.
-var runtimeServices = []string{"containerd", "docker"}
-
-func (s services) Start(_ context.Context, name string) error {
-	if err := s.set(name, true); err != nil {
-		return err
-	}
-	r, err := s.p.Service(name)
-	if err != nil {
-		return err
-	}
-	if !strings.EqualFold(path.Base(strings.ReplaceAll(r.Spec.Executable, `\`, "/")), "kubelet.exe") {
-		return nil // other services' programs are recorded, not run
-	}
-	return s.p.runKubelet(name, r.Spec.Args)
-}
-
-func (s services) Stop(_ context.Context, name string) error {
-	s.p.stopProgram(name)
-	err := s.set(name, false)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
-}
-
-func (s services) Delete(_ context.Context, name string) error {
-	s.p.stopProgram(name)
-	return ignoreMissing(os.Remove(s.path(name)))
+	return nil
 }
 
 // runKubelet runs the simulated kubelet as the kubelet service's program, in this process,
@@ -226,6 +118,7 @@ func (p *Platform) runKubelet(service string, args []string) error {
 		Out:      out,
 	})
 	if err != nil {
+		fmt.Fprintf(out, "[simulated-kubelet] cannot start: %v\n", err)
 		return fmt.Errorf("start the simulated kubelet: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -234,6 +127,11 @@ func (p *Platform) runKubelet(service string, args []string) error {
 	}
 	prog := &program{stop: cancel, done: make(chan struct{})}
 	p.programs[service] = prog
+	// The service's program lives as long as this process: a nodeboot that is killed takes it
+	// along, and the machine notices.
+	if err := p.fake.Hosted(service, os.Getpid()); err != nil {
+		return err
+	}
 	go func() {
 		defer close(prog.done)
 		if err := k.Run(ctx); err != nil {
@@ -241,7 +139,7 @@ func (p *Platform) runKubelet(service string, args []string) error {
 			p.mu.Lock()
 			delete(p.programs, service)
 			p.mu.Unlock()
-			_ = services{p}.set(service, false)
+			p.fake.Exited(service, err)
 		}
 	}()
 	return nil
@@ -259,8 +157,9 @@ func (p *Platform) stopProgram(service string) {
 	}
 }
 
-// Shutdown stops the programs of the machine's services and waits for them, as shutting the
-// machine down would: on a simulated machine they run in nodeboot's process and end with it.
+// Shutdown stops the programs of the machine's services and waits for them: on a simulated
+// machine they run in nodeboot's process and end with it, so their services are stopped, and
+// the next nodeboot starts them again.
 func (p *Platform) Shutdown() {
 	p.mu.Lock()
 	names := make([]string, 0, len(p.programs))
@@ -270,6 +169,7 @@ func (p *Platform) Shutdown() {
 	p.mu.Unlock()
 	for _, name := range names {
 		p.stopProgram(name)
+		p.fake.Exited(name, errors.New("nodeboot stopped, and the programs of the simulated machine's services with it"))
 	}
 }
 
@@ -302,96 +202,8 @@ func (p *Platform) nodeInfo() corev1.NodeSystemInfo {
 	return info
 }
 
-// Service returns a recorded service.
-func (p *Platform) Service(name string) (ServiceRecord, error) {
-	var r ServiceRecord
-	return r, readJSON(services{p}.path(name), &r)
-}
-
-type routes struct{ p *Platform }
-
-func (r routes) Replace(_ context.Context, rs []platform.Route) error {
-	return writeJSON(r.p.record("routes.json"), rs)
-}
-
-// RoutesRecorded returns the recorded routes.
-func (p *Platform) RoutesRecorded() ([]platform.Route, error) {
-	var rs []platform.Route
-	err := readJSON(p.record("routes.json"), &rs)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	return rs, err
-}
-
-func ignoreMissing(err error) error {
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
-}
-
-// Load returns the platform of the machine described under root.
-func Load(root string) (*Platform, error) {
-	m, err := simmachine.Load(root)
-	if err != nil {
-		return nil, err
-	}
-	return New(m), nil
-}
-
-var _ platform.Host = (*Platform)(nil)
-
-// AllowInbound records the rule.
-func (p *Platform) AllowInbound(_ context.Context, r platform.FirewallRule) error {
-	var rules []platform.FirewallRule
-	_ = readJSON(p.record("firewall.json"), &rules)
-	if !slices.Contains(rules, r) {
-		rules = append(rules, r)
-	}
-	return writeJSON(p.record("firewall.json"), rules)
-}
-
-// ExcludeFromScanning records the paths.
-func (p *Platform) ExcludeFromScanning(_ context.Context, paths []string) error {
-	return writeJSON(p.record("defender-exclusions.json"), paths)
-}
-
-// FirewallRules returns the recorded rules.
-func (p *Platform) FirewallRules() ([]platform.FirewallRule, error) {
-	var rules []platform.FirewallRule
-	return rules, readJSON(p.record("firewall.json"), &rules)
-}
-
-// ImportImage records the import.
-func (p *Platform) ImportImage(_ context.Context, runtime v1alpha1.RuntimeName, archive string) error {
-	// Like a real runtime on process isolation, the image must be complete and built for the
-	// machine's Windows build.
-	f, err := os.Open(p.Path(archive))
-	if err != nil {
-		return fmt.Errorf("image archive %s: %w", archive, err)
-	}
-	a, err := ociimage.Inspect(f)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("import image archive %s: %w", archive, err)
-	}
-	if want := v1alpha1.WindowsBuild(p.m.Build).OSVersion(); a.OS != "windows" || (a.OSVersion != want && !strings.HasPrefix(a.OSVersion, want+".")) {
-		return fmt.Errorf("import image archive %s: image %s is for %s %s, this machine runs Windows %s: the container operating system does not match the host operating system",
-			archive, a.Name, a.OS, a.OSVersion, want)
-	}
-	var imported []string
-	_ = readJSON(p.record("images.json"), &imported)
-	return writeJSON(p.record("images.json"), append(imported, string(runtime)+":"+archive))
-}
-
-// ImportedImages returns the recorded imports.
-func (p *Platform) ImportedImages() ([]string, error) {
-	var imported []string
-	return imported, readJSON(p.record("images.json"), &imported)
-}
-
-// RestartRuntime checks that the machine has the runtime; a simulated runtime reads nothing.
-func (p *Platform) RestartRuntime(ctx context.Context, runtime v1alpha1.RuntimeName) error {
-	return p.CheckRuntime(ctx, runtime, "")
+// alive reports whether a process runs (signal 0 probes without signalling).
+func alive(pid int) bool {
+	proc, err := os.FindProcess(pid)
+	return err == nil && proc.Signal(syscall.Signal(0)) == nil
 }

@@ -1,11 +1,10 @@
 package node
 
 import (
-	"encoding/base64"
 	"fmt"
 	"strings"
-	"unicode/utf16"
 
+	"github.com/kubewin/kubewin/internal/powershell"
 	"github.com/kubewin/kubewin/internal/simmachine"
 )
 
@@ -46,23 +45,16 @@ type guest interface {
 }
 
 // windows is a Windows guest: every command is a PowerShell script, passed encoded (UTF-16LE,
-// base64) so that no quoting of cmd.exe or of the transport applies; inside, paths are quoted
-// as PowerShell literals. Over SSH (OpenSSH for Windows) paths use forward slashes.
+// base64) so that no quoting of cmd.exe or of the transport applies; inside, every value is a
+// PowerShell verbatim string written by powershell.Quote. Over SSH (OpenSSH for Windows) paths
+// use forward slashes.
 type windows struct{ ssh bool }
 
 // ps is the command that runs a PowerShell script, stopping at the first error.
-func ps(script string) string {
-	full := "$ErrorActionPreference = 'Stop'; $ProgressPreference = 'SilentlyContinue'\n" + script
-	u := utf16.Encode([]rune(full))
-	b := make([]byte, 2*len(u))
-	for i, r := range u {
-		b[2*i], b[2*i+1] = byte(r), byte(r>>8)
-	}
-	return "powershell -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand " + base64.StdEncoding.EncodeToString(b)
-}
+func ps(script string) string { return powershell.CommandLine(script) }
 
-// lit quotes s as a PowerShell literal string.
-func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+// lit quotes s as a PowerShell verbatim string.
+func lit(s string) string { return powershell.Quote(s) }
 
 func (w windows) path(node string) string {
 	if w.ssh {
@@ -88,19 +80,22 @@ func (windows) bootTime() string {
 	return ps(`Write-Output ('boot ' + (Get-CimInstance -ClassName Win32_OperatingSystem).LastBootUpTime.ToUniversalTime().ToString('o'))`)
 }
 
+// restart is a plain command, not a script: its exit status is shutdown's own (1115 and 1190
+// mean a shutdown is already under way). It reads the same in cmd.exe (WinRM) and in
+// PowerShell (the default shell of OpenSSH on the image).
 func (windows) restart() string {
 	return `shutdown /r /f /t 5 /c "kubewin: finishing the Containers feature"`
 }
 
 func (windows) fetch(url, sha256, node string) string {
-	return ps(fmt.Sprintf(`$dst = %s; $want = %s
+	return ps(fmt.Sprintf(`$dst = %s; $want = %s; $url = %s
 if ((Test-Path -LiteralPath $dst) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $dst).Hash.ToLower() -eq $want)) { Write-Output "$dst present and verified"; exit 0 }
 New-Item -ItemType Directory -Force -Path (Split-Path -Parent $dst) | Out-Null
-Invoke-WebRequest -UseBasicParsing -Uri %s -OutFile "$dst.part"
+Invoke-WebRequest -UseBasicParsing -Uri $url -OutFile "$dst.part"
 $got = (Get-FileHash -Algorithm SHA256 -LiteralPath "$dst.part").Hash.ToLower()
-if ($got -ne $want) { Remove-Item -Force -LiteralPath "$dst.part"; Write-Error "$dst from %s has sha256 $got, the release says $want"; exit 1 }
+if ($got -ne $want) { Remove-Item -Force -LiteralPath "$dst.part"; Write-Error "$dst from $url has sha256 $got, the release says $want"; exit 1 }
 Move-Item -Force -LiteralPath "$dst.part" -Destination $dst
-Write-Output "$dst downloaded and verified"`, lit(node), lit(sha256), lit(url), strings.ReplaceAll(url, `"`, "`\"")))
+Write-Output "$dst downloaded and verified"`, lit(node), lit(sha256), lit(url)))
 }
 
 func (windows) bake(exe string, a bakeArgs) string {

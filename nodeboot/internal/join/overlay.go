@@ -1,0 +1,134 @@
+package join
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+)
+
+// Overlay peers are found and published the way flannel's kube subnet manager does, so that
+// kubewin nodes and flannel nodes (Linux, or Windows with flannel's vxlan backend) reach each
+// other's pods: every node publishes its VTEP in annotations of its own Node, and every node
+// programs a route to each peer's pod CIDR through the peer's VTEP (flannel-io/flannel
+// pkg/subnet/kube/kube.go AcquireLease and nodeToLease, pkg/subnet/kube/annotations.go, with
+// the default prefix flannel.alpha.coreos.com; the vxlan lease data is pkg/backend/vxlan
+// vxlanLeaseAttrs).
+const (
+	flannelPrefix = "flannel.alpha.coreos.com/"
+	// AnnotationKubeSubnetManager marks a Node whose annotations carry a lease.
+	AnnotationKubeSubnetManager = flannelPrefix + "kube-subnet-manager"
+	// AnnotationBackendType is the lease's backend: vxlan.
+	AnnotationBackendType = flannelPrefix + "backend-type"
+	// AnnotationBackendData is the vxlan lease data: {"VNI":4096,"VtepMAC":"..."}.
+	AnnotationBackendData = flannelPrefix + "backend-data"
+	// AnnotationPublicIP is the address VXLAN packets for the node go to.
+	AnnotationPublicIP = flannelPrefix + "public-ip"
+	// AnnotationPublicIPOverwrite, set by an administrator, replaces the published address.
+	AnnotationPublicIPOverwrite = flannelPrefix + "public-ip-overwrite"
+)
+
+// vxlanLeaseData is flannel's vxlan backend data. VtepMAC is a MAC in net.HardwareAddr's form;
+// on Windows it is the overlay network's distributed router MAC (flannel
+// pkg/backend/vxlan/vxlan_windows.go RegisterNetwork).
+type vxlanLeaseData struct {
+	VNI     int32
+	VtepMAC string
+}
+
+// vtepAnnotations are the annotations a node with this VTEP publishes.
+func vtepAnnotations(node *corev1.Node, vni int32, mac string, ip netip.Addr) map[string]string {
+	public := ip.String()
+	if o := node.Annotations[AnnotationPublicIPOverwrite]; o != "" {
+		public = o
+	}
+	data, _ := json.Marshal(vxlanLeaseData{VNI: vni, VtepMAC: mac})
+	return map[string]string{
+		AnnotationKubeSubnetManager: "true",
+		AnnotationBackendType:       "vxlan",
+		AnnotationBackendData:       string(data),
+		AnnotationPublicIP:          public,
+	}
+}
+
+// publishVTEP writes the overlay network's VTEP into the node's own Node (which the node's
+// credential may patch: the Node authorizer and NodeRestriction let a node change its own
+// Node object), unless the annotations already say so.
+func (n *Node) publishVTEP(ctx context.Context) error {
+	if n.Config.Network.Mode != v1alpha1.NetworkModeOverlay {
+		return nil
+	}
+	n.mu.Lock()
+	mac := n.vtepMAC
+	n.mu.Unlock()
+	if mac == "" {
+		return fmt.Errorf("the overlay network %s reported no VTEP MAC", n.Config.Network.Name)
+	}
+	c, err := n.NodeClient()
+	if err != nil {
+		return err
+	}
+	node, err := c.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read Node %s: %w", n.Name, err)
+	}
+	want := vtepAnnotations(node, n.Config.Network.VNI, mac, n.state.Data.NodeIP)
+	same := true
+	for k, v := range want {
+		same = same && node.Annotations[k] == v
+	}
+	if same {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": want}})
+	if _, err := c.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("publish the VTEP on Node %s: %w", n.Name, err)
+	}
+	fmt.Fprintf(n.Out, "[network] VTEP %s at %s published on Node %s\n", mac, want[AnnotationPublicIP], n.Name)
+	return nil
+}
+
+// PeerRemoteSubnets are the overlay routes of node self: each other node's pod CIDR through
+// the VTEP its annotations publish, sorted by destination. Nodes without a vxlan lease, with a
+// VNI below 4096 (which Windows cannot use) or with malformed data are skipped, as flannel's
+// Windows backend skips them (pkg/backend/vxlan/vxlan_network_windows.go).
+func PeerRemoteSubnets(self string, nodes []corev1.Node) []platform.RemoteSubnet {
+	var out []platform.RemoteSubnet
+	for _, node := range nodes {
+		a := node.Annotations
+		if node.Name == self || a[AnnotationKubeSubnetManager] != "true" || !strings.EqualFold(a[AnnotationBackendType], "vxlan") {
+			continue
+		}
+		var data vxlanLeaseData
+		if json.Unmarshal([]byte(a[AnnotationBackendData]), &data) != nil || data.VNI < v1alpha1.DefaultVNI || data.VNI > v1alpha1.MaxWindowsVNI {
+			continue
+		}
+		mac, err := net.ParseMAC(data.VtepMAC)
+		if err != nil {
+			continue
+		}
+		public, err := netip.ParseAddr(a[AnnotationPublicIP])
+		if err != nil || !public.Is4() {
+			continue
+		}
+		dst, err := netip.ParsePrefix(node.Spec.PodCIDR)
+		if err != nil || !dst.Addr().Is4() {
+			continue
+		}
+		out = append(out, platform.RemoteSubnet{Destination: dst, ProviderAddress: public, VTEPMAC: mac.String(), VNI: data.VNI})
+	}
+	slices.SortFunc(out, func(a, b platform.RemoteSubnet) int {
+		return strings.Compare(a.Destination.String(), b.Destination.String())
+	})
+	return out
+}

@@ -1,0 +1,73 @@
+package windows
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+// ntfs writes files on the machine's own file system.
+type ntfs struct{}
+
+func (ntfs) Path(win string) string { return win }
+
+func (ntfs) Remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Write writes a new temporary file next to the target, created with the security descriptor
+// when one is given (CreateFile with SECURITY_ATTRIBUTES, CREATE_NEW: the file never has its
+// inherited permissions, not even for a moment; CreateFile ignores the descriptor when it opens
+// an existing file, so a temporary file left over is removed first), then moves it over the
+// target; a move within a volume keeps the file's security descriptor.
+func (ntfs) Write(path string, data []byte, sddl string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var sa *windows.SecurityAttributes
+	if sddl != "" {
+		sd, err := windows.SecurityDescriptorFromString(sddl)
+		if err != nil {
+			return fmt.Errorf("security descriptor %q: %w", sddl, err)
+		}
+		sa = &windows.SecurityAttributes{Length: uint32(unsafe.Sizeof(windows.SecurityAttributes{})), SecurityDescriptor: sd}
+	}
+	name, err := windows.UTF16PtrFromString(tmp)
+	if err != nil {
+		return err
+	}
+	h, err := windows.CreateFile(name, windows.GENERIC_WRITE, 0, sa, windows.CREATE_NEW, windows.FILE_ATTRIBUTE_NORMAL, 0)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	f := os.NewFile(uintptr(h), tmp)
+	_, werr := f.Write(data)
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return werr
+	}
+	from, _ := windows.UTF16PtrFromString(tmp)
+	to, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return err
+	}
+	if err := windows.MoveFileEx(from, to, windows.MOVEFILE_REPLACE_EXISTING|windows.MOVEFILE_WRITE_THROUGH); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package windows
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+)
+
+// AllowInbound adds (or replaces) a named inbound allow rule in the Windows firewall.
+func (p *Platform) AllowInbound(ctx context.Context, r platform.FirewallRule) error {
+	if _, err := p.b.Shell.Run(ctx, firewallScript(r)); err != nil {
+		return fmt.Errorf("firewall rule %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+// ExcludeFromScanning adds Microsoft Defender path exclusions.
+func (p *Platform) ExcludeFromScanning(ctx context.Context, paths []string) error {
+	if _, err := p.b.Shell.Run(ctx, exclusionScript(paths)); err != nil {
+		return fmt.Errorf("defender exclusions: %w", err)
+	}
+	return nil
+}
+
+// ImportImage loads an OCI archive with the runtime's own client into the image store CRI uses
+// (containerd's k8s.io namespace).
+func (p *Platform) ImportImage(ctx context.Context, runtime v1alpha1.RuntimeName, archive string) error {
+	paths := nodecmd.DefaultPaths()
+	var s Script
+	switch runtime {
+	case v1alpha1.RuntimeContainerd:
+		s = programScript(paths.ContainerdBinDir+`\ctr.exe`, []string{"--namespace", "k8s.io", "images", "import", archive})
+	case v1alpha1.RuntimeDocker:
+		s = programScript(paths.DockerBinDir+`\docker.exe`, []string{"load", "--input", archive})
+	default:
+		return fmt.Errorf("runtime %q cannot import images", runtime)
+	}
+	if _, err := p.b.Shell.Run(ctx, s); err != nil {
+		return fmt.Errorf("import %s into %s: %w", archive, runtime, err)
+	}
+	return nil
+}
+
+// RestartRuntime restarts the runtime's service so that it reads its configuration.
+func (p *Platform) RestartRuntime(ctx context.Context, runtime v1alpha1.RuntimeName) error {
+	if err := p.Services().Stop(ctx, string(runtime)); err != nil {
+		return err
+	}
+	return p.Services().Start(ctx, string(runtime))
+}

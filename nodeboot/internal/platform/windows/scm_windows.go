@@ -1,0 +1,150 @@
+package windows
+
+import (
+	"errors"
+	"time"
+
+	"golang.org/x/sys/windows"
+	"golang.org/x/sys/windows/svc"
+	"golang.org/x/sys/windows/svc/mgr"
+)
+
+// scmAPI passes the requests to the Service Control Manager through x/sys/windows/svc/mgr.
+type scmAPI struct{}
+
+func withService(name string, f func(*mgr.Service) error) error {
+	m, err := mgr.Connect()
+	if err != nil {
+		return err
+	}
+	defer m.Disconnect()
+	s, err := m.OpenService(name)
+	if errors.Is(err, windows.ERROR_SERVICE_DOES_NOT_EXIST) {
+		return errors.Join(ErrNotFound, err)
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return f(s)
+}
+
+func mgrStartType(t StartType) uint32 {
+	if t == StartAutomatic {
+		return mgr.StartAutomatic
+	}
+	return mgr.StartManual
+}
+
+func (scmAPI) Query(name string) (c ServiceConfig, state ServiceState, err error) {
+	err = withService(name, func(s *mgr.Service) error {
+		cfg, err := s.Config()
+		if err != nil {
+			return err
+		}
+		st, err := s.Query()
+		if err != nil {
+			return err
+		}
+		c = ServiceConfig{BinaryPathName: cfg.BinaryPathName, StartType: StartManual, DisplayName: cfg.DisplayName, Description: cfg.Description, Dependencies: cfg.Dependencies}
+		if cfg.StartType == mgr.StartAutomatic {
+			c.StartType = StartAutomatic
+		}
+		switch st.State {
+		case svc.Running:
+			state = Running
+		case svc.Stopped:
+			state = Stopped
+		default:
+			state = Pending
+		}
+		return nil
+	})
+	return c, state, err
+}
+
+func (scmAPI) Create(name string, c ServiceConfig) error {
+	m, err := mgr.Connect()
+	if err != nil {
+		return err
+	}
+	defer m.Disconnect()
+	// mgr.CreateService quotes exe and args itself; the command line is already quoted, so it
+	// is passed as a whole as the service's binary path (CreateService takes the command line).
+	h, err := windows.CreateService(m.Handle, windows.StringToUTF16Ptr(name), windows.StringToUTF16Ptr(c.DisplayName),
+		windows.SERVICE_ALL_ACCESS, windows.SERVICE_WIN32_OWN_PROCESS, mgrStartType(c.StartType), windows.SERVICE_ERROR_NORMAL,
+		windows.StringToUTF16Ptr(c.BinaryPathName), nil, nil, dependencies(c.Dependencies), nil, nil)
+	if err != nil {
+		return err
+	}
+	s := &mgr.Service{Name: name, Handle: h}
+	defer s.Close()
+	cfg, err := s.Config()
+	if err != nil {
+		return err
+	}
+	cfg.Description = c.Description
+	return s.UpdateConfig(cfg)
+}
+
+// dependencies is a double-NUL-terminated list, as CreateService takes it.
+func dependencies(deps []string) *uint16 {
+	if len(deps) == 0 {
+		return nil
+	}
+	var b []uint16
+	for _, d := range deps {
+		b = append(b, windows.StringToUTF16(d)...)
+	}
+	return &append(b, 0)[0]
+}
+
+func (scmAPI) Update(name string, c ServiceConfig) error {
+	return withService(name, func(s *mgr.Service) error {
+		cfg, err := s.Config()
+		if err != nil {
+			return err
+		}
+		cfg.BinaryPathName, cfg.StartType, cfg.DisplayName, cfg.Description = c.BinaryPathName, mgrStartType(c.StartType), c.DisplayName, c.Description
+		cfg.Dependencies = c.Dependencies
+		if cfg.Dependencies == nil {
+			cfg.Dependencies = []string{} // mgr writes an empty list, removing old dependencies
+		}
+		return s.UpdateConfig(cfg)
+	})
+}
+
+func (scmAPI) SetRecovery(name string, r Recovery) error {
+	return withService(name, func(s *mgr.Service) error {
+		actions := make([]mgr.RecoveryAction, len(r.Actions))
+		for i, a := range r.Actions {
+			actions[i] = mgr.RecoveryAction{Type: mgr.NoAction, Delay: a.Delay}
+			if a.Restart {
+				actions[i].Type = mgr.ServiceRestart
+			}
+		}
+		return s.SetRecoveryActions(actions, uint32(r.ResetPeriod/time.Second))
+	})
+}
+
+func (scmAPI) Start(name string) error {
+	return withService(name, func(s *mgr.Service) error {
+		if err := s.Start(); err != nil && !errors.Is(err, windows.ERROR_SERVICE_ALREADY_RUNNING) {
+			return err
+		}
+		return nil
+	})
+}
+
+func (scmAPI) Stop(name string) error {
+	return withService(name, func(s *mgr.Service) error {
+		if _, err := s.Control(svc.Stop); err != nil && !errors.Is(err, windows.ERROR_SERVICE_NOT_ACTIVE) {
+			return err
+		}
+		return nil
+	})
+}
+
+func (scmAPI) Delete(name string) error {
+	return withService(name, func(s *mgr.Service) error { return s.Delete() })
+}

@@ -1,0 +1,132 @@
+package windows
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/kubewin/kubewin/internal/powershell"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+)
+
+// The scripts nodeboot runs. Each one is written from typed values, every string through
+// powershell.Quote; the Params types are what the recording backend simulates them from.
+
+var q = powershell.Quote
+
+// ListRoutesParams are the values of the routes.list script (none: it only reads).
+type ListRoutesParams struct{}
+
+func listRoutesScript() Script {
+	text := fmt.Sprintf(`$routes = @()
+foreach ($store in @(%s, %s)) {
+  foreach ($r in @(Get-NetRoute -AddressFamily IPv4 -PolicyStore $store -ErrorAction SilentlyContinue)) {
+    if ($r.RouteMetric -eq %d) {
+      $routes += [pscustomobject]@{ DestinationPrefix = $r.DestinationPrefix; NextHop = $r.NextHop; InterfaceIndex = $r.InterfaceIndex; Store = $store }
+    }
+  }
+}
+$index = 0
+$default = Get-NetRoute -AddressFamily IPv4 -DestinationPrefix '0.0.0.0/0' -PolicyStore %s -ErrorAction SilentlyContinue | Sort-Object -Property RouteMetric | Select-Object -First 1
+if ($default) { $index = $default.InterfaceIndex }
+ConvertTo-Json -Compress -Depth 3 -InputObject ([pscustomobject]@{ InterfaceIndex = $index; Routes = @($routes) })
+`, q(ActiveStore), q(PersistentStore), RouteMetric, q(ActiveStore))
+	return Script{Name: "routes.list", Params: ListRoutesParams{}, Text: text}
+}
+
+// ApplyRoutesParams are the values of the routes.apply script.
+type ApplyRoutesParams struct {
+	Remove         []StoredRoute
+	Add            []platform.Route
+	InterfaceIndex int
+}
+
+func applyRoutesScript(remove []StoredRoute, add []platform.Route, ifIndex int) Script {
+	var b strings.Builder
+	for _, r := range remove {
+		fmt.Fprintf(&b, "Remove-NetRoute -AddressFamily IPv4 -DestinationPrefix %s -NextHop %s -InterfaceIndex %d -PolicyStore %s -Confirm:$false -ErrorAction SilentlyContinue\n",
+			q(r.DestinationPrefix), q(r.NextHop), r.InterfaceIndex, q(r.Store))
+	}
+	for _, r := range add {
+		fmt.Fprintf(&b, "New-NetRoute -AddressFamily IPv4 -DestinationPrefix %s -NextHop %s -InterfaceIndex %d -RouteMetric %d -PolicyStore %s | Out-Null\n",
+			q(r.Destination.String()), q(r.NextHop.String()), ifIndex, RouteMetric, q(ActiveStore))
+	}
+	return Script{Name: "routes.apply", Params: ApplyRoutesParams{Remove: remove, Add: add, InterfaceIndex: ifIndex}, Text: b.String()}
+}
+
+// MetadataRoutesParams are the values of the metadata-routes.ensure script.
+type MetadataRoutesParams struct {
+	Adapters     []string
+	Destinations []netip.Prefix
+}
+
+// metadataRoutesScript adds an on-link route to each destination on each adapter that has
+// none, in the active store (nodeboot adds them again on every boot), ignoring adapters that
+// are missing or cannot take routes: kubernetes cluster/gce/windows/k8s-node-setup.psm1
+// Add_GceMetadataServerRoute (New-NetRoute -ErrorAction Ignore on every adapter, because after
+// HNS creates a network "vEthernet (Ethernet)" subsumes the routes of "Ethernet").
+func metadataRoutesScript(adapters []string, destinations []netip.Prefix) Script {
+	dsts := make([]string, len(destinations))
+	for i, d := range destinations {
+		dsts[i] = d.String()
+	}
+	text := fmt.Sprintf(`foreach ($name in %s) {
+  $adapter = Get-NetAdapter -Name $name -ErrorAction SilentlyContinue
+  if (-not $adapter) { continue }
+  foreach ($prefix in %s) {
+    if (-not (Get-NetRoute -AddressFamily IPv4 -DestinationPrefix $prefix -InterfaceIndex $adapter.InterfaceIndex -ErrorAction SilentlyContinue)) {
+      New-NetRoute -AddressFamily IPv4 -DestinationPrefix $prefix -InterfaceIndex $adapter.InterfaceIndex -PolicyStore %s -ErrorAction SilentlyContinue | Out-Null
+    }
+  }
+}
+`, powershell.QuoteList(adapters), powershell.QuoteList(dsts), q(ActiveStore))
+	return Script{Name: "metadata-routes.ensure", Params: MetadataRoutesParams{Adapters: adapters, Destinations: destinations}, Text: text}
+}
+
+// ForwardingParams are the values of the forwarding.enable script.
+type ForwardingParams struct{ Interfaces []string }
+
+func forwardingScript(aliases []string) Script {
+	text := fmt.Sprintf(`foreach ($alias in %s) {
+  Set-NetIPInterface -InterfaceAlias $alias -AddressFamily IPv4 -Forwarding Enabled
+}
+`, powershell.QuoteList(aliases))
+	return Script{Name: "forwarding.enable", Params: ForwardingParams{Interfaces: aliases}, Text: text}
+}
+
+// ProgramParams are the values of the program.run script.
+type ProgramParams struct {
+	Executable string
+	Args       []string
+}
+
+// programScript runs a program with its arguments and fails with its exit code.
+func programScript(exe string, args []string) Script {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = q(a)
+	}
+	text := fmt.Sprintf(`& %s %s
+if ($LASTEXITCODE -ne 0) { throw ('{0} exited with code {1}' -f %s, $LASTEXITCODE) }
+`, q(exe), strings.Join(quoted, " "), q(exe))
+	return Script{Name: "program.run", Params: ProgramParams{Executable: exe, Args: args}, Text: text}
+}
+
+// FirewallParams are the values of the firewall.allow script.
+type FirewallParams struct{ Rule platform.FirewallRule }
+
+// firewallScript replaces a named inbound allow rule (sig-windows-tools
+// hostprocess/PrepareNode.ps1: New-NetFirewallRule -Name kubelet ... -LocalPort 10250).
+func firewallScript(r platform.FirewallRule) Script {
+	text := fmt.Sprintf(`Remove-NetFirewallRule -Name %[1]s -ErrorAction SilentlyContinue
+New-NetFirewallRule -Name %[1]s -DisplayName %[1]s -Enabled True -Direction Inbound -Action Allow -Protocol %[2]s -LocalPort %[3]d | Out-Null
+`, q(r.Name), q(r.Protocol), r.Port)
+	return Script{Name: "firewall.allow", Params: FirewallParams{Rule: r}, Text: text}
+}
+
+// ExclusionParams are the values of the defender.exclude script.
+type ExclusionParams struct{ Paths []string }
+
+func exclusionScript(paths []string) Script {
+	return Script{Name: "defender.exclude", Params: ExclusionParams{Paths: paths}, Text: "Add-MpPreference -ExclusionPath " + powershell.QuoteList(paths) + "\n"}
+}

@@ -1,0 +1,62 @@
+package winfake
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+
+	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
+)
+
+// files are the machine's files under its root; the security descriptors they are created with
+// are recorded.
+type files struct{ m *Machine }
+
+var _ windows.Files = files{}
+
+func (f files) Path(win string) string { return simmachine.Path(f.m.cfg.Root, win) }
+
+func (f files) Write(win string, data []byte, sddl string) error {
+	return f.m.do(Op{Backend: "files", Call: "Write", Target: win, Body: sddl}, true, func(st *State) (bool, error) {
+		path := f.Path(win)
+		old, readErr := os.ReadFile(path)
+		changed := readErr != nil || !bytes.Equal(old, data) || st.ACLs[win] != sddl
+		if !changed {
+			return false, nil
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return false, err
+		}
+		perm := os.FileMode(0o644)
+		if sddl != "" {
+			perm = 0o600
+		}
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, data, perm); err != nil {
+			return false, err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return false, err
+		}
+		if sddl == "" {
+			delete(st.ACLs, win)
+		} else {
+			st.ACLs[win] = sddl
+		}
+		return true, nil
+	})
+}
+
+// Remove removes a file, and its security descriptor with it.
+func (f files) Remove(win string) error {
+	return f.m.do(Op{Backend: "files", Call: "Remove", Target: win}, true, func(st *State) (bool, error) {
+		err := os.Remove(f.Path(win))
+		_, had := st.ACLs[win]
+		delete(st.ACLs, win)
+		if os.IsNotExist(err) {
+			return had, nil
+		}
+		return err == nil || had, err
+	})
+}

@@ -1,0 +1,47 @@
+package winfake
+
+import (
+	"fmt"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
+)
+
+// system answers from the machine's description and state; its queries are not recorded.
+type system struct{ m *Machine }
+
+var _ windows.System = system{}
+
+func (s system) ComputerName() (string, error) {
+	if s.m.cfg.ComputerName == "" {
+		return "", fmt.Errorf("the simulated machine at %s has no computer name", s.m.cfg.Root)
+	}
+	return s.m.cfg.ComputerName, nil
+}
+
+func (s system) OSBuild() (uint32, error) { return s.m.cfg.Build, nil }
+
+func (s system) Interfaces() ([]windows.Interface, error) {
+	var out []windows.Interface
+	err := s.m.do(Op{}, false, func(st *State) (bool, error) {
+		for _, a := range st.Adapters {
+			out = append(out, windows.Interface{Name: a.Name, Index: a.Index, Addrs: clone(a.Addrs)})
+		}
+		return false, nil
+	})
+	return out, err
+}
+
+// PipeExists: the image's runtime answers on its pipe.
+func (s system) PipeExists(name string) bool {
+	switch s.m.cfg.Runtime {
+	case v1alpha1.RuntimeContainerd:
+		return name == "containerd-containerd"
+	case v1alpha1.RuntimeDocker:
+		return name == "docker_engine"
+	}
+	return false
+}
+
+// PortFree: simulated machines share their host and serve no kubelet port.
+func (s system) PortFree(int) error { return nil }

@@ -1,0 +1,559 @@
+// Package winfake is a Windows machine simulated in memory, behind the backends of nodeboot's
+// Windows platform: the Host Network Service, the Service Control Manager, the IPv4 routing
+// table and network adapters, the firewall, Defender exclusions, programs run through
+// PowerShell, and files under a root directory. Every request is recorded in order, with the
+// hcn JSON, service configuration or script it carried and whether it changed the machine, so
+// that tests compare what nodeboot asks of Windows with what upstream projects do, and check
+// the order of a join, a reboot and a reset. The local backend's simulated machines (package
+// platform/sim) run on it, with their state kept in a file between nodeboot processes.
+//
+// What it simulates of Windows, and from where:
+//   - creating the first network on an adapter builds a vSwitch: the adapter's address moves to
+//     the management vNIC "vEthernet (<adapter>)" and the routes to the metadata endpoints are
+//     lost (hcsshim issue 299); deleting the adapter's last network removes the vSwitch;
+//   - HNS reports a network's management address as a ProviderAddress policy and an overlay's
+//     distributed router MAC as a DrMacAddress policy (flannel pkg/backend/vxlan);
+//   - a subnet needs a default route (hcn's "no default gateway"); a network with endpoints
+//     cannot be deleted; names are unique;
+//   - at reboot, non-persistent networks and every endpoint are gone (GCE
+//     k8s-node-setup.psm1: "the HNS network does seem to persist across reboots, the HNS
+//     endpoints do not"), so are active-store routes, and automatic services start;
+//   - services start their dependencies first and cannot stop while dependents run;
+//   - containerd.exe and dockerd.exe --register-service register themselves as their code does.
+package winfake
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/hcnjson"
+)
+
+// Config describes the machine.
+type Config struct {
+	// Root holds the machine's files: C:\a\b is Root/C/a/b.
+	Root string
+	// StateFile, when set, keeps the machine's state between processes.
+	StateFile    string
+	ComputerName string
+	Build        uint32
+	// Adapter is the host adapter, with Address on Subnet; the subnet's first address is the
+	// default gateway.
+	Adapter string
+	Address netip.Addr
+	Subnet  netip.Prefix
+	// Runtime is the container runtime the image ships; it answers on its pipe.
+	Runtime v1alpha1.RuntimeName
+	// Alive reports whether a process runs; with it, a service whose program's process (see
+	// Hosted) has ended is stopped, as the SCM notices a service process that exits.
+	Alive func(pid int) bool
+}
+
+// Op is one recorded request.
+type Op struct {
+	// Backend is hns, scm, shell, files or boot.
+	Backend string `json:"backend"`
+	// Call is the backend method or the script's name.
+	Call string `json:"call"`
+	// Target is the network, endpoint, service or file the call is about.
+	Target string `json:"target,omitempty"`
+	// Body is the request: hcn JSON, a service configuration as JSON, a script or a file's
+	// security descriptor.
+	Body string `json:"body,omitempty"`
+	// Changed says whether the call changed the machine.
+	Changed bool `json:"changed"`
+	// Err is the error the call returned.
+	Err string `json:"err,omitempty"`
+}
+
+func (o Op) String() string {
+	s := o.Backend + " " + o.Call
+	if o.Target != "" {
+		s += " " + o.Target
+	}
+	if o.Changed {
+		s += " (changed)"
+	}
+	if o.Err != "" {
+		s += " error: " + o.Err
+	}
+	return s
+}
+
+// Endpoint is an HNS endpoint and whether it is attached to the host.
+type Endpoint struct {
+	hcnjson.HostComputeEndpoint
+	Attached bool `json:"attached"`
+}
+
+// Service is a registered service.
+type Service struct {
+	Config   windows.ServiceConfig `json:"config"`
+	Recovery *windows.Recovery     `json:"recovery,omitempty"`
+	State    windows.ServiceState  `json:"state"`
+	// PID is the process the service's program runs in, when one was recorded (Hosted).
+	PID int `json:"pid,omitempty"`
+}
+
+// Route is a route of the IPv4 routing table.
+type Route struct {
+	Destination    netip.Prefix `json:"destination"`
+	NextHop        netip.Addr   `json:"nextHop"` // 0.0.0.0: on-link
+	InterfaceIndex int          `json:"interfaceIndex"`
+	Metric         int          `json:"metric"`
+	Store          string       `json:"store"`
+	// DHCP routes come from the adapter's lease: they follow its address.
+	DHCP bool `json:"dhcp,omitempty"`
+}
+
+// Adapter is a network adapter.
+type Adapter struct {
+	Name       string         `json:"name"`
+	Index      int            `json:"index"`
+	Addrs      []netip.Prefix `json:"addrs,omitempty"`
+	Forwarding bool           `json:"forwarding,omitempty"`
+}
+
+// State is everything the machine holds besides its files.
+type State struct {
+	Networks   []hcnjson.HostComputeNetwork `json:"networks,omitempty"`
+	Endpoints  []Endpoint                   `json:"endpoints,omitempty"`
+	Services   map[string]*Service          `json:"services,omitempty"`
+	Routes     []Route                      `json:"routes,omitempty"`
+	Adapters   []Adapter                    `json:"adapters"`
+	Firewall   []FirewallRule               `json:"firewall,omitempty"`
+	Exclusions []string                     `json:"exclusions,omitempty"`
+	Images     []string                     `json:"images,omitempty"`
+	// ACLs are the security descriptors files were created with, by Windows path.
+	ACLs   map[string]string `json:"acls,omitempty"`
+	NextID int               `json:"nextID"`
+}
+
+// FirewallRule is an inbound allow rule.
+type FirewallRule struct {
+	Name     string `json:"name"`
+	Protocol string `json:"protocol"`
+	Port     int    `json:"port"`
+}
+
+// Machine is a simulated Windows machine.
+type Machine struct {
+	cfg Config
+	// OnStart runs when a service starts, with its command line split into arguments; an
+	// error fails the start. OnStop runs when it stops. The sim platform runs its simulated
+	// kubelet there.
+	OnStart func(service string, argv []string) error
+	OnStop  func(service string)
+
+	mu    sync.Mutex
+	st    *State
+	log   []Op
+	hooks []func() // run after the lock is released
+}
+
+// New returns the machine, from its state file when it has one and otherwise as its image
+// leaves it: the adapter with its address and DHCP routes, and the runtime's service
+// registered and running.
+func New(cfg Config) (*Machine, error) {
+	m := &Machine{cfg: cfg}
+	if cfg.StateFile != "" {
+		if _, err := os.Stat(cfg.StateFile); err == nil {
+			return m, nil
+		}
+	}
+	m.st = m.initial()
+	if cfg.StateFile != "" {
+		if err := m.save(); err != nil {
+			return nil, err
+		}
+		m.st = nil
+	}
+	return m, nil
+}
+
+// Management and loopback interface indexes of a fresh machine.
+const (
+	loopbackIndex = 1
+	adapterIndex  = 4
+)
+
+func (m *Machine) gateway() netip.Addr { return m.cfg.Subnet.Masked().Addr().Next() }
+
+func (m *Machine) initial() *State {
+	st := &State{
+		Services: map[string]*Service{}, ACLs: map[string]string{}, NextID: 10,
+		Adapters: []Adapter{
+			{Name: "Loopback Pseudo-Interface 1", Index: loopbackIndex, Addrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/8")}},
+			{Name: m.cfg.Adapter, Index: adapterIndex, Addrs: []netip.Prefix{netip.PrefixFrom(m.cfg.Address, m.cfg.Subnet.Bits())}},
+		},
+	}
+	st.Routes = m.dhcpRoutes(adapterIndex)
+	switch m.cfg.Runtime {
+	case v1alpha1.RuntimeContainerd:
+		st.Services["containerd"] = &Service{State: windows.Running, Config: windows.ServiceConfig{
+			BinaryPathName: `"C:\Program Files\containerd\bin\containerd.exe" --run-service`, StartType: windows.StartAutomatic, DisplayName: "Containerd", Description: "Container runtime"}}
+	case v1alpha1.RuntimeDocker:
+		st.Services["docker"] = &Service{State: windows.Running, Config: windows.ServiceConfig{
+			BinaryPathName: `"C:\Program Files\docker\dockerd.exe" --run-service`, StartType: windows.StartAutomatic, DisplayName: "Docker Engine"}}
+	}
+	return st
+}
+
+// dhcpRoutes are the routes the adapter's DHCP lease gives: the default route and, as on
+// Azure, the routes to the metadata endpoints, through the subnet's gateway.
+func (m *Machine) dhcpRoutes(ifIndex int) []Route {
+	gw := m.gateway()
+	var rs []Route
+	for _, d := range []string{"0.0.0.0/0", "169.254.169.254/32", "168.63.129.16/32"} {
+		rs = append(rs, Route{Destination: netip.MustParsePrefix(d), NextHop: gw, InterfaceIndex: ifIndex, Metric: 0, Store: windows.ActiveStore, DHCP: true})
+	}
+	return rs
+}
+
+// Backends are the machine's backends for windows.New.
+func (m *Machine) Backends() windows.Backends {
+	return windows.Backends{HNS: hns{m}, SCM: scm{m}, Shell: shell{m}, Files: files{m}, System: system{m}}
+}
+
+// Log returns the requests recorded so far.
+func (m *Machine) Log() []Op {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.log)
+}
+
+// Mark returns the position of the next request in the log.
+func (m *Machine) Mark() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.log)
+}
+
+// State returns a copy of the machine's state.
+func (m *Machine) State() (State, error) {
+	var st State
+	err := m.do(Op{Backend: "state", Call: "read"}, false, func(s *State) (bool, error) {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return false, err
+		}
+		return false, json.Unmarshal(b, &st)
+	})
+	return st, err
+}
+
+func (m *Machine) load() error {
+	if m.cfg.StateFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(m.cfg.StateFile)
+	if err != nil {
+		return fmt.Errorf("the simulated machine's state: %w", err)
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("the simulated machine's state %s: %w", m.cfg.StateFile, err)
+	}
+	if st.Services == nil {
+		st.Services = map[string]*Service{}
+	}
+	if st.ACLs == nil {
+		st.ACLs = map[string]string{}
+	}
+	m.st = &st
+	return nil
+}
+
+func (m *Machine) save() error {
+	b, err := json.MarshalIndent(m.st, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(m.cfg.StateFile), 0o700); err != nil {
+		return err
+	}
+	tmp := m.cfg.StateFile + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, m.cfg.StateFile)
+}
+
+// reap stops the services whose program's process has ended, and records it.
+func (m *Machine) reap() bool {
+	if m.cfg.Alive == nil {
+		return false
+	}
+	reaped := false
+	for _, name := range sortedKeys(m.st.Services) {
+		svc := m.st.Services[name]
+		if svc.State == windows.Running && svc.PID != 0 && !m.cfg.Alive(svc.PID) {
+			m.log = append(m.log, Op{Backend: "scm", Call: "exited", Target: name, Body: fmt.Sprintf("process %d ended", svc.PID), Changed: true})
+			svc.State, svc.PID = windows.Stopped, 0
+			reaped = true
+		}
+	}
+	return reaped
+}
+
+// Hosted records the process a running service's program runs in.
+func (m *Machine) Hosted(name string, pid int) error {
+	return m.do(Op{}, false, func(st *State) (bool, error) {
+		if svc, ok := st.Services[name]; ok && svc.State == windows.Running {
+			svc.PID = pid
+			return true, nil
+		}
+		return false, nil
+	})
+}
+
+// do runs one request on the state under the lock, records it (when record is set) and runs
+// the hooks it queued once the lock is released.
+func (m *Machine) do(op Op, record bool, f func(*State) (bool, error)) error {
+	m.mu.Lock()
+	if m.cfg.StateFile != "" {
+		if err := m.load(); err != nil {
+			m.mu.Unlock()
+			return err
+		}
+	}
+	reaped := m.reap()
+	changed, err := f(m.st)
+	if err == nil && (changed || reaped) && m.cfg.StateFile != "" {
+		err = m.save()
+	}
+	if m.cfg.StateFile != "" {
+		m.st = nil
+	}
+	op.Changed = changed
+	if err != nil {
+		op.Err = err.Error()
+	}
+	if record {
+		m.log = append(m.log, op)
+	}
+	hooks := m.hooks
+	m.hooks = nil
+	m.mu.Unlock()
+	for _, h := range hooks {
+		h()
+	}
+	return err
+}
+
+func (m *Machine) nextID(st *State) string {
+	st.NextID++
+	return fmt.Sprintf("%08x-0000-4000-8000-%012x", st.NextID, st.NextID)
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// --- adapters and routes ---
+
+func adapterByName(st *State, name string) *Adapter {
+	for i := range st.Adapters {
+		if st.Adapters[i].Name == name {
+			return &st.Adapters[i]
+		}
+	}
+	return nil
+}
+
+func adapterByIndex(st *State, index int) *Adapter {
+	for i := range st.Adapters {
+		if st.Adapters[i].Index == index {
+			return &st.Adapters[i]
+		}
+	}
+	return nil
+}
+
+func addAdapter(st *State, name string, addrs []netip.Prefix) *Adapter {
+	index := adapterIndex
+	for _, a := range st.Adapters {
+		index = max(index, a.Index)
+	}
+	st.Adapters = append(st.Adapters, Adapter{Name: name, Index: index + 1, Addrs: addrs})
+	return &st.Adapters[len(st.Adapters)-1]
+}
+
+func removeAdapter(st *State, name string) {
+	a := adapterByName(st, name)
+	if a == nil {
+		return
+	}
+	index := a.Index
+	st.Adapters = slices.DeleteFunc(st.Adapters, func(x Adapter) bool { return x.Name == name })
+	st.Routes = slices.DeleteFunc(st.Routes, func(r Route) bool { return r.InterfaceIndex == index })
+}
+
+// vSwitchUp binds a vSwitch to the adapter: its address and default route move to the
+// management vNIC; the metadata routes are lost (hcsshim issue 299).
+func (m *Machine) vSwitchUp(st *State, adapter string) error {
+	mgmt := "vEthernet (" + adapter + ")"
+	if adapterByName(st, mgmt) != nil {
+		return nil
+	}
+	phys := adapterByName(st, adapter)
+	if phys == nil {
+		return fmt.Errorf("An adapter was not found: %q", adapter)
+	}
+	addrs := phys.Addrs
+	physIndex := phys.Index
+	phys.Addrs = nil
+	v := addAdapter(st, mgmt, addrs)
+	st.Routes = slices.DeleteFunc(st.Routes, func(r Route) bool { return r.DHCP && r.InterfaceIndex == physIndex })
+	st.Routes = append(st.Routes, Route{Destination: netip.MustParsePrefix("0.0.0.0/0"), NextHop: m.gateway(), InterfaceIndex: v.Index, Store: windows.ActiveStore, DHCP: true})
+	return nil
+}
+
+// vSwitchDown removes the adapter's vSwitch: the management vNIC goes, the adapter gets its
+// address and its lease's routes back.
+func (m *Machine) vSwitchDown(st *State, adapter string) {
+	mgmt := "vEthernet (" + adapter + ")"
+	v := adapterByName(st, mgmt)
+	phys := adapterByName(st, adapter)
+	if v == nil || phys == nil {
+		return
+	}
+	phys.Addrs = v.Addrs
+	removeAdapter(st, mgmt)
+	phys = adapterByName(st, adapter)
+	st.Routes = append(st.Routes, m.dhcpRoutes(phys.Index)...)
+}
+
+func networkAdapter(n *hcnjson.HostComputeNetwork, fallback string) string {
+	for _, p := range n.Policies {
+		var s hcnjson.NetAdapterNameNetworkPolicySetting
+		if p.Type == hcnjson.NetAdapterName && json.Unmarshal(p.Settings, &s) == nil && s.NetworkAdapterName != "" {
+			return s.NetworkAdapterName
+		}
+	}
+	return fallback
+}
+
+// --- boot ---
+
+// Reboot restarts the machine: what does not survive a reboot is gone and the automatic
+// services start, dependencies first.
+func (m *Machine) Reboot() error {
+	var started []string
+	err := m.do(Op{Backend: "boot", Call: "reboot"}, true, func(st *State) (bool, error) {
+		for name, svc := range st.Services {
+			if svc.State != windows.Stopped {
+				svc.State = windows.Stopped
+				if m.OnStop != nil {
+					m.hooks = append(m.hooks, func() { m.OnStop(name) })
+				}
+			}
+		}
+		// Endpoints do not survive; neither do non-persistent networks.
+		for _, ep := range st.Endpoints {
+			removeAdapter(st, "vEthernet ("+ep.Name+")")
+		}
+		st.Endpoints = nil
+		st.Networks = slices.DeleteFunc(st.Networks, func(n hcnjson.HostComputeNetwork) bool {
+			return n.Flags&hcnjson.EnableNonPersistent != 0
+		})
+		for _, a := range slices.Clone(st.Adapters) {
+			if strings.HasPrefix(a.Name, "vEthernet (") && !m.adapterInUse(st, strings.TrimSuffix(strings.TrimPrefix(a.Name, "vEthernet ("), ")")) {
+				m.vSwitchDown(st, strings.TrimSuffix(strings.TrimPrefix(a.Name, "vEthernet ("), ")"))
+			}
+		}
+		// The active store is rebuilt from the persistent one and the leases.
+		var routes []Route
+		for _, r := range st.Routes {
+			switch {
+			case r.Store == windows.PersistentStore:
+				routes = append(routes, r)
+				if adapterByIndex(st, r.InterfaceIndex) != nil {
+					active := r
+					active.Store = windows.ActiveStore
+					routes = append(routes, active)
+				}
+			case r.DHCP:
+				routes = append(routes, r)
+			}
+		}
+		st.Routes = routes
+		for _, name := range sortedKeys(st.Services) {
+			if st.Services[name].Config.StartType == windows.StartAutomatic {
+				if err := m.startLocked(st, name, &started); err != nil {
+					return true, fmt.Errorf("start %s at boot: %w", name, err)
+				}
+			}
+		}
+		return true, nil
+	})
+	return err
+}
+
+func (m *Machine) adapterInUse(st *State, adapter string) bool {
+	for i := range st.Networks {
+		if networkAdapter(&st.Networks[i], m.cfg.Adapter) == adapter {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](mp map[string]V) []string {
+	keys := make([]string, 0, len(mp))
+	for k := range mp {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// digest is a short deterministic hash of s.
+func digest(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// errNotFound wraps windows.ErrNotFound with what was missing.
+func errNotFound(what string) error { return fmt.Errorf("%s: %w", what, windows.ErrNotFound) }
+
+// Network returns the network of that name, or nil.
+func (st State) Network(name string) *hcnjson.HostComputeNetwork {
+	for i := range st.Networks {
+		if st.Networks[i].Name == name {
+			return &st.Networks[i]
+		}
+	}
+	return nil
+}
+
+// Service returns the service of that name, or nil.
+func (st State) Service(name string) *Service { return st.Services[name] }
+
+// KubewinRoutes are the routes with kubewin's metric.
+func (st State) KubewinRoutes() []Route {
+	var out []Route
+	for _, r := range st.Routes {
+		if r.Metric == windows.RouteMetric {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Edit changes the machine's state directly, unrecorded: for a test to set the machine up as
+// an older nodeboot, an administrator or HNS itself left it.
+func (m *Machine) Edit(f func(*State)) error {
+	return m.do(Op{}, false, func(st *State) (bool, error) {
+		f(st)
+		return true, nil
+	})
+}
