@@ -1,16 +1,24 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+
 	"github.com/kubewin/kubewin/internal/armtest"
 	"github.com/kubewin/kubewin/internal/armtest/simboot"
+	"github.com/kubewin/kubewin/internal/routetable"
+	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/provider/internal/azure"
 )
 
@@ -128,4 +136,198 @@ func TestAccWindowsNodePool_azure(t *testing.T) {
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	testAccWindowsNodePool(t, state, provider, f.poolBackend())
+}
+
+// azureClient is a client of the test server with its start-up app's credentials, for checks.
+func azureClient(t *testing.T) *azure.Client {
+	t.Helper()
+	c, err := azure.New(context.Background(), azure.Config{
+		SubscriptionID: armServer.SubscriptionID(), TenantID: armServer.TenantID(), MetadataHost: armServer.MetadataHost(),
+		ClientID: armServer.Credentials().ClientID, ClientSecret: armServer.Credentials().ClientSecret,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func azureRoutesConfig(provider, tableID string, routes map[string][2]string) string {
+	var b strings.Builder
+	b.WriteString(provider + "locals {\n  nodes = {\n")
+	for name, r := range routes {
+		fmt.Fprintf(&b, "    %q = { pod_cidr = %q, ip = %q }\n", name, r[0], r[1])
+	}
+	fmt.Fprintf(&b, `  }
+}
+
+resource "kubewin_pod_route" "node" {
+  for_each    = local.nodes
+  name        = each.key
+  destination = each.value.pod_cidr
+  next_hop    = each.value.ip
+  azure {
+    route_table_id = %q
+  }
+}
+`, tableID)
+	return b.String()
+}
+
+// Routes in an Azure route table: created in parallel (serialised per table), updated in place,
+// removed, imported by resource ID; the table's limit holds at plan time.
+func TestAccPodRoute_azure(t *testing.T) {
+	state, provider := testAccLocal(t)
+	f := newAzureFixture(t, state)
+	table, err := azureClient(t).OpenRouteTable(f.routeTableID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tableHas := func(want map[string][2]string) checkFunc {
+		return func() error {
+			rt, subnets, err := table.Read(context.Background())
+			if err != nil {
+				return err
+			}
+			if len(rt.Routes) != len(want) || len(subnets) != 1 {
+				return fmt.Errorf("route table has %d routes and %d subnets, want %d and 1: %v", len(rt.Routes), len(subnets), len(want), rt.Routes)
+			}
+			for _, r := range rt.Routes {
+				if w := want[r.Name]; w[0] != r.Destination.String() || w[1] != r.NextHop.String() {
+					return fmt.Errorf("route %s = %s via %s, want %v", r.Name, r.Destination, r.NextHop, w)
+				}
+			}
+			return nil
+		}
+	}
+	five := map[string][2]string{}
+	for i := range 5 {
+		five[fmt.Sprintf("win%06d", i)] = [2]string{fmt.Sprintf("10.244.%d.0/24", i), fmt.Sprintf("10.240.0.%d", i+4)}
+	}
+	moved := map[string][2]string{"win000000": {"10.244.0.0/24", "10.240.0.4"}, "win000001": {"10.244.1.0/24", "10.240.0.9"}}
+	tooMany := map[string][2]string{}
+	for i := range routetable.MaxRoutes + 1 {
+		tooMany[fmt.Sprintf("win%06d", i)] = [2]string{fmt.Sprintf("10.%d.%d.0/24", 200+i/256, i%256), "10.240.0.4"}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: azureRoutesConfig(provider, f.routeTableID, five), ConfigStateChecks: []statecheck.StateCheck{checkFunc(tableHas(five))}},
+			{
+				Config: azureRoutesConfig(provider, f.routeTableID, moved),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(`kubewin_pod_route.node["win000001"]`, plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction(`kubewin_pod_route.node["win000004"]`, plancheck.ResourceActionDestroy),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{checkFunc(tableHas(moved))},
+			},
+			{
+				Config: azureRoutesConfig(provider, f.routeTableID, tooMany), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Route Does Not Fit the Route Table.*already holds 400 routes`),
+			},
+			{
+				// Every route removed from the configuration leaves the table.
+				Config:            provider,
+				ConfigStateChecks: []statecheck.StateCheck{checkFunc(tableHas(nil))},
+			},
+		},
+	})
+}
+
+// A route of an Azure route table is imported by its resource ID.
+func TestAccPodRoute_azureImport(t *testing.T) {
+	state, provider := testAccLocal(t)
+	f := newAzureFixture(t, state)
+	config := provider + fmt.Sprintf(`resource "kubewin_pod_route" "test" {
+  name        = "win000000"
+  destination = "10.244.0.0/24"
+  next_hop    = "10.240.0.4"
+  azure {
+    route_table_id = %q
+  }
+}`, f.routeTableID)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{ResourceName: "kubewin_pod_route.test", ImportState: true, ImportStateVerify: true, ImportStateId: f.routeTableID + "/routes/win000000", Config: config},
+		},
+	})
+}
+
+// A node that fails before it trusts the cluster fails the apply naming node, phase and code,
+// read from its serial console through boot diagnostics.
+func TestAccWindowsNodePool_azureJoinFailure(t *testing.T) {
+	state, provider := testAccLocal(t)
+	f := newAzureFixture(t, state)
+	dir := testImage(t, testBackend(t, state), f.group+"-tampered")
+	if err := os.WriteFile(filepath.Join(dir, simmachine.ImagePayloadDir, "k", "kubelet.exe"), []byte("tampered"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	image := armServer.ResourceGroupID(f.group) + "/providers/Microsoft.Compute/galleries/kubewin/images/ws2022/versions/9.9.9"
+	if err := armServer.AddImage(image, imageTags(t, dir)); err != nil {
+		t.Fatal(err)
+	}
+	armBooter.AddImage(image, dir)
+	be := f.poolBackend()
+	config := strings.Replace(poolConfig(provider, be, image, 1), `drain      = { timeout = "1m" }`, `drain      = { timeout = "1m" }
+  timeouts   = { create = "2m" }`, 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      config,
+			ExpectError: regexp.MustCompile(`(?s)Node Failed to Join.*node win000000 failed in phase preflight with\s+code PayloadCorrupt.*\[preflight\]`),
+		}},
+	})
+}
+
+// ARM faults: throttling with Retry-After and server errors are retried; an operation that ends
+// Failed fails the apply with ARM's error, and the next apply repairs the pool without duplicates.
+func TestAccWindowsNodePool_azureFaults(t *testing.T) {
+	state, provider := testAccLocal(t)
+	f := newAzureFixture(t, state)
+	be := f.poolBackend()
+	scaleSet := `/virtualMachineScaleSets/win$`
+	var faults []*armtest.Fault
+	instances := func(want int) checkFunc {
+		return func() error {
+			for _, fault := range faults {
+				fault.Remove()
+			}
+			if ms, _ := be.machines(); len(ms) != want {
+				return fmt.Errorf("%d instances, want %d: %v", len(ms), want, ms)
+			}
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					faults = []*armtest.Fault{
+						armServer.Throttle(armtest.Match{Method: "PUT", Path: scaleSet, Times: 2}, 300*time.Millisecond),
+						armServer.FailRequests(armtest.Match{Method: "GET", Path: scaleSet + `|/virtualMachines$`, Times: 2}, 503, "ServiceUnavailable", "The service is temporarily unavailable."),
+					}
+				},
+				Config: poolConfig(provider, be, f.imageA, 2),
+				ConfigStateChecks: []statecheck.StateCheck{checkFunc(func() error {
+					if faults[0].Hits() != 2 || faults[1].Hits() != 2 {
+						return fmt.Errorf("faults hit %d and %d times, want 2 each", faults[0].Hits(), faults[1].Hits())
+					}
+					return nil
+				}), checkFunc(instances(2))},
+			},
+			{
+				PreConfig: func() {
+					faults = []*armtest.Fault{armServer.FailOperations(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1}, "AllocationFailed", "Allocation failed. We do not have sufficient capacity for the requested VM size in this region.")}
+				},
+				Config:      poolConfig(provider, be, f.imageA, 4),
+				ExpectError: regexp.MustCompile(`(?s)Cannot Reconcile Node Pool.*AllocationFailed`),
+			},
+			{
+				Config:            poolConfig(provider, be, f.imageA, 4),
+				ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(4))},
+			},
+		},
+	})
 }

@@ -1,0 +1,295 @@
+package azure
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"software.sslmate.com/src/go-pkcs12"
+
+	"github.com/kubewin/kubewin/internal/armtest"
+)
+
+// The credentials are tested against the ARM + Entra test server over HTTPS: each kind gets a
+// real token from its Entra endpoint, and the token reads a route table through ARM.
+
+var server *armtest.Server
+
+func TestMain(m *testing.M) {
+	s, err := armtest.New(armtest.Options{RetryAfter: 10 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	server = s
+	// The server's CA, as a user of a custom cloud trusts it (read once, before any TLS).
+	os.Setenv("SSL_CERT_FILE", s.CAFile())
+	code := m.Run()
+	s.Close()
+	os.Exit(code)
+}
+
+// base is a configuration reaching the server with nothing but its metadata host.
+func base() Config {
+	return Config{SubscriptionID: server.SubscriptionID(), TenantID: server.TenantID(), MetadataHost: server.MetadataHost()}
+}
+
+// readARM uses a configuration to read a route table through ARM.
+func readARM(t *testing.T, c Config) error {
+	t.Helper()
+	client, err := New(context.Background(), c)
+	if err != nil {
+		return err
+	}
+	_, err = client.network.NewRouteTablesClient().Get(context.Background(), "nowhere", "none", nil)
+	if notFound(err) {
+		return nil // authenticated: ARM answered about the resource itself
+	}
+	return err
+}
+
+func TestCloud(t *testing.T) {
+	for env, want := range map[string]string{"": cloud.AzurePublic.ActiveDirectoryAuthorityHost, "public": cloud.AzurePublic.ActiveDirectoryAuthorityHost,
+		"usgovernment": cloud.AzureGovernment.ActiveDirectoryAuthorityHost, "china": cloud.AzureChina.ActiveDirectoryAuthorityHost} {
+		got, err := Config{Environment: env}.Cloud(context.Background(), http.DefaultClient)
+		if err != nil || got.ActiveDirectoryAuthorityHost != want {
+			t.Errorf("environment %q: %v, %v", env, got.ActiveDirectoryAuthorityHost, err)
+		}
+	}
+	if _, err := (Config{Environment: "germany"}).Cloud(context.Background(), http.DefaultClient); err == nil || !strings.Contains(err.Error(), "use public, usgovernment or china") {
+		t.Errorf("unknown environment: %v", err)
+	}
+	got, err := base().Cloud(context.Background(), http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ActiveDirectoryAuthorityHost != server.URL()+"/" || got.Services[cloud.ResourceManager].Endpoint != server.URL() {
+		t.Errorf("cloud from metadata = %+v", got)
+	}
+}
+
+func TestClientSecret(t *testing.T) {
+	c := base()
+	c.ClientID, c.ClientSecret = server.Credentials().ClientID, server.Credentials().ClientSecret
+	if err := readARM(t, c); err != nil {
+		t.Fatal(err)
+	}
+	// From a file, as client_secret_file_path.
+	c.ClientSecret, c.ClientSecretFilePath = "", writeFile(t, server.Credentials().ClientSecret+"\n")
+	if err := readARM(t, c); err != nil {
+		t.Fatal(err)
+	}
+	// A wrong secret: Entra's error, never the secret.
+	c.ClientSecretFilePath, c.ClientSecret = "", "wrong-secret-value"
+	err := readARM(t, c)
+	if err == nil || !strings.Contains(err.Error(), "AADSTS7000215") || strings.Contains(err.Error(), "wrong-secret-value") {
+		t.Errorf("wrong secret: %v", err)
+	}
+}
+
+func TestClientCertificate(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubewin"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	app := server.RegisterApp(armtest.App{Certificates: []*x509.Certificate{cert}})
+	pfx, err := pkcs12.Legacy.Encode(key, cert, nil, "pfx-password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := base()
+	c.ClientID, c.ClientCertificate, c.ClientCertificatePassword = app.ClientID, base64.StdEncoding.EncodeToString(pfx), "pfx-password"
+	if err := readARM(t, c); err != nil {
+		t.Fatal(err)
+	}
+	c.ClientCertificate, c.ClientCertificatePath = "", writeFile(t, string(pfx))
+	if err := readARM(t, c); err != nil {
+		t.Fatal(err)
+	}
+	c.ClientCertificatePassword = "wrong"
+	if err := readARM(t, c); err == nil || !strings.Contains(err.Error(), "client_certificate_password") {
+		t.Errorf("wrong certificate password: %v", err)
+	}
+	// Another key, same name: Entra does not know it.
+	other, _ := rsa.GenerateKey(rand.Reader, 2048)
+	oder, _ := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &other.PublicKey, other)
+	ocert, _ := x509.ParseCertificate(oder)
+	opfx, _ := pkcs12.Legacy.Encode(other, ocert, nil, "")
+	c.ClientCertificatePath, c.ClientCertificatePassword, c.ClientCertificate = "", "", base64.StdEncoding.EncodeToString(opfx)
+	if err := readARM(t, c); err == nil || !strings.Contains(err.Error(), "AADSTS") {
+		t.Errorf("unknown certificate: %v", err)
+	}
+}
+
+// federatedApp trusts the test issuer's tokens for a Terraform Cloud workspace's apply phase.
+func federatedApp(t *testing.T) (armtest.App, string) {
+	t.Helper()
+	const subject = "organization:acme:project:default:workspace:windows-nodes:run_phase:apply"
+	app := server.RegisterApp(armtest.App{Federated: []armtest.FederatedCredential{{Issuer: server.Issuer().URL(), Subject: subject}}})
+	return app, subject
+}
+
+// What an HCP Terraform run with Azure dynamic credentials has in its environment is enough:
+// ARM_CLIENT_ID, ARM_OIDC_TOKEN, ARM_USE_OIDC (injected), ARM_SUBSCRIPTION_ID and ARM_TENANT_ID
+// (workspace variables); and the generic TFC_WORKLOAD_IDENTITY_TOKEN works too.
+func TestOIDCFromTerraformCloud(t *testing.T) {
+	app, subject := federatedApp(t)
+	token, err := server.Issuer().Mint(subject, tokenExchangeAudience, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range [][]string{
+		{"ARM_CLIENT_ID=" + app.ClientID, "ARM_OIDC_TOKEN=" + token, "ARM_USE_OIDC=true"},
+		{"ARM_CLIENT_ID=" + app.ClientID, "TFC_WORKLOAD_IDENTITY_TOKEN=" + token},
+	} {
+		for _, kv := range append(env, "ARM_SUBSCRIPTION_ID="+server.SubscriptionID(), "ARM_TENANT_ID="+server.TenantID(), "ARM_METADATA_HOSTNAME="+server.MetadataHost()) {
+			k, v, _ := strings.Cut(kv, "=")
+			t.Setenv(k, v)
+		}
+		c := configFromEnv(t)
+		if err := readARM(t, c); err != nil {
+			t.Fatalf("%v: %v", env, err)
+		}
+		os.Unsetenv("ARM_OIDC_TOKEN")
+		os.Unsetenv("ARM_USE_OIDC")
+		os.Unsetenv("TFC_WORKLOAD_IDENTITY_TOKEN")
+	}
+	// A token for another audience: Entra's error text reaches the user.
+	wrong, _ := server.Issuer().Mint(subject, "api://something-else", 10*time.Minute)
+	c := base()
+	c.ClientID, c.UseOIDC, c.OIDCToken = app.ClientID, true, wrong
+	if err := readARM(t, c); err == nil || !strings.Contains(err.Error(), "AADSTS700212") {
+		t.Errorf("wrong audience: %v", err)
+	}
+	// Another workspace (subject).
+	other, _ := server.Issuer().Mint("organization:acme:project:default:workspace:other:run_phase:apply", tokenExchangeAudience, 10*time.Minute)
+	c.OIDCToken = other
+	if err := readARM(t, c); err == nil || !strings.Contains(err.Error(), "AADSTS700213") {
+		t.Errorf("wrong subject: %v", err)
+	}
+}
+
+// configFromEnv is the configuration a provider without an azure block reads.
+func configFromEnv(t *testing.T) Config {
+	t.Helper()
+	useOIDC, err := EnvBool("use_oidc", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	useCLI, _ := EnvBool("use_cli", true)
+	return Config{
+		SubscriptionID: Env("subscription_id"), TenantID: Env("tenant_id"), ClientID: Env("client_id"),
+		UseOIDC: useOIDC, OIDCToken: Env("oidc_token"), MetadataHost: Env("metadata_host"), UseCLI: useCLI,
+	}
+}
+
+// A token file is read again at every exchange (platforms refresh it); a CI system's token is
+// requested from its URL with its request token.
+func TestOIDCFileAndRequest(t *testing.T) {
+	app, subject := federatedApp(t)
+	token, _ := server.Issuer().Mint(subject, tokenExchangeAudience, 10*time.Minute)
+	c := base()
+	c.ClientID, c.UseOIDC, c.OIDCTokenFilePath = app.ClientID, true, writeFile(t, token+"\n")
+	if err := readARM(t, c); err != nil {
+		t.Fatal(err)
+	}
+	var asked string
+	ci := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = r.URL.Query().Get("audience")
+		if r.Header.Get("Authorization") != "Bearer ci-request-token" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"value": token})
+	}))
+	defer ci.Close()
+	c = base()
+	c.ClientID, c.UseOIDC, c.OIDCRequestURL, c.OIDCRequestToken = app.ClientID, true, ci.URL+"/token?api-version=2.0", "ci-request-token"
+	if err := readARM(t, c); err != nil {
+		t.Fatal(err)
+	}
+	if asked != tokenExchangeAudience {
+		t.Errorf("the CI system was asked for audience %q", asked)
+	}
+	c.OIDCRequestToken = "wrong"
+	if err := readARM(t, c); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("wrong request token: %v", err)
+	}
+}
+
+// With nothing configured and the CLI turned off, the error says what to set.
+func TestNoCredential(t *testing.T) {
+	c := base()
+	_, err := c.Credential(azcore.ClientOptions{}, true)
+	if err == nil || !strings.Contains(err.Error(), "no Azure credential is configured") {
+		t.Errorf("error = %v", err)
+	}
+	c.UseCLI, c.ClientSecret = true, "x"
+	if _, err := c.Credential(azcore.ClientOptions{}, true); err == nil || !strings.Contains(err.Error(), "needs tenant_id and client_id") {
+		t.Errorf("secret without client ID: %v", err)
+	}
+}
+
+// Throttling with Retry-After, server errors and conflicts with an operation in progress are
+// retried; other errors are not.
+func TestRetryPolicy(t *testing.T) {
+	c := base()
+	c.ClientID, c.ClientSecret = server.Credentials().ClientID, server.Credentials().ClientSecret
+	client, err := New(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func() error {
+		_, err := client.network.NewRouteTablesClient().Get(context.Background(), "nowhere", "none", nil)
+		if notFound(err) {
+			return nil
+		}
+		return err
+	}
+	throttle := server.Throttle(armtest.Match{Method: "GET", Path: `/routeTables/none$`, Times: 2}, 100*time.Millisecond)
+	start := time.Now()
+	if err := get(); err != nil {
+		t.Fatal(err)
+	}
+	if throttle.Hits() != 2 || time.Since(start) < 200*time.Millisecond {
+		t.Errorf("throttled %d times in %s: Retry-After not honoured", throttle.Hits(), time.Since(start))
+	}
+	throttle.Remove()
+	busy := server.FailRequests(armtest.Match{Method: "GET", Path: `/routeTables/none$`, Times: 1}, http.StatusConflict, "AnotherOperationInProgress", "Another operation on this or dependent resource is in progress.")
+	if err := get(); err != nil || busy.Hits() != 1 {
+		t.Errorf("conflict: %v, %d hits", err, busy.Hits())
+	}
+	busy.Remove()
+	bad := server.FailRequests(armtest.Match{Method: "GET", Path: `/routeTables/none$`, Times: 1}, http.StatusBadRequest, "InvalidParameter", "no")
+	if err := get(); err == nil || bad.Hits() != 1 {
+		t.Errorf("a 400 was retried or swallowed: %v, %d hits", err, bad.Hits())
+	}
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
