@@ -63,6 +63,12 @@ func newAzureFixture(t *testing.T, state string) *azureFixture {
 			t.Setenv(k, v)
 		}
 	}
+	return newAzureFixtureTB(t, state)
+}
+
+// newAzureFixtureTB seeds the server, for a provider in another process.
+func newAzureFixtureTB(t testing.TB, state string) *azureFixture {
+	t.Helper()
 	f := &azureFixture{group: fmt.Sprintf("kubewin-test-%d", azureSeq.Add(1))}
 	vnet, err := armServer.AddVirtualNetwork(armtest.VirtualNetwork{
 		ResourceGroup: f.group, Name: "vnet", AddressPrefixes: []string{"10.240.0.0/16"},
@@ -89,7 +95,7 @@ func newAzureFixture(t *testing.T, state string) *azureFixture {
 }
 
 // imageTags are the tags the Packer templates put on a published image.
-func imageTags(t *testing.T, dir string) map[string]string {
+func imageTags(t testing.TB, dir string) map[string]string {
 	t.Helper()
 	m, _, err := loadImage(dir)
 	if err != nil {
