@@ -15,20 +15,8 @@ export PATH=$root/.testbin:$root/bin:$PATH CHECKPOINT_DISABLE=1
 export PACKER_PLUGIN_PATH=$work/packer-plugins TF_CLI_CONFIG_FILE=$root/bin/terraformrc TF_IN_AUTOMATION=1
 unset TF_LOG PACKER_LOG
 
-stages=() current='' began=0
-stage() {
-	end_stage
-	current=$1 began=$(date +%s%N)
-	printf '\n\033[1m==> %s\033[0m\n' "$1"
-}
-end_stage() {
-	[ -n "$current" ] || return 0
-	local ms=$((($(date +%s%N) - began) / 1000000))
-	stages+=("$(awk -v n="$current" -v ms="$ms" 'BEGIN { printf "%-66s %7.1f s", n, ms / 1000 }')")
-	current=''
-}
+source "$root/hack/demo-lib.sh"
 
-mirror_pid=''
 destroy() { # destroy what a run left in Terraform's state, quietly
 	[ -s "$tf/terraform.tfstate" ] || return 0
 	[ -n "$(terraform -chdir="$tf" state list 2>/dev/null)" ] || return 0
@@ -42,7 +30,7 @@ cleanup() {
 		echo "demo: stopped (exit $status); cleaning up" >&2
 		destroy
 	fi
-	[ -z "$mirror_pid" ] || kill "$mirror_pid" 2>/dev/null || true
+	stop_mirror
 	exit "$status"
 }
 trap cleanup EXIT
@@ -53,28 +41,7 @@ mkdir -p "$work"
 destroy
 rm -rf "$tf" "$work/image" "$work/image.manifest.json" "$PACKER_PLUGIN_PATH"
 
-stage "build kubewin, the test environment, Windows node binaries"
-make --no-print-directory build
-bash hack/testenv.sh kube packer terraform winnode
-go build -o .testbin/demorelease ./hack/demorelease
-
-stage "start the release mirror and registry on 127.0.0.1"
-modver() { (cd "tools/$1" && go list -m -f '{{.Version}}' "$2"); }
-version=$(bin/nodeboot version)
-rm -f "$work/release.pkrvars.hcl"
-.testbin/demorelease -bin .testbin/windows -nodeboot bin/windows_amd64/nodeboot.exe -vars "$work/release.pkrvars.hcl" \
-	-kubernetes-version "$(modver kube k8s.io/kubernetes)" \
-	-containerd-version "$(modver winnode github.com/containerd/containerd/v2 | sed 's/^v//')" \
-	-cni-plugins-version "$(modver winnode github.com/containernetworking/plugins | sed 's/^v//')" \
-	-nodeboot-version "$version" &
-mirror_pid=$!
-for _ in $(seq 100); do [ -s "$work/release.pkrvars.hcl" ] && break; sleep 0.1; done
-[ -s "$work/release.pkrvars.hcl" ] || { echo "demo: the release mirror did not start" >&2; exit 1; }
-
-stage "packer build examples/packer/local.pkr.hcl"
-packer plugins install --path bin/packer-plugin-kubewin github.com/kubewin/kubewin
-packer build -force -var-file "$work/release.pkrvars.hcl" -var output_directory="$work/image" \
-	-var nodeboot_path="$root/bin/nodeboot" examples/packer/local.pkr.hcl
+bake_image
 
 stage "terraform apply examples/local (cluster, 3 Windows nodes, routes)"
 mkdir -p "$tf"
@@ -85,7 +52,7 @@ kubeconfig=$(terraform -chdir="$tf" output -raw kubeconfig_path)
 kc() { kubectl --kubeconfig "$kubeconfig" "$@"; }
 
 stage "the nodes"
-kc get nodes -l kubernetes.io/os=windows -o custom-columns='NAME:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].status,OS BUILD:.metadata.labels.node\.kubernetes\.io/windows-build,POD CIDR:.spec.podCIDR,IP:.status.addresses[?(@.type=="InternalIP")].address,KUBELET:.status.nodeInfo.kubeletVersion'
+kc get nodes -l kubernetes.io/os=windows -o custom-columns='NAME:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].status,OS BUILD:.metadata.labels.node\.kubernetes\.io/windows-build,POD CIDR:.spec.podCIDR,IP:.status.addresses[?(@.type=="InternalIP")].address,KUBELET:.status.nodeInfo.kubeletVersion,OS IMAGE:.status.nodeInfo.osImage'
 echo
 echo "pod routes (destination -> next hop):"
 terraform -chdir="$tf" output -json routes | tr -d '{}"' | tr ',' '\n' | sed 's/:/ -> /; s/^/  /'
@@ -114,9 +81,5 @@ echo "processes of the demo cluster and nodes: ${procs:-none}"
 echo "clusters and machines on disk: ${files:-none}"
 echo "routes: ${routes:-none}"
 [ -z "$left$procs$files$routes" ] || { echo "demo: something was left behind" >&2; exit 1; }
-kill "$mirror_pid" 2>/dev/null || true
-mirror_pid=''
-end_stage
-
-printf '\n\033[1m==> stage timings\033[0m\n'
-printf '  %s\n' "${stages[@]}"
+stop_mirror
+print_stages

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/armtest"
 	"github.com/kubewin/kubewin/internal/armtest/simboot"
+	"github.com/kubewin/kubewin/internal/azureimage"
 	"github.com/kubewin/kubewin/internal/routetable"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/provider/internal/azure"
@@ -101,10 +102,7 @@ func imageTags(t testing.TB, dir string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]string{
-		azure.TagWindowsBuild: fmt.Sprint(uint32(m.WindowsBuild)), azure.TagKubernetesVersion: m.KubernetesVersion,
-		azure.TagRuntime: string(m.Runtime.Name), azure.TagRuntimeVersion: m.Runtime.Version,
-	}
+	return azureimage.Tags(m)
 }
 
 // scaleSetID is the resource ID of a pool's scale set in the fixture's group.

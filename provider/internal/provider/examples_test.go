@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"io/fs"
 	"maps"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubewin/kubewin/internal/controlplane"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/internal/testenv"
 )
@@ -17,30 +19,51 @@ import (
 // repoRoot is the repository, from this package's directory.
 const repoRoot = "../../.."
 
-// The examples run on the local backend as written: a configuration directory is copied into
-// a scratch tree that has bin/ and .testbin/ where the repository has them, and images and
-// manifests where the examples expect what `packer build` writes.
-var localExamples = map[string]struct {
-	// vars are -var arguments; "IMAGE" stands for a test image directory.
-	vars []string
-	// image is where the example expects an image directory, relative to it.
-	image string
-	// manifest is where the example expects an image manifest file, relative to it.
-	manifest string
-}{
-	"examples/local":                                           {vars: []string{"image=IMAGE", "node_count=2"}},
-	"examples/resources/kubewin_cluster":                       {},
-	"examples/resources/kubewin_windows_node_pool":             {image: "output/kubewin-local"},
-	"examples/resources/kubewin_pod_route":                     {},
-	"examples/data-sources/kubewin_image_manifest":             {manifest: "output/kubewin-manifest.json"},
-	"examples/ephemeral-resources/kubewin_cluster_credentials": {},
+// The examples that can run here run as written: a configuration directory is copied into a
+// scratch tree that has bin/ and .testbin/ where the repository has them, with what the example
+// expects from outside (images, manifests, a cluster, Azure) made by its setup, which returns
+// the -var arguments and environment to run it with.
+type exampleSetup func(t *testing.T, work, dst string) (vars, env []string)
+
+var runnableExamples = map[string]exampleSetup{
+	"examples/local": func(t *testing.T, work, _ string) ([]string, []string) {
+		return []string{"image=" + exampleImage(t, work), "node_count=2"}, nil
+	},
+	"examples/resources/kubewin_cluster": nil,
+	"examples/resources/kubewin_windows_node_pool": func(t *testing.T, work, dst string) ([]string, []string) {
+		copyDir(t, exampleImage(t, work), filepath.Join(dst, "output", "kubewin-local"))
+		return nil, nil
+	},
+	"examples/resources/kubewin_pod_route": nil,
+	"examples/data-sources/kubewin_image_manifest": func(t *testing.T, work, dst string) ([]string, []string) {
+		copyFile(t, filepath.Join(exampleImage(t, work), simmachine.ImageManifestFile), filepath.Join(dst, "output", "kubewin-manifest.json"))
+		return nil, nil
+	},
+	"examples/ephemeral-resources/kubewin_cluster_credentials": nil,
+	// Through the ARM test server, into a cluster kubewin did not create.
+	"examples/azure": func(t *testing.T, work, _ string) ([]string, []string) {
+		f := newAzureFixtureTB(t, filepath.Join(work, "state"))
+		bin, _ := testenv.BinDir()
+		cp, err := controlplane.Start(context.Background(), controlplane.Config{Dir: filepath.Join(work, "existing"), BinDir: bin, ClusterName: "existing"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cp.Destroy(context.Background()) })
+		return []string{"kubeconfig=" + cp.AdminKubeconfig(), "resource_group_name=" + f.group, "location=" + armServer.Location(),
+			"subnet_id=" + f.subnetID, "route_table_id=" + f.routeTableID, "image_id=" + f.imageA, "node_count=2"}, armServer.Env()
+	},
+}
+
+// exampleImage writes a test image into the scratch tree.
+func exampleImage(t *testing.T, work string) string {
+	return testImage(t, testBackend(t, filepath.Join(work, "state")), "example")
 }
 
 // Every Terraform example validates — each directory of examples/ and each terraform block of
-// docs/ — and every example that can run on the local backend applies and destroys.
+// docs/ — and every example that can run here applies and destroys.
 func TestAccExamples(t *testing.T) {
 	dirs := exampleDirs(t)
-	for _, name := range slices.Sorted(maps.Keys(localExamples)) {
+	for _, name := range slices.Sorted(maps.Keys(runnableExamples)) {
 		if !slices.Contains(dirs, name) {
 			t.Errorf("%s is listed to apply but is not an example directory", name)
 		}
@@ -52,20 +75,18 @@ func TestAccExamples(t *testing.T) {
 			copyDir(t, filepath.Join(repoRoot, dir), dst)
 			c := exampleCLI(t, work, dst)
 			c.run(t, "validate", "-no-color")
-			run, ok := localExamples[dir]
+			setup, ok := runnableExamples[dir]
 			if !ok {
 				return
 			}
-			image := testImage(t, testBackend(t, filepath.Join(work, "state")), "example")
-			if run.image != "" {
-				copyDir(t, image, filepath.Join(dst, run.image))
+			var vars, env []string
+			if setup != nil {
+				vars, env = setup(t, work, dst)
 			}
-			if run.manifest != "" {
-				copyFile(t, filepath.Join(image, simmachine.ImageManifestFile), filepath.Join(dst, run.manifest))
-			}
+			c.env = append(c.env, env...)
 			args := []string{"-auto-approve", "-input=false", "-no-color"}
-			for _, v := range run.vars {
-				args = append(args, "-var", strings.ReplaceAll(v, "IMAGE", image))
+			for _, v := range vars {
+				args = append(args, "-var", v)
 			}
 			t.Cleanup(func() { stopLeftovers(filepath.Join(work, "state")) })
 			c.run(t, append([]string{"apply"}, args...)...)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/azureimage"
 	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/internal/simmachine"
@@ -116,8 +117,8 @@ func azurePoolBlock() schema.Block {
 			"image_id": schema.StringAttribute{
 				Optional: true,
 				Description: "Resource ID of the image the kubewin Packer plugin published (required): a gallery image version or a managed image. " +
-					"Its Windows build, Kubernetes version and runtime are read from its tags `" + azure.TagWindowsBuild + "`, `" + azure.TagKubernetesVersion +
-					"`, `" + azure.TagRuntime + "` and `" + azure.TagRuntimeVersion + "` at plan time, or from `image_manifest`.",
+					"Its Windows build, Kubernetes version and runtime are read from its tags `" + azureimage.TagWindowsBuild + "`, `" + azureimage.TagKubernetesVersion +
+					"`, `" + azureimage.TagRuntime + "` and `" + azureimage.TagRuntimeVersion + "` at plan time, or from `image_manifest`.",
 			},
 			"image_manifest": schema.StringAttribute{
 				Optional:    true,
@@ -214,7 +215,7 @@ func (r *nodePoolResource) image(ctx context.Context, m *nodePoolModel) (*poolIm
 		}
 		tags, err := c.ImageTags(ctx, a.ImageID.ValueString())
 		if err == nil {
-			manifest, err = azure.ManifestFromTags(a.ImageID.ValueString(), tags)
+			manifest, err = azureimage.Manifest(a.ImageID.ValueString(), tags)
 		}
 		if err != nil {
 			diags.AddAttributeError(pathAzure.AtName("image_id"), "Invalid Image", err.Error())
