@@ -111,24 +111,36 @@ build_winnode() {
 	echo "$want" >"$bin/.stamp-winnode"
 }
 
+# apt_install PROGRAM PACKAGE: installs a missing program's Debian package (as root), or says how.
+apt_install() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "testenv: $1 is missing: install Debian's $2 (sudo apt-get install $2)" >&2
+		return 1
+	fi
+	echo "testenv: installing Debian's $2"
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$2" >/dev/null
+}
+
 # The Packer SSH test runs Debian's OpenSSH server itself, on 127.0.0.1.
 build_sshd() {
 	[ -x /usr/sbin/sshd ] && return
-	if [ "$(id -u)" != 0 ]; then
-		echo "testenv: /usr/sbin/sshd is missing: install Debian's openssh-server (sudo apt-get install openssh-server)" >&2
-		return 1
-	fi
-	echo "testenv: installing Debian's openssh-server"
-	local guard=
-	if [ ! -e /usr/sbin/policy-rc.d ]; then # keep the package from starting a system sshd
+	local guard= rc=0
+	if [ "$(id -u)" = 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then # keep the package from starting a system sshd
 		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && guard=1
 	fi
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null
+	apt_install /usr/sbin/sshd openssh-server || rc=$?
 	[ -z "$guard" ] || rm -f /usr/sbin/policy-rc.d
+	return $rc
+}
+
+# The release test signs a provider release with Debian's GnuPG (gpg and its agent).
+build_gpg() {
+	command -v gpg >/dev/null && command -v gpg-agent >/dev/null && return
+	apt_install gpg gnupg
 }
 
 start=$(date +%s)
-for t in ${*:-kube packer tofu terraform sshd docs release packersdc}; do "build_$t"; done
+for t in ${*:-kube packer tofu terraform sshd gpg docs release packersdc}; do "build_$t"; done
 echo "testenv: ready in $(( $(date +%s) - start ))s at $bin"
 for b in kube-apiserver kubeadm etcd packer tofu terraform; do # versions, as each prints it
 	[ -x "$bin/$b" ] || continue
