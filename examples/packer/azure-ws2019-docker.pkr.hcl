@@ -80,6 +80,10 @@ source "azure-arm" "ws2019" {
   winrm_timeout  = "10m"
   winrm_username = "packer"
 
+  # kubewin's azure backend reads the image's Windows build, Kubernetes version and runtime
+  # from these tags, which go on the gallery image version too.
+  azure_tags = data.kubewin-release.node.azure_tags
+
   shared_image_gallery_destination {
     subscription   = var.subscription_id
     resource_group = var.resource_group

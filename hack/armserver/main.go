@@ -42,6 +42,7 @@ func main() {
 	schemas := flag.String("schemas", "", "ARM template JSON Schemas directory: validate PUT and PATCH bodies (default $"+armtest.EnvSchemas+")")
 	polls := flag.Int("polls", 1, "InProgress answers of a long-running operation before it ends")
 	retryAfter := flag.Duration("retry-after", 0, "Retry-After of long-running operations (default 1s)")
+	subscription := flag.String("subscription", "", "the subscription ID the server serves (default: a random one)")
 	group := flag.String("resource-group", "kubewin", "resource group to create")
 	vnet := flag.String("vnet", "kubewin-vnet=10.0.0.0/16", "virtual network to create, NAME=ADDRESS-PREFIX")
 	flag.Var(&subnets, "subnet", "subnet of the virtual network, NAME=PREFIX (repeatable; default nodes=10.0.1.0/24)")
@@ -59,7 +60,7 @@ func main() {
 		log.Fatal("-boot needs -dir, where the simulated machines live")
 	}
 	opts := armtest.Options{
-		Addr: *addr, Dir: *dir, SchemasDir: *schemas, InProgressPolls: *polls, RetryAfter: *retryAfter,
+		Addr: *addr, Dir: *dir, SubscriptionID: *subscription, SchemasDir: *schemas, InProgressPolls: *polls, RetryAfter: *retryAfter,
 		Logf: func(format string, args ...any) { log.Printf(format, args...) },
 	}
 	var booter *simboot.Booter

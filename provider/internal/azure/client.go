@@ -31,6 +31,8 @@ import (
 type Client struct {
 	SubscriptionID string
 	http           *http.Client
+	cred           azcore.TokenCredential
+	armOptions     *arm.ClientOptions
 	compute        *armcompute.ClientFactory
 	network        *armnetwork.ClientFactory
 	// poll is how often long-running operations are polled when ARM gives no Retry-After.
@@ -67,7 +69,7 @@ func New(ctx context.Context, c Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{SubscriptionID: c.SubscriptionID, http: httpClient, compute: compute, network: network, poll: 10 * time.Second}, nil
+	return &Client{SubscriptionID: c.SubscriptionID, http: httpClient, cred: cred, armOptions: armOpts, compute: compute, network: network, poll: 10 * time.Second}, nil
 }
 
 // retryOptions retry what ARM says to retry: throttling (429, after its Retry-After), server

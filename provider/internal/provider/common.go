@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -14,6 +15,24 @@ import (
 )
 
 var pathLocalStateDir = path.Root("local").AtName("state_dir")
+
+// envRemoteRun is set in every Terraform Cloud (HCP Terraform) run.
+const envRemoteRun = "TFC_RUN_ID"
+
+// checkNotRemote refuses the local backend in a Terraform Cloud run: its clusters and machines
+// are processes on the machine that runs Terraform, and nothing of a remote run's machine
+// survives the run.
+func checkNotRemote(at path.Path) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if os.Getenv(envRemoteRun) == "" {
+		return diags
+	}
+	diags.AddAttributeError(at, "The Local Backend Cannot Run in Terraform Cloud",
+		"This run is a Terraform Cloud run (TFC_RUN_ID is set). The local backend's clusters and simulated machines are processes on the machine "+
+			"that runs Terraform, and a remote run's machine is gone when the run ends. Use the azure backend here, or run the local backend "+
+			"with a local or agent-less workspace (execution mode local).")
+	return diags
+}
 
 // configuredData returns the provider's data handed to a resource, or nil before the provider
 // is configured.

@@ -33,6 +33,7 @@ var (
 	_ resource.ResourceWithConfigure      = (*clusterResource)(nil)
 	_ resource.ResourceWithImportState    = (*clusterResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*clusterResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*clusterResource)(nil)
 )
 
 func newClusterResource() resource.Resource { return &clusterResource{} }
@@ -109,6 +110,13 @@ func (r *clusterResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 
 func (r *clusterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
+}
+
+// ModifyPlan refuses a cluster of the local backend in a Terraform Cloud run.
+func (r *clusterResource) ModifyPlan(_ context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !req.Plan.Raw.IsNull() {
+		resp.Diagnostics.Append(checkNotRemote(path.Root("name"))...)
+	}
 }
 
 func (r *clusterResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {

@@ -182,3 +182,25 @@ func stopLeftovers(state string) {
 		}
 	}
 }
+
+// In a Terraform Cloud run the local backend's processes would not outlive the run: its
+// resources are refused at plan time.
+func TestAccLocalRefusedInTerraformCloud(t *testing.T) {
+	_, provider := testAccLocal(t)
+	t.Setenv("TFC_RUN_ID", "run-CLBfmvxPh9ZTYVj2")
+	refused := regexp.MustCompile(`(?s)The Local Backend Cannot Run in Terraform Cloud.*TFC_RUN_ID is set`)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: provider + `resource "kubewin_cluster" "test" { name = "remote" }`, PlanOnly: true, ExpectError: refused},
+			{Config: provider + `resource "kubewin_pod_route" "test" {
+  name        = "win000000"
+  destination = "10.244.0.0/24"
+  next_hop    = "10.240.0.4"
+  local {
+    route_table = "pods"
+  }
+}`, PlanOnly: true, ExpectError: refused},
+		},
+	})
+}

@@ -250,6 +250,9 @@ func (r *podRouteResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	var m podRouteModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if m.Local != nil {
+		resp.Diagnostics.Append(checkNotRemote(path.Root("local"))...)
+	}
 	if resp.Diagnostics.HasError() || m.Name.IsUnknown() || m.Destination.IsUnknown() || m.NextHop.IsUnknown() {
 		return
 	}

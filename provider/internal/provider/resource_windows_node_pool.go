@@ -297,6 +297,9 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if m.Azure != nil && m.Azure.ScaleSetName.IsUnknown() && !m.Name.IsUnknown() {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, pathAzure.AtName("scale_set_name"), m.Name)...)
 	}
+	if m.Local != nil {
+		resp.Diagnostics.Append(checkNotRemote(path.Root("local"))...)
+	}
 	resp.Diagnostics.Append(r.checkLocalCluster(&m)...)
 	if resp.Diagnostics.HasError() || imageUnknown(&m) {
 		return

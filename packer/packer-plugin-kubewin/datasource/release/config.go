@@ -92,6 +92,10 @@ type DatasourceOutput struct {
 	URLs map[string]string `mapstructure:"urls"`
 	// Every payload file's sha256, keyed by its path.
 	SHA256 map[string]string `mapstructure:"sha256"`
+	// The tags that tell kubewin's azure backend what the image is (Windows build, Kubernetes
+	// version, runtime): give them to the published image, e.g. the `azure-arm` builder's
+	// `azure_tags`, which tag the gallery image version.
+	AzureTags map[string]string `mapstructure:"azure_tags"`
 }
 
 // prepare applies defaults and checks the configuration, reporting every problem at once.

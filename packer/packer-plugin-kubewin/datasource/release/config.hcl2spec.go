@@ -74,6 +74,7 @@ type FlatDatasourceOutput struct {
 	PauseImage        *string           `mapstructure:"pause_image" cty:"pause_image" hcl:"pause_image"`
 	URLs              map[string]string `mapstructure:"urls" cty:"urls" hcl:"urls"`
 	SHA256            map[string]string `mapstructure:"sha256" cty:"sha256" hcl:"sha256"`
+	AzureTags         map[string]string `mapstructure:"azure_tags" cty:"azure_tags" hcl:"azure_tags"`
 }
 
 // FlatMapstructure returns a new FlatDatasourceOutput.
@@ -95,6 +96,7 @@ func (*FlatDatasourceOutput) HCL2Spec() map[string]hcldec.Spec {
 		"pause_image":        &hcldec.AttrSpec{Name: "pause_image", Type: cty.String, Required: false},
 		"urls":               &hcldec.AttrSpec{Name: "urls", Type: cty.Map(cty.String), Required: false},
 		"sha256":             &hcldec.AttrSpec{Name: "sha256", Type: cty.Map(cty.String), Required: false},
+		"azure_tags":         &hcldec.AttrSpec{Name: "azure_tags", Type: cty.Map(cty.String), Required: false},
 	}
 	return s
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/kubewin/kubewin/internal/api"
+	"github.com/kubewin/kubewin/internal/azureimage"
 	"github.com/kubewin/kubewin/internal/ociimage"
 )
 
@@ -50,6 +51,7 @@ func (d *Datasource) Execute() (cty.Value, error) {
 	out := DatasourceOutput{
 		Manifest: string(doc), KubernetesVersion: m.KubernetesVersion, WindowsBuild: int(m.WindowsBuild),
 		Runtime: string(m.Runtime.Name), PauseImage: pinned, URLs: map[string]string{}, SHA256: map[string]string{},
+		AzureTags: azureimage.Tags(m),
 	}
 	for _, f := range m.Files {
 		out.URLs[f.Path], out.SHA256[f.Path] = f.Source, f.SHA256
