@@ -33,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kubewin/kubewin/internal/loopbackca"
 )
 
 // Environment variables the server reads.
@@ -142,7 +144,7 @@ type Server struct {
 	host    string // 127.0.0.1:port
 	caFile  string
 	tmpDir  string // removed by Close; empty when the caller gave Dir
-	ca      *authority
+	ca      *loopbackca.Authority
 	client  *http.Client
 	httpSrv *http.Server
 	schemas *schemaSet // nil: no schema validation
@@ -195,7 +197,7 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if s.ca, err = newAuthority(); err != nil {
+	if s.ca, err = loopbackca.New("armtest throwaway CA"); err != nil {
 		return nil, err
 	}
 	if s.tokenKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
@@ -209,7 +211,7 @@ func New(opts Options) (*Server, error) {
 		s.tmpDir = dir
 	}
 	s.caFile = filepath.Join(dir, "armtest-ca.pem")
-	if err := os.WriteFile(s.caFile, s.ca.certPEM, 0o644); err != nil {
+	if err := os.WriteFile(s.caFile, s.ca.CertPEM, 0o644); err != nil {
 		s.removeTmp()
 		return nil, err
 	}
@@ -222,7 +224,7 @@ func New(opts Options) (*Server, error) {
 	s.url = "https://" + s.host
 	s.client = &http.Client{
 		Timeout:   30 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.ca.pool, MinVersion: tls.VersionTLS12}},
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.ca.Pool, MinVersion: tls.VersionTLS12}},
 	}
 	if s.issuer, err = newIssuer(s.url + "/oidc"); err != nil {
 		ln.Close()
@@ -233,7 +235,7 @@ func New(opts Options) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.httpSrv = &http.Server{
 		Handler:   s,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{s.ca.serving}, MinVersion: tls.VersionTLS12},
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{s.ca.Serving}, MinVersion: tls.VersionTLS12},
 		// HTTP/1.1 only, so that a fault can reset a request's connection.
 		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		ReadHeaderTimeout: 10 * time.Second,

@@ -11,6 +11,7 @@ package registrytest
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -22,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kubewin/kubewin/internal/loopbackca"
 )
 
 // Registry is a provider registry serving on 127.0.0.1.
@@ -60,16 +63,17 @@ type release struct {
 func Serve(t testing.TB) *Registry {
 	t.Helper()
 	dir := t.TempDir()
-	ca, cert, err := newCertificates()
+	// Terraform and OpenTofu reach registries over HTTPS only.
+	ca, err := loopbackca.New("kubewin registrytest CA")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &Registry{CAFile: filepath.Join(dir, "ca.pem"), providers: map[string]map[string]*release{}}
-	if err := os.WriteFile(r.CAFile, ca, 0o644); err != nil {
+	if err := os.WriteFile(r.CAFile, ca.CertPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(r.handler())
-	srv.TLS = cert
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Serving}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	r.Host = strings.TrimPrefix(srv.URL, "https://")
