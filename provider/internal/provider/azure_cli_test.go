@@ -69,8 +69,7 @@ func TestAccAzureKilledMidApply(t *testing.T) {
 	c := azurePoolCLI(t, f, provider, "")
 	c.run(t, "apply", "-auto-approve", "-input=false", "-target=kubewin_cluster.test")
 	t.Cleanup(func() { _, _, _ = c.try("destroy", "-auto-approve", "-input=false") })
-	vmssWrites := func() int { return armServer.Writes().ByType["Microsoft.Compute/virtualMachineScaleSets"] }
-	before := vmssWrites()
+	before := f.scaleSetWrites()
 
 	hold := armServer.HoldOperations(armtest.Match{Method: "PUT", Path: `/virtualMachineScaleSets/win$`})
 	var out bytes.Buffer
@@ -94,7 +93,7 @@ func TestAccAzureKilledMidApply(t *testing.T) {
 	if got := armServer.Instances(f.scaleSetID("win")); len(got) != 2 {
 		t.Errorf("%d instances after the second apply, want 2: %v", len(got), got)
 	}
-	if n := vmssWrites() - before; n != 1 {
+	if n := f.scaleSetWrites() - before; n != 1 {
 		t.Errorf("%d scale set writes in both applies, want 1 (the second apply only waits for the machines)", n)
 	}
 }
@@ -106,13 +105,23 @@ func TestAccAzureNoSecretsInStateOrLogs(t *testing.T) {
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	const password = "Kw-Adm1n-Passw0rd-Not-For-Logs!"
+	// The machine settings a user may give, so that their bodies reach ARM (and its schemas).
 	c := azurePoolCLI(t, f, provider+`
 variable "admin_password" {
   type      = string
   sensitive = true
   ephemeral = true
 }
-`, "    admin_password_wo = var.admin_password")
+`, `    admin_password_wo              = var.admin_password
+    admin_username                 = "nodeadmin"
+    zones                          = ["1", "2"]
+    accelerated_networking_enabled = true
+    os_disk_storage_account_type   = "Premium_LRS"
+    os_disk_size_gb                = 128
+    os_disk_caching                = "ReadWrite"
+    priority                       = "Spot"
+    max_bid_price                  = 0.25
+    tags                           = { team = "windows" }`)
 	c.env = append(c.env, "TF_LOG=TRACE", "TF_VAR_admin_password="+password)
 	t.Cleanup(func() { _, _, _ = c.try("destroy", "-auto-approve", "-input=false") })
 	var logs strings.Builder
@@ -175,6 +184,41 @@ variable "admin_password" {
 	}
 }
 
+// A plan warns when a route's Azure route table is associated with no subnet holding its next
+// hop: the nodes' traffic would not use it.
+func TestAccAzureRouteTableNotAssociated(t *testing.T) {
+	acceptance(t)
+	state, provider := testAccLocal(t)
+	f := newAzureFixtureTB(t, state)
+	lonely, err := armServer.AddRouteTable(f.group, "lonely")
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := func(table string) string {
+		return provider + fmt.Sprintf(`resource "kubewin_pod_route" "test" {
+  name        = "win000000"
+  destination = "10.244.0.0/24"
+  next_hop    = "10.240.0.4"
+  azure {
+    route_table_id = %q
+  }
+}
+`, table)
+	}
+	warning := "Route Table Not Associated With the Nodes' Subnet"
+	for table, warned := range map[string]bool{lonely: true, f.routeTableID: false} {
+		c := newCLI(t, t.TempDir(), route(table))
+		c.env = append(c.env, armServer.Env()...)
+		_, out, err := c.try("plan", "-input=false", "-no-color")
+		if err != nil {
+			t.Fatalf("plan: %v\n%s", err, out)
+		}
+		if strings.Contains(out, warning) != warned {
+			t.Errorf("route table %s: warned %v, want %v:\n%s", table, !warned, warned, out)
+		}
+	}
+}
+
 func tail(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
@@ -194,9 +238,9 @@ func BenchmarkAzurePoolApply(b *testing.B) {
 			var total time.Duration
 			var writes int
 			for range b.N {
-				before := armServer.Writes().ByType["Microsoft.Compute/virtualMachineScaleSets"]
+				before := f.scaleSetWrites()
 				total += c.run(b, "apply", "-auto-approve", "-input=false", "-var", fmt.Sprintf("node_count=%d", n))
-				writes += armServer.Writes().ByType["Microsoft.Compute/virtualMachineScaleSets"] - before
+				writes += f.scaleSetWrites() - before
 				b.StopTimer()
 				c.run(b, "destroy", "-auto-approve", "-input=false", "-target=kubewin_windows_node_pool.win")
 				b.StartTimer()

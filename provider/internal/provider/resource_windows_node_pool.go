@@ -438,14 +438,8 @@ func attributeOf(field string, image path.Path) path.Path {
 // spec is the desired pool and the manager that reconciles it at its backend. adminPassword is
 // the azure backend's write-only password, known only while applying.
 func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPassword string) (pool.Spec, *pool.Manager, diag.Diagnostics) {
-	diags := checkBackend(m)
-	diags.Append(r.checkLocalCluster(m)...)
+	mgr, conn, diags := r.manager(ctx, m, adminPassword)
 	if diags.HasError() {
-		return pool.Spec{}, nil, diags
-	}
-	conn, err := r.connect(ctx, m.ClusterID)
-	if err != nil {
-		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Pool's Cluster", err.Error())
 		return pool.Spec{}, nil, diags
 	}
 	img, d := r.image(ctx, m)
@@ -455,25 +449,44 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 	}
 	tmpl, d := nodeConfigTemplate(ctx, m, img.manifest, conn.facts)
 	diags.Append(d...)
-	var dm drainModel
-	diags.Append(m.Drain.As(ctx, &dm, objectAsOptions)...)
 	ttl, _ := time.ParseDuration(m.TokenTTL.ValueString())
-	drainTimeout, _ := time.ParseDuration(dm.Timeout.ValueString())
+	s := pool.Spec{
+		Pool: m.Name.ValueString(), Count: int(m.NodeCount.ValueInt64()), Image: img.digest,
+		Template: *tmpl, MaxSurge: int(m.MaxSurge.ValueInt64()), TokenTTL: ttl, Drain: drainOptions(ctx, m, &diags),
+	}
+	return s, mgr, diags
+}
+
+// manager connects to the pool's cluster and its backend: what reading and destroying a pool
+// need, without its image (which may be gone by then).
+func (r *nodePoolResource) manager(ctx context.Context, m *nodePoolModel, adminPassword string) (*pool.Manager, *clusterConn, diag.Diagnostics) {
+	diags := checkBackend(m)
+	diags.Append(r.checkLocalCluster(m)...)
+	if diags.HasError() {
+		return nil, nil, diags
+	}
+	conn, err := r.connect(ctx, m.ClusterID)
+	if err != nil {
+		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Pool's Cluster", err.Error())
+		return nil, nil, diags
+	}
 	cfg := conn.rest
 	cfg.QPS, cfg.Burst = 50, 100
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		diags.AddError("Cannot Reach Cluster", err.Error())
-		return pool.Spec{}, nil, diags
-	}
-	s := pool.Spec{
-		Pool: m.Name.ValueString(), Count: int(m.NodeCount.ValueInt64()), Image: img.digest,
-		Template: *tmpl, MaxSurge: int(m.MaxSurge.ValueInt64()), TokenTTL: ttl,
-		Drain: drain.Options{Timeout: drainTimeout, IgnoreDaemonSets: dm.IgnoreDaemonSets.ValueBool(), DeleteEmptyDirData: dm.DeleteEmptyDirData.ValueBool()},
+		return nil, nil, diags
 	}
 	compute, d := r.compute(ctx, m, adminPassword)
 	diags.Append(d...)
-	return s, &pool.Manager{Client: client, Compute: compute}, diags
+	return &pool.Manager{Client: client, Compute: compute}, conn, diags
+}
+
+func drainOptions(ctx context.Context, m *nodePoolModel, diags *diag.Diagnostics) drain.Options {
+	var dm drainModel
+	diags.Append(m.Drain.As(ctx, &dm, objectAsOptions)...)
+	timeout, _ := time.ParseDuration(dm.Timeout.ValueString())
+	return drain.Options{Timeout: timeout, IgnoreDaemonSets: dm.IgnoreDaemonSets.ValueBool(), DeleteEmptyDirData: dm.DeleteEmptyDirData.ValueBool()}
 }
 
 // localComputeOf is a local pool's machines; also for a pool whose cluster is gone.
@@ -557,12 +570,12 @@ func (r *nodePoolResource) Read(ctx context.Context, req resource.ReadRequest, r
 		resp.State.RemoveResource(ctx) // the cluster is gone, and its nodes with it
 		return
 	}
-	s, mgr, diags := r.spec(ctx, &m, "")
+	mgr, _, diags := r.manager(ctx, &m, "")
 	if diags.HasError() {
 		resp.Diagnostics.Append(diags...)
 		return
 	}
-	nodes, err := mgr.Nodes(ctx, s)
+	nodes, err := mgr.Nodes(ctx, pool.Spec{Pool: m.Name.ValueString()})
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot Read Node Pool", err.Error())
 		return
@@ -609,11 +622,12 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 		}
 		return
 	}
-	s, mgr, diags := r.spec(ctx, &m, "")
+	mgr, _, diags := r.manager(ctx, &m, "")
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	s := pool.Spec{Pool: m.Name.ValueString(), Drain: drainOptions(ctx, &m, &resp.Diagnostics)}
 	if err := mgr.Destroy(ctx, s); err != nil {
 		resp.Diagnostics.AddError("Cannot Delete Node Pool", err.Error())
 	}

@@ -484,7 +484,7 @@ resource "kubewin_windows_node_pool" "win" {
 			{Config: provider + `resource "kubewin_windows_node_pool" "win" {
   name       = "win"
   node_count = 1
-}`, PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Missing Backend.*with kubewin_windows_node_pool.win.*Add a backend block: .local \{ image`)},
+}`, PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Missing Backend.*with kubewin_windows_node_pool.win.*Add a backend block: .azure \{.*.local \{ image`)},
 			{Config: provider + fmt.Sprintf(`resource "kubewin_windows_node_pool" "win" {
   name       = "win"
   node_count = 1
