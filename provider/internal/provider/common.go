@@ -3,10 +3,12 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
@@ -82,3 +84,12 @@ func (durationValidator) ValidateString(_ context.Context, req validator.StringR
 }
 
 var objectAsOptions = basetypes.ObjectAsOptions{}
+
+// attributes merges schema attributes.
+func attributes(sets ...map[string]schema.Attribute) map[string]schema.Attribute {
+	out := map[string]schema.Attribute{}
+	for _, s := range sets {
+		maps.Copy(out, s)
+	}
+	return out
+}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,11 +20,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -33,9 +29,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/drain"
 	"github.com/kubewin/kubewin/internal/kubeversion"
-	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/internal/winname"
 	"github.com/kubewin/kubewin/provider/internal/local"
@@ -106,10 +100,6 @@ func (r *nodePoolResource) Metadata(_ context.Context, req resource.MetadataRequ
 
 func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
-	modes := make([]string, len(v1alpha1.NetworkModes))
-	for i, m := range v1alpha1.NetworkModes {
-		modes[i] = string(m)
-	}
 	resp.Schema = schema.Schema{
 		Description: "A pool of Windows Server nodes joined to a cluster. The pool's machines are created, like a cloud scale set's, " +
 			"from a kubewin image with one NodeConfig in their custom data; nodeboot joins each with a short-lived bootstrap token minted " +
@@ -145,7 +135,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				},
 			},
 		},
-		Attributes: map[string]schema.Attribute{
+		Attributes: attributes(nodeAttributes(), map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Required: true, PlanModifiers: replace,
 				Description: "Name of the pool: a lower-case DNS label. It is also the default node name prefix.",
@@ -163,52 +153,10 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Optional: true, Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
 				Description: fmt.Sprintf("Prefix of the nodes' names, at most %d characters: a node is named prefix + %d base-36 digits, a Windows computer name of at most %d characters. Default: the pool's name.", winname.MaxPrefix, winname.SuffixLen, winname.MaxComputerName),
 			},
-			"network_mode": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString(string(v1alpha1.NetworkModeL2Bridge)),
-				Validators:  []validator.String{stringvalidator.OneOf(modes...)},
-				Description: "Pod network topology: `" + strings.Join(modes, "`, `") + "`.",
-			},
-			"labels": schema.MapAttribute{
-				Optional: true, ElementType: types.StringType,
-				Description: "Labels of the nodes, set at registration. Labels in the kubernetes.io and k8s.io namespaces are limited to those a kubelet may set.",
-			},
-			"taints": schema.ListNestedAttribute{
-				Optional:    true,
-				Description: "Taints of the nodes, set at registration, e.g. `os=windows:NoSchedule`.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"key":    schema.StringAttribute{Required: true, Description: "Taint key."},
-					"value":  schema.StringAttribute{Optional: true, Description: "Taint value."},
-					"effect": schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.OneOf(v1alpha1.TaintEffects...)}, Description: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`."},
-				}},
-			},
-			"max_pods": schema.Int64Attribute{
-				Optional: true, Computed: true, Default: int64default.StaticInt64(v1alpha1.DefaultMaxPods),
-				Validators:  []validator.Int64{int64validator.Between(1, 250)},
-				Description: fmt.Sprintf("The kubelet's pod limit. Default `%d`.", v1alpha1.DefaultMaxPods),
-			},
-			"kubelet_extra_args": schema.MapAttribute{
-				Optional: true, ElementType: types.StringType,
-				Description: "Extra kubelet flags (`name = value`, without dashes). Flags kubewin sets itself, and flags the image's Kubernetes version removed, are rejected at plan time.",
-			},
 			"max_surge": schema.Int64Attribute{
 				Optional: true, Computed: true, Default: int64default.StaticInt64(1),
 				Validators:  []validator.Int64{int64validator.AtLeast(1)},
 				Description: "How many nodes a replacement creates before it drains and removes old ones. Default `1`.",
-			},
-			"token_ttl": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString("30m"),
-				Validators:  []validator.String{durationValidator{}},
-				Description: "Lifetime of the bootstrap token minted for each change of the pool; it is deleted as soon as the new nodes are Ready. Default `30m`.",
-			},
-			"drain": schema.SingleNestedAttribute{
-				Optional: true, Computed: true,
-				Default:     objectdefault.StaticValue(types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{"timeout": types.StringValue("5m"), "ignore_daemonsets": types.BoolValue(true), "delete_emptydir_data": types.BoolValue(false)})),
-				Description: "How nodes are drained before their machines are deleted.",
-				Attributes: map[string]schema.Attribute{
-					"timeout":              schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("5m"), Validators: []validator.String{durationValidator{}}, Description: "Longest a drain may take, PodDisruptionBudgets included. Default `5m`."},
-					"ignore_daemonsets":    schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true), Description: "Leave DaemonSet pods in place. Default `true`."},
-					"delete_emptydir_data": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), Description: "Evict pods with emptyDir volumes, losing their data. Default `false`."},
-				},
 			},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 			"id":       schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}, Description: "The pool's name."},
@@ -222,7 +170,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"ready":    schema.BoolAttribute{Computed: true, Description: "Whether the node is Ready."},
 				}},
 			},
-		},
+		}),
 	}
 }
 
@@ -337,13 +285,7 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if diags.HasError() {
 		return
 	}
-	for _, e := range tmpl.Validate() {
-		resp.Diagnostics.AddAttributeError(attributeOf(e.Field), "Invalid Node Setting", e.Error())
-	}
-	// The kubelet's flags, as the image's Kubernetes version takes them.
-	if _, err := nodecmd.Kubelet(nodecmd.Input{Config: tmpl, Manifest: manifest, NodeName: "check", NodeIP: netip.MustParseAddr("192.0.2.1"), Paths: nodecmd.DefaultPaths()}); err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("kubelet_extra_args"), "Invalid Kubelet Arguments", err.Error())
-	}
+	resp.Diagnostics.Append(checkNodeConfig(tmpl, manifest, attributeOf)...)
 }
 
 var pathLocalImage = path.Root("local").AtName("image")
@@ -361,7 +303,7 @@ func (r *nodePoolResource) localClusterGone(id types.String) bool {
 // version its control plane programs will run.
 func (r *nodePoolResource) clusterVersion(ctx context.Context, id types.String) string {
 	if !id.IsUnknown() {
-		if conn, err := r.connect(ctx, id); err == nil {
+		if conn, err := r.data.connect(ctx, id); err == nil {
 			return conn.facts.Version
 		}
 	}
@@ -402,22 +344,13 @@ const placeholderToken = "abcdef.0123456789abcdef"
 // nodeConfigTemplate is the pool's NodeConfig, with a placeholder token: every node boots with
 // it and names itself after its computer.
 func nodeConfigTemplate(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.ImageManifest, c clusterFacts) (*v1alpha1.NodeConfig, diag.Diagnostics) {
-	labels, diags := stringMapOf(ctx, m.Labels)
-	extra, d := stringMapOf(ctx, m.KubeletExtraArgs)
-	diags.Append(d...)
-	cfg := &v1alpha1.NodeConfig{
-		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindNodeConfig,
-		Cluster: v1alpha1.Cluster{
-			APIServerEndpoint: c.Endpoint, CACertHashes: []string{c.CAHash}, BootstrapToken: placeholderToken,
-			KubernetesVersion: c.Version, ClusterCIDR: c.ClusterCIDR, ServiceCIDR: c.ServiceCIDR,
-		},
-		Node:    v1alpha1.Node{Labels: labels, Taints: taintsOf(m.Taints), MaxPods: int32(m.MaxPods.ValueInt64())},
-		Network: v1alpha1.Network{Mode: v1alpha1.NetworkMode(m.NetworkMode.ValueString())},
-		Runtime: v1alpha1.Runtime{Name: manifest.Runtime.Name},
-		Kubelet: v1alpha1.Kubelet{ExtraArgs: extra},
-	}
-	cfg.Default()
+	cfg, diags := m.settings().nodeConfig(ctx, manifest.Runtime.Name, c)
+	cfg.Cluster.BootstrapToken = placeholderToken
 	return cfg, diags
+}
+
+func (m *nodePoolModel) settings() nodeSettings {
+	return nodeSettings{NetworkMode: m.NetworkMode, Labels: m.Labels, Taints: m.Taints, MaxPods: m.MaxPods, KubeletExtraArgs: m.KubeletExtraArgs}
 }
 
 // attributeOf maps a NodeConfig field path to the pool attribute it comes from.
@@ -439,7 +372,7 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spe
 	if diags.HasError() {
 		return pool.Spec{}, nil, diags
 	}
-	conn, err := r.connect(ctx, m.ClusterID)
+	conn, err := r.data.connect(ctx, m.ClusterID)
 	if err != nil {
 		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Pool's Cluster", err.Error())
 		return pool.Spec{}, nil, diags
@@ -451,10 +384,9 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spe
 	}
 	tmpl, d := nodeConfigTemplate(ctx, m, manifest, conn.facts)
 	diags.Append(d...)
-	var dm drainModel
-	diags.Append(m.Drain.As(ctx, &dm, objectAsOptions)...)
+	drainOpts, d := drainOptions(ctx, m.Drain)
+	diags.Append(d...)
 	ttl, _ := time.ParseDuration(m.TokenTTL.ValueString())
-	drainTimeout, _ := time.ParseDuration(dm.Timeout.ValueString())
 	cfg := conn.rest
 	cfg.QPS, cfg.Burst = 50, 100
 	client, err := kubernetes.NewForConfig(cfg)
@@ -465,7 +397,7 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel) (pool.Spe
 	s := pool.Spec{
 		Pool: m.Name.ValueString(), Count: int(m.NodeCount.ValueInt64()), Image: digest,
 		Template: *tmpl, MaxSurge: int(m.MaxSurge.ValueInt64()), TokenTTL: ttl,
-		Drain: drain.Options{Timeout: drainTimeout, IgnoreDaemonSets: dm.IgnoreDaemonSets.ValueBool(), DeleteEmptyDirData: dm.DeleteEmptyDirData.ValueBool()},
+		Drain: drainOpts,
 	}
 	return s, &pool.Manager{Client: client, Compute: r.localCompute(m)}, diags
 }
