@@ -126,7 +126,9 @@ func (r *windowsNodeResource) Metadata(_ context.Context, req resource.MetadataR
 }
 
 func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	optional := func(desc string) schema.StringAttribute { return schema.StringAttribute{Optional: true, Description: desc} }
+	optional := func(desc string) schema.StringAttribute {
+		return schema.StringAttribute{Optional: true, Description: desc}
+	}
 	flag := func(desc string) schema.BoolAttribute { return schema.BoolAttribute{Optional: true, Description: desc} }
 	computed := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	resp.Schema = schema.Schema{
@@ -171,8 +173,8 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"user": optional("User to log in as (required), an administrator of the server."),
 					"private_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
 						Description: "The user's private key (PEM or OpenSSH format), write-only: never in the plan or state. Default: the environment variable named by `private_key_env`, which a destroy always reads."},
-					"private_key_env": optional("Environment variable holding the private key, for a destroy (Terraform gives it no configuration) and when `private_key_wo` is not set. Default `" + defaultPrivateKeyEnv + "`."),
-					"host_key":        optional("The server's public host key, as in known_hosts without the host name (`ssh-ed25519 AAAA...`; `ssh-keyscan -t ed25519 <host>` prints it). Required unless `insecure_ignore_host_key`."),
+					"private_key_env":          optional("Environment variable holding the private key, for a destroy (Terraform gives it no configuration) and when `private_key_wo` is not set. Default `" + defaultPrivateKeyEnv + "`."),
+					"host_key":                 optional("The server's public host key, as in known_hosts without the host name (`ssh-ed25519 AAAA...`; `ssh-keyscan -t ed25519 <host>` prints it). Required unless `insecure_ignore_host_key`."),
 					"insecure_ignore_host_key": flag("Accept any host key, so that anyone on the network path can pose as the server. For test networks only."),
 				},
 			},
@@ -192,8 +194,8 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Description: "The server is a **simulated** Windows machine (nodeboot's sim platform, as the local backend's) in a directory of a POSIX host reached over `ssh`: " +
 					"for development and tests. It runs no containers, so it joins only a `kubewin_cluster` of the local backend unless `" + simulatedOptIn + "` is set.",
 				Attributes: map[string]schema.Attribute{
-					"root":          optional("The simulated machine's directory on the host (required): its system drive, with its description in `sim/machine.json`."),
-					"nodeboot":      optional("The nodeboot binary on the host that runs the simulated machine (required)."),
+					"root":         optional("The simulated machine's directory on the host (required): its system drive, with its description in `sim/machine.json`."),
+					"nodeboot":     optional("The nodeboot binary on the host that runs the simulated machine (required)."),
 					simulatedOptIn: flag("Let the simulated node join the cluster of the provider's `kubernetes` block, a cluster kubewin did not create, whose scheduler will place pods on it that never run. For scratch clusters only."),
 				},
 			},
@@ -207,9 +209,9 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Description: "The Node's name, a DNS label. Default: the server's computer name, lower-cased."},
 			"interface_name": schema.StringAttribute{Optional: true,
 				Description: "The server's network adapter the pod network binds to and the node's address is taken from (`Get-NetAdapter` lists them). Default `" + v1alpha1.DefaultInterfaceName + "`."},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Delete: true}),
-			"id":       schema.StringAttribute{Computed: true, PlanModifiers: computed, Description: "The node's name."},
-			"ready":    schema.BoolAttribute{Computed: true, Description: "Whether the Node is Ready: false (a replacement on the next plan) when it is gone or NotReady."},
+			"timeouts":      timeouts.Attributes(ctx, timeouts.Opts{Create: true, Delete: true}),
+			"id":            schema.StringAttribute{Computed: true, PlanModifiers: computed, Description: "The node's name."},
+			"ready":         schema.BoolAttribute{Computed: true, Description: "Whether the Node is Ready: false (a replacement on the next plan) when it is gone or NotReady."},
 			"windows_build": schema.Int64Attribute{Computed: true, Description: "The server's Windows build."},
 			"kubernetes_version": schema.StringAttribute{Computed: true, PlanModifiers: computed,
 				Description: "The Kubernetes version of the node's kubelet (the image's)."},
