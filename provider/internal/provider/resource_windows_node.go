@@ -367,8 +367,10 @@ func (r *windowsNodeResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if err != nil {
 		return // reported by ValidateConfig
 	}
-	if conn, err := r.data.connect(ctx, m.ClusterID); err == nil && !m.ClusterID.IsUnknown() {
-		resp.Diagnostics.Append(checkSkew(plan, conn.facts.Version, pathInstall.AtName("release"))...)
+	if !m.ClusterID.IsUnknown() {
+		if conn, err := r.data.connect(ctx, m.ClusterID); err == nil {
+			resp.Diagnostics.Append(checkSkew(plan, conn.facts.Version, pathInstall.AtName("release"))...)
+		}
 	}
 	cfg, diags := m.settings().nodeConfig(ctx, plan.Runtime.Name, placeholderCluster)
 	resp.Diagnostics.Append(diags...)

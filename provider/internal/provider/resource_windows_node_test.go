@@ -47,7 +47,7 @@ import (
 // JSON: the payload of a Windows Server 2022 node of the Kubernetes version given.
 func testRelease(t testing.TB, kubernetesVersion string) string {
 	t.Helper()
-	files := map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet"), "k/kube-proxy.exe": []byte("simulated kube-proxy")}
+	files := map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet"), "k/kube-proxy.exe": []byte("simulated kube-proxy"), "k/nodeboot.exe": []byte("nodeboot.exe")}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := files[strings.TrimPrefix(r.URL.Path, "/")]
 		if !ok {
