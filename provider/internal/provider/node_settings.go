@@ -76,7 +76,7 @@ func nodeAttributes() map[string]schema.Attribute {
 		"token_ttl": schema.StringAttribute{
 			Optional: true, Computed: true, Default: stringdefault.StaticString("30m"),
 			Validators:  []validator.String{durationValidator{}},
-			Description: "Lifetime of the bootstrap token minted for each join; it is deleted as soon as the new nodes are Ready. Default `30m`.",
+			Description: "Lifetime of the bootstrap token minted for a join (a pool mints one for each change of the pool); it is deleted as soon as the joining nodes are Ready. Default `30m`.",
 		},
 		"drain": schema.SingleNestedAttribute{
 			Optional: true, Computed: true,

@@ -154,7 +154,7 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Attributes: map[string]schema.Attribute{
 					"port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
 						Description: fmt.Sprintf("WinRM port. Default `%d`, or `%d` with `insecure_use_http`.", winrmHTTPSPort, winrmHTTPPort)},
-					"user": optional("User to log in as (required), an administrator of the server: `Administrator`, `SERVER\\\\user` or `DOMAIN\\\\user`."),
+					"user": optional("User to log in as (required), an administrator of the server: `Administrator`, `SERVER\\user` or `DOMAIN\\user`."),
 					"password_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
 						Description: "The user's password, write-only: never in the plan or state. Default: the environment variable named by `password_env`, which a destroy always reads."},
 					"password_env": optional("Environment variable holding the password, for a destroy (Terraform gives it no configuration) and when `password_wo` is not set. Default `" + defaultPasswordEnv + "`."),
