@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/drain"
+	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/internal/nodecmd"
 )
 
@@ -122,6 +123,19 @@ func checkNodeConfig(cfg *v1alpha1.NodeConfig, manifest *v1alpha1.ImageManifest,
 	// The kubelet's flags, as the image's Kubernetes version takes them.
 	if _, err := nodecmd.Kubelet(nodecmd.Input{Config: cfg, Manifest: manifest, NodeName: "check", NodeIP: netip.MustParseAddr("192.0.2.1"), Paths: nodecmd.DefaultPaths()}); err != nil {
 		diags.AddAttributeError(path.Root("kubelet_extra_args"), "Invalid Kubelet Arguments", err.Error())
+	}
+	return diags
+}
+
+// checkSkew checks that an image's Kubernetes version may join a cluster's.
+func checkSkew(m *v1alpha1.ImageManifest, clusterVersion string, at path.Path) diag.Diagnostics {
+	var diags diag.Diagnostics
+	node, err1 := kubeversion.Parse(m.KubernetesVersion)
+	cluster, err2 := kubeversion.Parse(clusterVersion)
+	if err1 == nil && err2 == nil {
+		if err := kubeversion.CheckSkew(node, cluster); err != nil {
+			diags.AddAttributeError(at, "Image Does Not Fit the Cluster", err.Error())
+		}
 	}
 	return diags
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/guest"
-	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/internal/remote"
 	"github.com/kubewin/kubewin/provider/internal/hosts"
 	"github.com/kubewin/kubewin/provider/internal/pool"
@@ -394,19 +393,6 @@ func (m *windowsNodeModel) attributeOf(field string) path.Path {
 		return pathInstall.AtName("release")
 	}
 	return attributeOf(field)
-}
-
-// checkSkew checks that an image's Kubernetes version may join a cluster's.
-func checkSkew(m *v1alpha1.ImageManifest, clusterVersion string, at path.Path) diag.Diagnostics {
-	var diags diag.Diagnostics
-	node, err1 := kubeversion.Parse(m.KubernetesVersion)
-	cluster, err2 := kubeversion.Parse(clusterVersion)
-	if err1 == nil && err2 == nil {
-		if err := kubeversion.CheckSkew(node, cluster); err != nil {
-			diags.AddAttributeError(at, "Image Does Not Fit the Cluster", err.Error())
-		}
-	}
-	return diags
 }
 
 // secret returns the connection's secret: the write-only attribute from the configuration

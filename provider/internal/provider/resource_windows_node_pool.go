@@ -29,7 +29,6 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/internal/winname"
 	"github.com/kubewin/kubewin/provider/internal/local"
@@ -272,13 +271,7 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		return
 	}
 	if clusterVersion := r.clusterVersion(ctx, m.ClusterID); clusterVersion != "" {
-		node, err1 := kubeversion.Parse(manifest.KubernetesVersion)
-		cluster, err2 := kubeversion.Parse(clusterVersion)
-		if err1 == nil && err2 == nil {
-			if err := kubeversion.CheckSkew(node, cluster); err != nil {
-				resp.Diagnostics.AddAttributeError(pathLocalImage, "Image Does Not Fit the Cluster", err.Error())
-			}
-		}
+		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, pathLocalImage)...)
 	}
 	tmpl, diags := nodeConfigTemplate(ctx, &m, manifest, placeholderCluster)
 	resp.Diagnostics.Append(diags...)

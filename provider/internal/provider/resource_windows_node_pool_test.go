@@ -92,18 +92,7 @@ func TestAccWindowsNodePool(t *testing.T) {
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
 	imageA, imageB := testImage(t, b, "a"), testImage(t, b, "b")
-	var admin kubernetes.Interface
-	client := func() kubernetes.Interface {
-		if admin == nil {
-			cp, err := b.Cluster("pooltest")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, _ := cp.AdminRESTConfig()
-			admin = kubernetes.NewForConfigOrDie(cfg)
-		}
-		return admin
-	}
+	client := adminClient(t, b, "pooltest")
 	readyNodes := func() int {
 		nodes, err := client().CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: "kubewin.io/pool=win"})
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
@@ -41,7 +42,25 @@ import (
 	"github.com/kubewin/kubewin/internal/proc"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/provider/internal/local"
 )
+
+// adminClient returns a function that connects to a local cluster as its admin once the
+// cluster exists (a test step creates it).
+func adminClient(t testing.TB, b *local.Backend, cluster string) func() kubernetes.Interface {
+	var admin kubernetes.Interface
+	return func() kubernetes.Interface {
+		if admin == nil {
+			cp, err := b.Cluster(cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, _ := cp.AdminRESTConfig()
+			admin = kubernetes.NewForConfigOrDie(cfg)
+		}
+		return admin
+	}
+}
 
 // testRelease serves a bake plan's files and pause image on 127.0.0.1 and returns the plan, in
 // JSON: the payload of a Windows Server 2022 node of the Kubernetes version given.
@@ -170,9 +189,10 @@ resource "kubewin_windows_node" "srv" {
 // TestAccWindowsNode joins an existing server, reached over real OpenSSH on 127.0.0.1, to a
 // local cluster: the resource checks it, installs the payload from its host cache, joins it
 // (real discovery, TLS bootstrap and registration against the control plane; the server is a
-// simulated machine whose simulated kubelet keeps the node Ready), then drains it — a pod held
-// by a PodDisruptionBudget is evicted through the Eviction API — and leaves the server exactly
-// as it was before.
+// simulated machine whose simulated kubelet keeps the node Ready). When the server stops and
+// its Node is deleted, the next plan replaces the node, which joins again. Removing the node
+// drains it — a pod held by a PodDisruptionBudget is evicted through the Eviction API — and
+// leaves the server exactly as it was before.
 func TestAccWindowsNode(t *testing.T) {
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
@@ -187,13 +207,7 @@ func TestAccWindowsNode(t *testing.T) {
 	root := simServer(t, dir)
 	before := contents(t, root)
 	pidFile := filepath.Join(root, "sim", "nodeboot-run.pid")
-	t.Cleanup(func() { // a failed test may leave the server's nodeboot running
-		if b, err := os.ReadFile(pidFile); err == nil {
-			var pid int
-			fmt.Sscan(string(b), &pid)
-			_ = proc.Stop(context.Background(), pid, 5*time.Second)
-		}
-	})
+	t.Cleanup(func() { stopServer(t, pidFile) }) // a failed test may leave the server's nodeboot running
 	plan := testRelease(t, version)
 	// Terraform gives a destroy no configuration: its key comes from the environment.
 	t.Setenv(defaultPrivateKeyEnv, string(key))
@@ -203,18 +217,7 @@ func TestAccWindowsNode(t *testing.T) {
 	withNode := windowsNodeSSHConfig(provider, image, root, nodeboot, plan, cache, sshd, key, true)
 	without := windowsNodeSSHConfig(provider, image, root, nodeboot, plan, cache, sshd, key, false)
 
-	var admin kubernetes.Interface
-	client := func() kubernetes.Interface {
-		if admin == nil {
-			cp, err := b.Cluster("hosttest")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, _ := cp.AdminRESTConfig()
-			admin = kubernetes.NewForConfigOrDie(cfg)
-		}
-		return admin
-	}
+	client := adminClient(t, b, "hosttest")
 	ctx := context.Background()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -270,6 +273,30 @@ func TestAccWindowsNode(t *testing.T) {
 				},
 			},
 			{
+				// Drift: the server stops (its nodeboot is killed) and its Node is deleted. The next
+				// plan replaces the node: the server is reset and restored, and joins again.
+				PreConfig: func() {
+					stopServer(t, pidFile)
+					if err := client().CoreV1().Nodes().Delete(ctx, "winsrv01", metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: withNode,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("kubewin_windows_node.srv", plancheck.ResourceActionReplace),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("kubewin_windows_node.srv", tfjsonpath.New("ready"), knownvalue.Bool(true)),
+					checkFunc(func() error {
+						node, err := client().CoreV1().Nodes().Get(ctx, "winsrv01", metav1.GetOptions{})
+						if err != nil || !readySchedulable(node) {
+							return fmt.Errorf("node winsrv01 did not join again: %v", err)
+						}
+						return nil
+					}),
+				},
+			},
+			{
 				// The node goes: a pod on it, held by a PodDisruptionBudget that allows one of
 				// its two pods to be evicted, is evicted; the server is left as it was.
 				PreConfig: func() {
@@ -322,6 +349,19 @@ func TestAccWindowsNode(t *testing.T) {
 			},
 		},
 	})
+}
+
+// stopServer stops the simulated server's nodeboot service, as a power cut would.
+func stopServer(t testing.TB, pidFile string) {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	if err := proc.Stop(context.Background(), pid, 5*time.Second); err != nil {
+		t.Error(err)
+	}
 }
 
 func nodeIP(n *corev1.Node) string {

@@ -113,18 +113,7 @@ func TestAccWindowsNode_winrm(t *testing.T) {
 	t.Setenv("TF_ACC_LOG_PATH", logFile)
 	t.Setenv(defaultPasswordEnv, winrmPassword) // for the destroys
 	srv, m := winrmServer(t)
-	var admin kubernetes.Interface
-	client := func() kubernetes.Interface {
-		if admin == nil {
-			cp, err := b.Cluster("winrmtest")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, _ := cp.AdminRESTConfig()
-			admin = kubernetes.NewForConfigOrDie(cfg)
-		}
-		return admin
-	}
+	client := adminClient(t, b, "winrmtest")
 	plan := strings.ReplaceAll(testRelease(t, version), `"source": "http://127.0.0.1`, `"source": "http://upstream.test`)
 	config := provider + `
 resource "kubewin_cluster" "test" {
