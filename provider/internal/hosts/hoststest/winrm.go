@@ -67,10 +67,15 @@ func NewWinRM(t testing.TB, user, password string) *WinRM {
 	// One command runs at a time: the matcher notes it, the handler answers it.
 	var current string
 	remote.CommandFunc(func(candidate string) bool {
+		w.mu.Lock()
 		current = candidate
+		w.mu.Unlock()
 		return true
 	}, func(out, _ io.Writer) int {
-		return w.answer(current, out)
+		w.mu.Lock()
+		line := current
+		w.mu.Unlock()
+		return w.answer(line, out)
 	})
 	backend := "http://" + net.JoinHostPort(remote.Host, strconv.Itoa(remote.Port)) + "/wsman"
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { w.serve(rw, r, backend) }))
