@@ -94,8 +94,11 @@ func matchSequence(got []string, want []string) error {
 }
 
 // TestAccWindowsNode_winrm drives the resource over WinRM with masterzen/winrm, against the
-// test server (winrmtest behind an HTTPS proxy that enforces Basic authentication; what it
-// cannot do is said in package hoststest), which plays a clean Windows Server 2022 and registers
+// test server (winrmtest behind an HTTPS proxy that enforces Basic authentication). Its limits:
+// no standard error (winrmtest drops it, so failures are checked through standard output), no
+// NTLM (Basic only; auth = "ntlm" is not exercised), no streaming, and no PowerShell — the
+// scripts are recorded and answered by hoststest.Machine, not run. It plays a clean Windows
+// Server 2022 and registers
 // the node in the real local cluster when nodeboot join runs: a failing bake's exit code and
 // output, then a failed join's phase, code and output reach the diagnostics; then the join
 // succeeds with the expected commands, in order, the NodeConfig arriving on standard input;
