@@ -51,6 +51,15 @@ func (d *providerData) connect(ctx context.Context, clusterID types.String) (*cl
 	return existingCluster(ctx, rest.CopyConfig(d.kube))
 }
 
+// localClusterGone reports whether the local cluster named by cluster_id no longer exists.
+func (d *providerData) localClusterGone(id types.String) bool {
+	if id.IsNull() || id.ValueString() == "" {
+		return false
+	}
+	_, err := d.local.Cluster(id.ValueString())
+	return err != nil
+}
+
 // existingCluster learns what a NodeConfig needs from a cluster kubewin did not create: its
 // endpoint, CA pin, version and networks (from kubeadm's kubeadm-config ConfigMap).
 func existingCluster(ctx context.Context, cfg *rest.Config) (*clusterConn, error) {

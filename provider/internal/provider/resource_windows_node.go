@@ -707,18 +707,13 @@ func (r *windowsNodeResource) Read(ctx context.Context, req resource.ReadRequest
 			_, ready, err = hosts.Observe(ctx, client, m.ID.ValueString())
 		}
 	}
-	if err != nil && !r.localClusterGone(m.ClusterID) {
+	if err != nil && !r.data.localClusterGone(m.ClusterID) {
 		resp.Diagnostics.AddError("Cannot Read the Node", err.Error())
 		return
 	}
 	// A node that is gone, NotReady or whose local cluster is gone plans as a replacement.
 	m.Ready = types.BoolValue(ready)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
-
-// localClusterGone reports whether the node's local cluster no longer exists.
-func (r *windowsNodeResource) localClusterGone(id types.String) bool {
-	return (&nodePoolResource{data: r.data}).localClusterGone(id)
 }
 
 func (r *windowsNodeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -761,7 +756,7 @@ func (r *windowsNodeResource) Delete(ctx context.Context, req resource.DeleteReq
 	if m.Install != nil {
 		removal.Installed = v1alpha1.RuntimeName(m.Runtime.ValueString())
 	}
-	if r.localClusterGone(m.ClusterID) {
+	if r.data.localClusterGone(m.ClusterID) {
 		// The cluster went first, its Node with it: only the server is left to reset.
 		n := &hosts.Node{Server: shell, Name: m.ID.ValueString()}
 		if err := n.ResetServer(ctx, removal); err != nil {

@@ -283,14 +283,6 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 
 var pathLocalImage = path.Root("local").AtName("image")
 
-// localClusterGone reports whether the pool's local cluster no longer exists.
-func (r *nodePoolResource) localClusterGone(id types.String) bool {
-	if id.IsNull() || id.ValueString() == "" {
-		return false
-	}
-	_, err := r.data.local.Cluster(id.ValueString())
-	return err != nil
-}
 
 // clusterVersion is the cluster's version, or — for a local cluster not created yet — the
 // version its control plane programs will run.
@@ -459,7 +451,7 @@ func (r *nodePoolResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if r.localClusterGone(m.ClusterID) {
+	if r.data.localClusterGone(m.ClusterID) {
 		resp.State.RemoveResource(ctx) // the cluster is gone, and its nodes with it
 		return
 	}
@@ -495,7 +487,7 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if r.localClusterGone(m.ClusterID) {
+	if r.data.localClusterGone(m.ClusterID) {
 		// The cluster went first: only the machines remain, with nothing to drain.
 		c := r.localCompute(&m)
 		machines, err := c.List(ctx)
