@@ -283,7 +283,6 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 
 var pathLocalImage = path.Root("local").AtName("image")
 
-
 // clusterVersion is the cluster's version, or — for a local cluster not created yet — the
 // version its control plane programs will run.
 func (r *nodePoolResource) clusterVersion(ctx context.Context, id types.String) string {

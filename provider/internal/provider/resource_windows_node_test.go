@@ -34,7 +34,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
@@ -299,25 +298,8 @@ func TestAccWindowsNode(t *testing.T) {
 			{
 				// The node goes: a pod on it, held by a PodDisruptionBudget that allows one of
 				// its two pods to be evicted, is evicted; the server is left as it was.
-				PreConfig: func() {
-					for i, node := range []string{"winsrv01", "other000000"} {
-						_, err := client().CoreV1().Pods("default").Create(ctx, &corev1.Pod{
-							ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("iis-%d", i), Labels: map[string]string{"app": "iis"}},
-							Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "iis", Image: "mcr.microsoft.com/windows/servercore/iis"}}},
-						}, metav1.CreateOptions{})
-						if err != nil {
-							t.Fatal(err)
-						}
-					}
-					if _, err := client().PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
-						ObjectMeta: metav1.ObjectMeta{Name: "iis"},
-						Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "iis"}}},
-					}, metav1.CreateOptions{}); err != nil {
-						t.Fatal(err)
-					}
-					waitHealthy(t, client(), "iis", 2)
-				},
-				Config: without,
+				PreConfig: func() { budgetedPods(t, client(), "winsrv01", "other000000") },
+				Config:    without,
 				ConfigStateChecks: []statecheck.StateCheck{checkFunc(func() error {
 					if _, err := client().CoreV1().Pods("default").Get(ctx, "iis-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 						return fmt.Errorf("pod iis-0 of the removed node still exists (%v)", err)
@@ -373,15 +355,35 @@ func nodeIP(n *corev1.Node) string {
 	return ""
 }
 
-// waitHealthy waits until a PodDisruptionBudget counts n healthy pods.
-func waitHealthy(t testing.TB, c kubernetes.Interface, pdb string, n int32) {
+// budgetedPods runs a pod iis-<i> on each node (tolerating os=windows:NoSchedule) under a
+// PodDisruptionBudget "iis" that keeps all but one of them, and waits until they all count as
+// healthy.
+func budgetedPods(t testing.TB, c kubernetes.Interface, nodes ...string) {
 	t.Helper()
+	ctx := context.Background()
+	for i, node := range nodes {
+		_, err := c.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("iis-%d", i), Labels: map[string]string{"app": "iis"}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "iis", Image: "mcr.microsoft.com/windows/servercore/iis"}},
+				Tolerations: []corev1.Toleration{{Key: "os", Operator: corev1.TolerationOpEqual, Value: "windows", Effect: corev1.TaintEffectNoSchedule}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	minAvailable := intstr.FromInt32(int32(len(nodes) - 1))
+	if _, err := c.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "iis"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "iis"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if b, err := c.PolicyV1().PodDisruptionBudgets("default").Get(context.Background(), pdb, metav1.GetOptions{}); err == nil && b.Status.CurrentHealthy == n {
+		if b, err := c.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "iis", metav1.GetOptions{}); err == nil && int(b.Status.CurrentHealthy) == len(nodes) {
 			return
 		}
 	}
-	t.Fatalf("PodDisruptionBudget %s never counted %d healthy pods", pdb, n)
+	t.Fatalf("the pods never ran on nodes %v", nodes)
 }
 
 // diffLines lists the lines only one side has.
