@@ -77,12 +77,12 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	if err := o.Machine.WriteFile(o.Paths.ImageManifest, o.Manifest); err != nil {
 		return st, fmt.Errorf("install the image manifest: %w", err)
 	}
-	for _, r := range []platform.FirewallRule{{Name: "kubelet", Protocol: "TCP", Port: 10250}, {Name: "kubewin-vxlan", Protocol: "UDP", Port: int(v1alpha1.VXLANPort)}} {
-		if err := o.Machine.AllowInbound(ctx, r); err != nil {
+	for _, p := range nodecmd.InboundPorts {
+		if err := o.Machine.AllowInbound(ctx, platform.FirewallRule{Name: p.Name, Protocol: p.Protocol, Port: p.Port}); err != nil {
 			return st, err
 		}
 	}
-	if err := o.Machine.ExcludeFromScanning(ctx, []string{o.Paths.BinDir, o.Paths.CNIBinDir, `C:\ProgramData\containerd`, `C:\Program Files\containerd`}); err != nil {
+	if err := o.Machine.ExcludeFromScanning(ctx, o.Paths.ScanExclusions()); err != nil {
 		return st, err
 	}
 	if err := configureRuntime(ctx, o, m); err != nil {

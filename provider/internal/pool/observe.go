@@ -25,7 +25,7 @@ type member struct {
 	Node *corev1.Node
 }
 
-func (x member) ready() bool { return x.Node != nil && nodeReady(x.Node) }
+func (x member) ready() bool { return x.Node != nil && NodeReady(x.Node) }
 
 // observe lists the pool's machines and its Nodes: one backend call and one API request,
 // whatever the size of the pool.
@@ -77,7 +77,8 @@ func names(members []member, match func(member) bool) []string {
 	return out
 }
 
-func nodeReady(n *corev1.Node) bool {
+// NodeReady reports whether a Node is Ready.
+func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
@@ -165,7 +166,7 @@ func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error
 		}
 		pending = slices.DeleteFunc(pending, func(name string) bool {
 			n, ok := nodes[name]
-			if ok && nodeReady(n) {
+			if ok && NodeReady(n) {
 				tflog.Debug(ctx, "node Ready", map[string]any{"node": name})
 				return true
 			}

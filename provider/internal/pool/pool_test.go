@@ -182,7 +182,7 @@ func (s *scaleSet) observeReady() {
 	}
 	ready := 0
 	for _, n := range nodes.(*corev1.NodeList).Items {
-		if nodeReady(&n) && !n.Spec.Unschedulable {
+		if NodeReady(&n) && !n.Spec.Unschedulable {
 			ready++
 		}
 	}

@@ -10,12 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/armtest"
+	"github.com/kubewin/kubewin/internal/proc"
 )
 
 // These tests run the provider as terraform does in production — a separate process, installed
@@ -75,7 +75,7 @@ func TestAccAzureKilledMidApply(t *testing.T) {
 	var out bytes.Buffer
 	cmd := exec.Command(c.tf, "-chdir="+c.dir, "apply", "-auto-approve", "-input=false")
 	cmd.Env, cmd.Stdout, cmd.Stderr = c.env, &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = proc.SysProcAttr(false) // its own process group
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestAccAzureKilledMidApply(t *testing.T) {
 		t.Fatalf("the apply never created the scale set: %v\n%s", err, out.String())
 	}
 	// terraform and the provider die together, with the scale set's creation in progress.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = proc.Kill(-cmd.Process.Pid)
 	_ = cmd.Wait()
 	hold.Remove()
 

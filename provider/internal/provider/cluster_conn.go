@@ -15,17 +15,17 @@ import (
 	"github.com/kubewin/kubewin/internal/capin"
 )
 
-// clusterConn is what a node pool needs of its cluster, local or existing.
+// clusterConn is what nodes need of their cluster, local or existing.
 type clusterConn struct {
 	rest  *rest.Config
 	facts clusterFacts
 }
 
-// connect reaches the pool's cluster: the local cluster named by cluster_id, or the provider's
+// connect reaches a cluster: the local cluster named by cluster_id, or the provider's
 // kubernetes connection.
-func (r *nodePoolResource) connect(ctx context.Context, clusterID types.String) (*clusterConn, error) {
+func (d *providerData) connect(ctx context.Context, clusterID types.String) (*clusterConn, error) {
 	if !clusterID.IsNull() && clusterID.ValueString() != "" {
-		cp, err := r.data.local.Cluster(clusterID.ValueString())
+		cp, err := d.local.Cluster(clusterID.ValueString())
 		if err != nil {
 			return nil, err
 		}
@@ -45,10 +45,19 @@ func (r *nodePoolResource) connect(ctx context.Context, clusterID types.String) 
 			Endpoint: cp.HostPort(), CAHash: pin, Version: cp.Version, ClusterCIDR: cp.Config.ClusterCIDR, ServiceCIDR: cp.Config.ServiceCIDR,
 		}}, nil
 	}
-	if r.data.kube == nil {
-		return nil, fmt.Errorf("the pool has no cluster: set cluster_id to a kubewin_cluster, or configure the provider's kubernetes block for an existing cluster")
+	if d.kube == nil {
+		return nil, fmt.Errorf("no cluster to join: set cluster_id to a kubewin_cluster, or configure the provider's kubernetes block for an existing cluster")
 	}
-	return existingCluster(ctx, rest.CopyConfig(r.data.kube))
+	return existingCluster(ctx, rest.CopyConfig(d.kube))
+}
+
+// localClusterGone reports whether the local cluster named by cluster_id no longer exists.
+func (d *providerData) localClusterGone(id types.String) bool {
+	if id.IsNull() || id.ValueString() == "" {
+		return false
+	}
+	_, err := d.local.Cluster(id.ValueString())
+	return err != nil
 }
 
 // existingCluster learns what a NodeConfig needs from a cluster kubewin did not create: its

@@ -3,11 +3,13 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
@@ -101,3 +103,12 @@ func (durationValidator) ValidateString(_ context.Context, req validator.StringR
 }
 
 var objectAsOptions = basetypes.ObjectAsOptions{}
+
+// attributes merges schema attributes.
+func attributes(sets ...map[string]schema.Attribute) map[string]schema.Attribute {
+	out := map[string]schema.Attribute{}
+	for _, s := range sets {
+		maps.Copy(out, s)
+	}
+	return out
+}

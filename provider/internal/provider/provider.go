@@ -132,7 +132,10 @@ func (p *kubewinProvider) Configure(ctx context.Context, req provider.ConfigureR
 }
 
 func (p *kubewinProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newClusterResource, newNodePoolResource, newPodRouteResource}
+	return []func() resource.Resource{
+		newClusterResource, newNodePoolResource, newPodRouteResource,
+		newWindowsNodeResource, // existing servers over WinRM or SSH
+	}
 }
 
 func (p *kubewinProvider) DataSources(context.Context) []func() datasource.DataSource {

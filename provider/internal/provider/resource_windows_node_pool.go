@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,17 +14,13 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
@@ -34,9 +29,6 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/drain"
-	"github.com/kubewin/kubewin/internal/kubeversion"
-	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/internal/winname"
 	"github.com/kubewin/kubewin/provider/internal/azure"
@@ -99,10 +91,6 @@ func (r *nodePoolResource) Metadata(_ context.Context, req resource.MetadataRequ
 
 func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
-	modes := make([]string, len(v1alpha1.NetworkModes))
-	for i, m := range v1alpha1.NetworkModes {
-		modes[i] = string(m)
-	}
 	resp.Schema = schema.Schema{
 		Description: "A pool of Windows Server nodes joined to a cluster. The pool's machines are created, like a cloud scale set's, " +
 			"from a kubewin image with one NodeConfig in their custom data; nodeboot joins each with a short-lived bootstrap token minted " +
@@ -118,7 +106,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"surge-first (new nodes Ready before old ones are drained). `node_count`, `max_surge`, `token_ttl`, `drain` and `timeouts` " +
 			"change in place, and so does an upgrade of the cluster's Kubernetes version: it replaces no node.",
 		Blocks: map[string]schema.Block{"local": localPoolBlock(), "azure": azurePoolBlock()},
-		Attributes: map[string]schema.Attribute{
+		Attributes: attributes(nodeAttributes(), map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Required: true, PlanModifiers: replace,
 				Description: "Name of the pool: a lower-case DNS label. It is also the default node name prefix.",
@@ -136,52 +124,10 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Optional: true, Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
 				Description: fmt.Sprintf("Prefix of the nodes' names, at most %d characters: a node is named prefix + %d base-36 digits, a Windows computer name of at most %d characters. Default: the pool's name.", winname.MaxPrefix, winname.SuffixLen, winname.MaxComputerName),
 			},
-			"network_mode": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString(string(v1alpha1.NetworkModeL2Bridge)),
-				Validators:  []validator.String{stringvalidator.OneOf(modes...)},
-				Description: "Pod network topology: `" + strings.Join(modes, "`, `") + "`.",
-			},
-			"labels": schema.MapAttribute{
-				Optional: true, ElementType: types.StringType,
-				Description: "Labels of the nodes, set at registration. Labels in the kubernetes.io and k8s.io namespaces are limited to those a kubelet may set.",
-			},
-			"taints": schema.ListNestedAttribute{
-				Optional:    true,
-				Description: "Taints of the nodes, set at registration, e.g. `os=windows:NoSchedule`.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"key":    schema.StringAttribute{Required: true, Description: "Taint key."},
-					"value":  schema.StringAttribute{Optional: true, Description: "Taint value."},
-					"effect": schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.OneOf(v1alpha1.TaintEffects...)}, Description: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`."},
-				}},
-			},
-			"max_pods": schema.Int64Attribute{
-				Optional: true, Computed: true, Default: int64default.StaticInt64(v1alpha1.DefaultMaxPods),
-				Validators:  []validator.Int64{int64validator.Between(1, 250)},
-				Description: fmt.Sprintf("The kubelet's pod limit. Default `%d`.", v1alpha1.DefaultMaxPods),
-			},
-			"kubelet_extra_args": schema.MapAttribute{
-				Optional: true, ElementType: types.StringType,
-				Description: "Extra kubelet flags (`name = value`, without dashes). Flags kubewin sets itself, and flags the image's Kubernetes version removed, are rejected at plan time.",
-			},
 			"max_surge": schema.Int64Attribute{
 				Optional: true, Computed: true, Default: int64default.StaticInt64(1),
 				Validators:  []validator.Int64{int64validator.AtLeast(1)},
 				Description: "How many nodes a replacement creates before it drains and removes old ones. Default `1`.",
-			},
-			"token_ttl": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString("30m"),
-				Validators:  []validator.String{durationValidator{}},
-				Description: "Lifetime of the bootstrap token minted for each change of the pool; it is deleted as soon as the new nodes are Ready. Default `30m`.",
-			},
-			"drain": schema.SingleNestedAttribute{
-				Optional: true, Computed: true,
-				Default:     objectdefault.StaticValue(types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{"timeout": types.StringValue("5m"), "ignore_daemonsets": types.BoolValue(true), "delete_emptydir_data": types.BoolValue(false)})),
-				Description: "How nodes are drained before their machines are deleted.",
-				Attributes: map[string]schema.Attribute{
-					"timeout":              schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("5m"), Validators: []validator.String{durationValidator{}}, Description: "Longest a drain may take, PodDisruptionBudgets included. Default `5m`."},
-					"ignore_daemonsets":    schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true), Description: "Leave DaemonSet pods in place. Default `true`."},
-					"delete_emptydir_data": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), Description: "Evict pods with emptyDir volumes, losing their data. Default `false`."},
-				},
 			},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 			"id":       schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}, Description: "The pool's name."},
@@ -195,7 +141,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"ready":    schema.BoolAttribute{Computed: true, Description: "Whether the node is Ready."},
 				}},
 			},
-		},
+		}),
 	}
 }
 
@@ -312,26 +258,14 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	manifest := img.manifest
 	imagePath := imageAttribute(&m)
 	if clusterVersion := r.clusterVersion(ctx, m.ClusterID); clusterVersion != "" {
-		node, err1 := kubeversion.Parse(manifest.KubernetesVersion)
-		cluster, err2 := kubeversion.Parse(clusterVersion)
-		if err1 == nil && err2 == nil {
-			if err := kubeversion.CheckSkew(node, cluster); err != nil {
-				resp.Diagnostics.AddAttributeError(imagePath, "Image Does Not Fit the Cluster", err.Error())
-			}
-		}
+		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, imagePath)...)
 	}
 	tmpl, diags := nodeConfigTemplate(ctx, &m, manifest, placeholderCluster)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
 		return
 	}
-	for _, e := range tmpl.Validate() {
-		resp.Diagnostics.AddAttributeError(attributeOf(e.Field, imagePath), "Invalid Node Setting", e.Error())
-	}
-	// The kubelet's flags, as the image's Kubernetes version takes them.
-	if _, err := nodecmd.Kubelet(nodecmd.Input{Config: tmpl, Manifest: manifest, NodeName: "check", NodeIP: netip.MustParseAddr("192.0.2.1"), Paths: nodecmd.DefaultPaths()}); err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("kubelet_extra_args"), "Invalid Kubelet Arguments", err.Error())
-	}
+	resp.Diagnostics.Append(checkNodeConfig(tmpl, manifest, func(field string) path.Path { return attributeOf(field, imagePath) })...)
 }
 
 // imageUnknown reports whether the pool's image is known only at apply.
@@ -350,20 +284,11 @@ func imageAttribute(m *nodePoolModel) path.Path {
 	return pathAzure.AtName("image_id")
 }
 
-// localClusterGone reports whether the pool's local cluster no longer exists.
-func (r *nodePoolResource) localClusterGone(id types.String) bool {
-	if id.IsNull() || id.ValueString() == "" {
-		return false
-	}
-	_, err := r.data.local.Cluster(id.ValueString())
-	return err != nil
-}
-
 // clusterVersion is the cluster's version, or — for a local cluster not created yet — the
 // version its control plane programs will run.
 func (r *nodePoolResource) clusterVersion(ctx context.Context, id types.String) string {
 	if !id.IsUnknown() {
-		if conn, err := r.connect(ctx, id); err == nil {
+		if conn, err := r.data.connect(ctx, id); err == nil {
 			return conn.facts.Version
 		}
 	}
@@ -404,22 +329,13 @@ const placeholderToken = "abcdef.0123456789abcdef"
 // nodeConfigTemplate is the pool's NodeConfig, with a placeholder token: every node boots with
 // it and names itself after its computer.
 func nodeConfigTemplate(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.ImageManifest, c clusterFacts) (*v1alpha1.NodeConfig, diag.Diagnostics) {
-	labels, diags := stringMapOf(ctx, m.Labels)
-	extra, d := stringMapOf(ctx, m.KubeletExtraArgs)
-	diags.Append(d...)
-	cfg := &v1alpha1.NodeConfig{
-		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindNodeConfig,
-		Cluster: v1alpha1.Cluster{
-			APIServerEndpoint: c.Endpoint, CACertHashes: []string{c.CAHash}, BootstrapToken: placeholderToken,
-			KubernetesVersion: c.Version, ClusterCIDR: c.ClusterCIDR, ServiceCIDR: c.ServiceCIDR,
-		},
-		Node:    v1alpha1.Node{Labels: labels, Taints: taintsOf(m.Taints), MaxPods: int32(m.MaxPods.ValueInt64())},
-		Network: v1alpha1.Network{Mode: v1alpha1.NetworkMode(m.NetworkMode.ValueString())},
-		Runtime: v1alpha1.Runtime{Name: manifest.Runtime.Name},
-		Kubelet: v1alpha1.Kubelet{ExtraArgs: extra},
-	}
-	cfg.Default()
+	cfg, diags := m.settings().nodeConfig(ctx, manifest.Runtime.Name, c)
+	cfg.Cluster.BootstrapToken = placeholderToken
 	return cfg, diags
+}
+
+func (m *nodePoolModel) settings() nodeSettings {
+	return nodeSettings{NetworkMode: m.NetworkMode, Labels: m.Labels, Taints: m.Taints, MaxPods: m.MaxPods, KubeletExtraArgs: m.KubeletExtraArgs}
 }
 
 // attributeOf maps a NodeConfig field path to the pool attribute it comes from.
@@ -450,9 +366,11 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 	tmpl, d := nodeConfigTemplate(ctx, m, img.manifest, conn.facts)
 	diags.Append(d...)
 	ttl, _ := time.ParseDuration(m.TokenTTL.ValueString())
+	drainOpts, d := drainOptions(ctx, m.Drain)
+	diags.Append(d...)
 	s := pool.Spec{
 		Pool: m.Name.ValueString(), Count: int(m.NodeCount.ValueInt64()), Image: img.digest,
-		Template: *tmpl, MaxSurge: int(m.MaxSurge.ValueInt64()), TokenTTL: ttl, Drain: drainOptions(ctx, m, &diags),
+		Template: *tmpl, MaxSurge: int(m.MaxSurge.ValueInt64()), TokenTTL: ttl, Drain: drainOpts,
 	}
 	return s, mgr, diags
 }
@@ -465,7 +383,7 @@ func (r *nodePoolResource) manager(ctx context.Context, m *nodePoolModel, adminP
 	if diags.HasError() {
 		return nil, nil, diags
 	}
-	conn, err := r.connect(ctx, m.ClusterID)
+	conn, err := r.data.connect(ctx, m.ClusterID)
 	if err != nil {
 		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Pool's Cluster", err.Error())
 		return nil, nil, diags
@@ -480,13 +398,6 @@ func (r *nodePoolResource) manager(ctx context.Context, m *nodePoolModel, adminP
 	compute, d := r.compute(ctx, m, adminPassword)
 	diags.Append(d...)
 	return &pool.Manager{Client: client, Compute: compute}, conn, diags
-}
-
-func drainOptions(ctx context.Context, m *nodePoolModel, diags *diag.Diagnostics) drain.Options {
-	var dm drainModel
-	diags.Append(m.Drain.As(ctx, &dm, objectAsOptions)...)
-	timeout, _ := time.ParseDuration(dm.Timeout.ValueString())
-	return drain.Options{Timeout: timeout, IgnoreDaemonSets: dm.IgnoreDaemonSets.ValueBool(), DeleteEmptyDirData: dm.DeleteEmptyDirData.ValueBool()}
 }
 
 // localComputeOf is a local pool's machines; also for a pool whose cluster is gone.
@@ -566,7 +477,7 @@ func (r *nodePoolResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if r.localClusterGone(m.ClusterID) {
+	if r.data.localClusterGone(m.ClusterID) {
 		resp.State.RemoveResource(ctx) // the cluster is gone, and its nodes with it
 		return
 	}
@@ -602,7 +513,7 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if r.localClusterGone(m.ClusterID) {
+	if r.data.localClusterGone(m.ClusterID) {
 		// The cluster went first: only the machines remain, with nothing to drain.
 		c, diags := r.compute(ctx, &m, "")
 		if diags.HasError() {
@@ -627,7 +538,9 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	s := pool.Spec{Pool: m.Name.ValueString(), Drain: drainOptions(ctx, &m, &resp.Diagnostics)}
+	drainOpts, d := drainOptions(ctx, m.Drain)
+	resp.Diagnostics.Append(d...)
+	s := pool.Spec{Pool: m.Name.ValueString(), Drain: drainOpts}
 	if err := mgr.Destroy(ctx, s); err != nil {
 		resp.Diagnostics.AddError("Cannot Delete Node Pool", err.Error())
 	}
@@ -671,7 +584,7 @@ func (r *nodePoolResource) importAzure(ctx context.Context, id string) (poolSett
 	if name == "" {
 		return poolSettings{}, fmt.Errorf("scale set %s has no %s tag: kubewin did not create it", id, azure.TagPool)
 	}
-	conn, err := r.connect(ctx, types.StringValue(tags[tagClusterID]))
+	conn, err := r.data.connect(ctx, types.StringValue(tags[tagClusterID]))
 	if err != nil {
 		return poolSettings{}, err
 	}

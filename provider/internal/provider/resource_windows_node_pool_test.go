@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -18,15 +17,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/controlplane"
@@ -124,18 +120,7 @@ func TestAccWindowsNodePool(t *testing.T) {
 func testAccWindowsNodePool(t *testing.T, state, provider string, be poolBackend) {
 	b := testBackend(t, state)
 	imageA, imageB := be.imageA, be.imageB
-	var admin kubernetes.Interface
-	client := func() kubernetes.Interface {
-		if admin == nil {
-			cp, err := b.Cluster("pooltest")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, _ := cp.AdminRESTConfig()
-			admin = kubernetes.NewForConfigOrDie(cfg)
-		}
-		return admin
-	}
+	client := adminClient(t, b, "pooltest")
 	readyNodes := func() int {
 		nodes, err := client().CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: "kubewin.io/pool=win"})
 		if err != nil {
@@ -227,35 +212,8 @@ func testAccWindowsNodePool(t *testing.T, state, provider string, be poolBackend
 			{
 				// Scale in to 2: a pod on a removed node is evicted, through the Eviction API, while a
 				// PodDisruptionBudget keeps one of its two pods.
-				PreConfig: func() {
-					ctx := context.Background()
-					for i, node := range []string{"win000000", "win000004"} {
-						_, err := client().CoreV1().Pods("default").Create(ctx, &corev1.Pod{
-							ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("iis-%d", i), Labels: map[string]string{"app": "iis"}},
-							Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "iis", Image: "mcr.microsoft.com/windows/servercore/iis"}},
-								Tolerations: []corev1.Toleration{{Key: "os", Operator: corev1.TolerationOpEqual, Value: "windows", Effect: corev1.TaintEffectNoSchedule}}},
-						}, metav1.CreateOptions{})
-						if err != nil {
-							t.Fatal(err)
-						}
-					}
-					if _, err := client().PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
-						ObjectMeta: metav1.ObjectMeta{Name: "iis"},
-						Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "iis"}}},
-					}, metav1.CreateOptions{}); err != nil {
-						t.Fatal(err)
-					}
-					deadline := time.Now().Add(30 * time.Second)
-					for time.Now().Before(deadline) {
-						pdb, err := client().PolicyV1().PodDisruptionBudgets("default").Get(ctx, "iis", metav1.GetOptions{})
-						if err == nil && pdb.Status.CurrentHealthy == 2 {
-							return
-						}
-						time.Sleep(100 * time.Millisecond)
-					}
-					t.Fatal("the pods never ran on the simulated nodes")
-				},
-				Config: poolConfig(provider, be, imageA, 2),
+				PreConfig: func() { budgetedPods(t, client(), "win000000", "win000004") },
+				Config:    poolConfig(provider, be, imageA, 2),
 				ConfigStateChecks: append(poolChecks(2), writes(1), checkFunc(func() error {
 					ctx := context.Background()
 					if _, err := client().CoreV1().Pods("default").Get(ctx, "iis-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

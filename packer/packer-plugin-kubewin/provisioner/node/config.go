@@ -16,15 +16,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-)
-
-// Transfer modes.
-const (
-	// GuestFetch makes the guest download every artifact itself (nodeboot bake: parallel,
-	// resumable, sha256-verified), from the upstream URLs or a mirror.
-	GuestFetch = "guest-fetch"
-	// HostCache downloads on the Packer host into a content-addressed cache and uploads.
-	HostCache = "host-cache"
+	"github.com/kubewin/kubewin/internal/guest"
 )
 
 // unknownValue is what packer validate passes for a data source's output it did not evaluate.
@@ -94,16 +86,16 @@ func (c *Config) prepare() error {
 	}
 	switch c.Transfer {
 	case "":
-		c.Transfer = GuestFetch
-	case GuestFetch, HostCache:
+		c.Transfer = guest.GuestFetch
+	case guest.GuestFetch, guest.HostCache:
 	default:
-		add("transfer %q is not a transfer mode: use %q or %q", c.Transfer, GuestFetch, HostCache)
+		add("transfer %q is not a transfer mode: use %q or %q", c.Transfer, guest.GuestFetch, guest.HostCache)
 	}
 	if c.Mirror != "" {
 		if u, err := url.Parse(c.Mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("mirror %q is not an http(s) URL", c.Mirror)
-		} else if c.Transfer != GuestFetch {
-			add("mirror is for transfer = %q; with %q the Packer host downloads: point the release's base URLs at the mirror instead", GuestFetch, c.Transfer)
+		} else if c.Transfer != guest.GuestFetch {
+			add("mirror is for transfer = %q; with %q the Packer host downloads: point the release's base URLs at the mirror instead", guest.GuestFetch, c.Transfer)
 		}
 	}
 	if c.Parallel < 0 {

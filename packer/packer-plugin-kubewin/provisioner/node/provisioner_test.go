@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -16,12 +15,13 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf16"
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/guest"
+	"github.com/kubewin/kubewin/internal/guest/guesttest"
 )
 
 func TestMain(m *testing.M) {
@@ -39,27 +39,8 @@ type recorder struct {
 	download map[string][]byte
 }
 
-var encoded = regexp.MustCompile(`-EncodedCommand ([A-Za-z0-9+/=]+)`)
-
-// decode returns the PowerShell script of an encoded command, or the command as it is.
-func decode(command string) string {
-	m := encoded.FindStringSubmatch(command)
-	if m == nil {
-		return command
-	}
-	b, err := base64.StdEncoding.DecodeString(m[1])
-	if err != nil || len(b)%2 != 0 {
-		return command
-	}
-	u := make([]uint16, len(b)/2)
-	for i := range u {
-		u[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
-	}
-	return string(utf16.Decode(u))
-}
-
 func (r *recorder) Start(_ context.Context, rc *packersdk.RemoteCmd) error {
-	script := decode(rc.Command)
+	script := guesttest.Decode(rc.Command)
 	r.mu.Lock()
 	r.calls = append(r.calls, "run: "+script)
 	r.mu.Unlock()
@@ -126,8 +107,8 @@ func testPlan(t *testing.T) (v1alpha1.ImageManifest, string) {
 
 func installed(t *testing.T, m v1alpha1.ImageManifest) []byte {
 	t.Helper()
-	m.PauseImage.Archive = pauseArchive
-	m.Files = append(m.Files, v1alpha1.File{Path: pauseArchive, SHA256: strings.Repeat("c", 64), Size: 3})
+	m.PauseImage.Archive = guest.PauseArchive
+	m.Files = append(m.Files, v1alpha1.File{Path: guest.PauseArchive, SHA256: strings.Repeat("c", 64), Size: 3})
 	b, err := api.EncodeJSON(m)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +127,7 @@ func elevated(t *testing.T, r *recorder, call string) string {
 	if !ok {
 		t.Fatalf("elevated runner %s was not uploaded", m[1])
 	}
-	return decode(string(script))
+	return guesttest.Decode(string(script))
 }
 
 func TestProvisionWindowsGuestFetch(t *testing.T) {
@@ -173,7 +154,7 @@ func TestProvisionWindowsGuestFetch(t *testing.T) {
 			return "boot 2026-11-21T08:03:00.0000000Z\n", 0
 		case strings.Contains(script, "packer-elevated-shell"), strings.HasPrefix(script, "powershell -executionpolicy bypass -file"):
 			// The elevated runner: the feature script inside exits 3010 (restart needed).
-			if strings.Contains(decode(string(r.lastUpload())), "Install-WindowsFeature") {
+			if strings.Contains(guesttest.Decode(string(r.lastUpload())), "Install-WindowsFeature") {
 				return "", 3010
 			}
 		}
@@ -317,15 +298,6 @@ func TestProvisionHostCacheOverSSH(t *testing.T) {
 	}
 	if !bytes.Equal(r.uploads["C:/k/kubelet.exe"], []byte("kubelet")) {
 		t.Errorf("uploaded kubelet.exe = %q", r.uploads["C:/k/kubelet.exe"])
-	}
-}
-
-func TestSimGuestQuoting(t *testing.T) {
-	g := sim{root: "/tmp/it's a machine", nodeboot: "/opt/kube win/nodeboot"}
-	got := g.bake(`C:\k\nodeboot.exe`, bakeArgs{manifest: planPath, parallel: 2, pullPause: pauseArchive})
-	want := `'/opt/kube win/nodeboot' --platform sim --root '/tmp/it'\''s a machine' bake --manifest '/tmp/it'\''s a machine/C/ProgramData/kubewin/bake/plan.json' --parallel 2 --pull-pause 'ProgramData/kubewin/images/pause.tar'`
-	if got != want {
-		t.Errorf("sim bake:\n got %s\nwant %s", got, want)
 	}
 }
 

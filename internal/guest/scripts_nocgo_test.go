@@ -1,10 +1,10 @@
 //go:build !cgo
 
-package node
+package guest
 
 import "testing"
 
 // The scripts are checked with a C parser: without cgo that check cannot run.
-func TestWindowsGuestScriptsParse(t *testing.T) {
+func TestWindowsScriptsParse(t *testing.T) {
 	t.Fatal("the PowerShell parser tests need cgo: run the tests with CGO_ENABLED=1 and a C compiler")
 }
