@@ -21,7 +21,7 @@ import (
 	"github.com/kubewin/kubewin/nodeboot/internal/discovery"
 	"github.com/kubewin/kubewin/nodeboot/internal/nodefiles"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
-	"github.com/kubewin/kubewin/nodeboot/internal/tlsbootstrap"
+	"github.com/kubewin/kubewin/internal/tlsbootstrap"
 	"github.com/kubewin/kubewin/nodeboot/internal/workflow"
 )
 

@@ -30,7 +30,7 @@ import (
 	"github.com/kubewin/kubewin/internal/simmachine"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"
-	"github.com/kubewin/kubewin/nodeboot/internal/simkubelet"
+	"github.com/kubewin/kubewin/internal/simkubelet"
 )
 
 // Machine describes the simulated machine.
