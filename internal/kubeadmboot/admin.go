@@ -41,6 +41,24 @@ func AdminCertificateScript(name string, csrPEM []byte, seconds int) (string, er
 	return strings.Join(lines, "\n") + "\n", nil
 }
 
+// UploadCertificatesScript is the shell script a control plane runs (ARM's run command) to upload
+// the shared control plane certificates again, encrypted with certificateKey, for control
+// planes that join later (kubeadm deletes an upload after two hours). kubeadm reaches the API
+// server with its admin credential through the control plane endpoint (a copy of admin.conf at
+// a path of its own: with admin.conf itself kubeadm would go through this machine's API server),
+// so that the upload does not depend on this machine's API server. Its output, which shows the
+// key, is not kept.
+func UploadCertificatesScript(certificateKey string) string {
+	return strings.Join([]string{
+		"set -eu",
+		"kc=$(mktemp)",
+		"trap 'rm -f \"$kc\"' EXIT",
+		"cp " + AdminKubeconfig + " \"$kc\"",
+		"kubeadm init phase upload-certs --upload-certs --certificate-key " + certificateKey + " --kubeconfig \"$kc\" >/dev/null",
+		"echo uploaded",
+	}, "\n") + "\n"
+}
+
 var csrName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // ParseAdminCertificate reads the script's output (a run command's message, whatever surrounds

@@ -3,7 +3,9 @@
 // /var/lib. A command runs "on" the machine in private user, mount and UTS namespaces in which
 // the machine's directories are overlaid on the host's /etc and /var/lib and the hostname is the
 // machine's computer name, so that the host's programs (kubeadm, kubectl, openssl, sh) run
-// unmodified and read and write files where they would on the machine. It needs unprivileged
+// unmodified and read and write files where they would on the machine. Its /run is its own and
+// empty, so that no command reaches the host's services (systemd, a container runtime). It needs
+// unprivileged
 // user namespaces (util-linux's unshare) and overlayfs in them (Linux 5.11 or later).
 //
 // What it does not simulate: the network (a command sees the host's), processes started by a
@@ -80,13 +82,14 @@ func (m *Machine) WriteFile(path string, data []byte, perm fs.FileMode) error {
 // ReadFile reads a file of the machine.
 func (m *Machine) ReadFile(path string) ([]byte, error) { return os.ReadFile(m.File(path)) }
 
-// setup runs as root of the new namespaces: it overlays the machine's directories, names the
-// machine and runs the command.
+// setup runs as root of the new namespaces: it overlays the machine's directories, gives it an
+// empty /run, names the machine and runs the command.
 var setup = `set -e
 root=$1 host=$2; shift 2
 for d in ` + strings.Join(Overlaid, " ") + `; do
 	mount -t overlay kubewin-sim -o "lowerdir=$d,upperdir=$root$d,workdir=$root/.work$d,userxattr" "$d"
 done
+mount -t tmpfs kubewin-sim /run
 printf '%s\n' "$host" >/proc/sys/kernel/hostname
 exec "$@"
 `
