@@ -156,19 +156,24 @@ func (c *Cluster) createMasters(ctx context.Context, subnet netip.Prefix, cluste
 	return g.Wait()
 }
 
-// AddMasters adds control planes from..to-1 to a running cluster: a control plane uploads the
-// shared certificates again under a fresh certificate key (kubeadm's upload expires after two
-// hours), and the new ones join with it and a fresh token.
-func (c *Cluster) AddMasters(ctx context.Context, access *Access, state *ClusterState, from, to int) error {
+// AddMasters makes the control planes of the given indexes (new ones, or ones that were lost) in
+// a running cluster: a running control plane uploads the shared certificates again under a fresh
+// certificate key (kubeadm deletes an upload after two hours), and the new ones join with it and
+// a fresh token, at their static addresses (a lost one's etcd member, at the same address, is
+// taken over by kubeadm).
+func (c *Cluster) AddMasters(ctx context.Context, access *Access, state *ClusterState, indexes []int) error {
 	client, err := kubernetes.NewForConfig(access.REST())
 	if err != nil {
 		return err
 	}
 	certKey := randomHex(32)
 	script := kubeadmboot.UploadCertificatesScript(certKey)
-	var uploaded bool
+	uploaded := false
 	var errs []error
-	for i := range from {
+	for i := range maxMasters {
+		if slices.Contains(indexes, i) {
+			continue
+		}
 		if _, err := c.RunScript(ctx, i, script); err != nil {
 			errs = append(errs, err)
 			continue
@@ -189,10 +194,15 @@ func (c *Cluster) AddMasters(ctx context.Context, access *Access, state *Cluster
 		return err
 	}
 	cluster := c.kubeadmCluster(state.Endpoint, state.FQDN)
-	if err := c.createMasters(ctx, subnet, cluster, from, to, kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: state.CAHash}); err != nil {
+	m := kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: state.CAHash}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, i := range indexes {
+		g.Go(func() error { return c.createMasters(gctx, subnet, cluster, i, i+1, m) })
+	}
+	if err := g.Wait(); err != nil {
 		return err
 	}
-	return c.setMasterCount(ctx, to)
+	return c.setMasterCount(ctx, max(slices.Max(indexes)+1, c.Spec.Masters.Count))
 }
 
 // ScaleAgents brings the Linux agents to want.
@@ -363,7 +373,7 @@ func (c *Cluster) Observe(ctx context.Context) (Observed, error) {
 	}
 	o.Exists = true
 	for i := range maxMasters {
-		ok, err := c.masterExists(ctx, i)
+		ok, err := c.MasterExists(ctx, i)
 		if err != nil {
 			return o, err
 		}

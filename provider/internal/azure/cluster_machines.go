@@ -112,8 +112,8 @@ func (c *Cluster) deleteMaster(ctx context.Context, i int) error {
 	})
 }
 
-// masterExists reports whether control plane i's VM exists.
-func (c *Cluster) masterExists(ctx context.Context, i int) (bool, error) {
+// MasterExists reports whether control plane i's VM exists.
+func (c *Cluster) MasterExists(ctx context.Context, i int) (bool, error) {
 	_, err := c.Client.compute.NewVirtualMachinesClient().Get(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
 	if notFound(err) {
 		return false, nil

@@ -120,7 +120,7 @@ func TestClusterLifecycle(t *testing.T) {
 	readyNodes(1)
 	routes(1)
 
-	if err := c.AddMasters(ctx, access, state, 1, 3); err != nil {
+	if err := c.AddMasters(ctx, access, state, []int{1, 2}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := c.Observe(ctx)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubewin/kubewin/internal/capin"
+	"github.com/kubewin/kubewin/provider/internal/azure"
 )
 
 // clusterConn is what a node pool needs of its cluster, local or existing.
@@ -21,9 +22,16 @@ type clusterConn struct {
 	facts clusterFacts
 }
 
-// connect reaches the pool's cluster: the local cluster named by cluster_id, or the provider's
-// kubernetes connection.
+// connect reaches the pool's cluster: the azure or local cluster named by cluster_id, or the
+// provider's kubernetes connection.
 func (r *nodePoolResource) connect(ctx context.Context, clusterID types.String) (*clusterConn, error) {
+	if id := clusterID.ValueString(); azure.IsClusterID(id) {
+		access, err := r.data.azureAccess(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return existingCluster(ctx, access.REST())
+	}
 	if !clusterID.IsNull() && clusterID.ValueString() != "" {
 		cp, err := r.data.local.Cluster(clusterID.ValueString())
 		if err != nil {

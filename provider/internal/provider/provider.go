@@ -54,6 +54,8 @@ type providerData struct {
 	// kube is the connection to an existing cluster, or nil.
 	kube      *rest.Config
 	azureConn *azureConn
+	// azureClusters holds the admin credentials of azure clusters taken in this process.
+	azureClusters azureAccesses
 }
 
 func (p *kubewinProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {

@@ -40,7 +40,10 @@ func testAccLocal(t testing.TB) (string, string) {
 func TestAccCluster(t *testing.T) {
 	state, provider := testAccLocal(t)
 	dir := state + "/clusters/acc"
-	config := provider + `resource "kubewin_cluster" "test" { name = "acc" }`
+	config := provider + `resource "kubewin_cluster" "test" {
+  name = "acc"
+  local {}
+}`
 	var pids map[string]int
 	// answers checks that the cluster answers with the admin credential, and notes its processes.
 	answers := func(*terraform.State) error {
@@ -115,13 +118,17 @@ func TestAccCluster_invalid(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      provider + `resource "kubewin_cluster" "test" { name = "Bad_Name" }`,
+				Config:      provider + `resource "kubewin_cluster" "test" {
+  name = "Bad_Name"
+  local {}
+}`,
 				ExpectError: regexp.MustCompile(`(?s)name.*must be 1-40 lower-case letters`),
 			},
 			{
 				Config: provider + `resource "kubewin_cluster" "test" {
   name = "x"
   cluster_cidr = "10.0.0.1/16"
+  local {}
 }`,
 				ExpectError: regexp.MustCompile(`(?s)Invalid CIDR.*has host bits set: use 10\.0\.0\.0/16`),
 			},
@@ -130,6 +137,7 @@ func TestAccCluster_invalid(t *testing.T) {
   name = "x"
   cluster_cidr = "10.0.0.0/8"
   service_cidr = "10.96.0.0/12"
+  local {}
 }`,
 				ExpectError: regexp.MustCompile(`(?s)Overlapping CIDRs.*cluster_cidr 10\.0\.0\.0/8 overlaps service_cidr 10\.96\.0\.0/12`),
 			},
@@ -137,6 +145,7 @@ func TestAccCluster_invalid(t *testing.T) {
 				Config: provider + `resource "kubewin_cluster" "test" {
   name = "x"
   cluster_cidr = "fd00::/48"
+  local {}
 }`,
 				ExpectError: regexp.MustCompile(`IPv6 is not supported yet`),
 			},
@@ -145,6 +154,7 @@ func TestAccCluster_invalid(t *testing.T) {
   name = "x"
   cluster_cidr = "10.244.0.0/16"
   node_cidr_mask_size = 12
+  local {}
 }`,
 				ExpectError: regexp.MustCompile(`(?s)node_cidr_mask_size /12 is larger than\s+cluster_cidr`),
 			},
@@ -192,7 +202,10 @@ func TestAccLocalRefusedInTerraformCloud(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: provider + `resource "kubewin_cluster" "test" { name = "remote" }`, PlanOnly: true, ExpectError: refused},
+			{Config: provider + `resource "kubewin_cluster" "test" {
+  name = "remote"
+  local {}
+}`, PlanOnly: true, ExpectError: refused},
 			{Config: provider + `resource "kubewin_pod_route" "test" {
   name        = "win000000"
   destination = "10.244.0.0/24"

@@ -352,7 +352,7 @@ func imageAttribute(m *nodePoolModel) path.Path {
 
 // localClusterGone reports whether the pool's local cluster no longer exists.
 func (r *nodePoolResource) localClusterGone(id types.String) bool {
-	if id.IsNull() || id.ValueString() == "" {
+	if id.IsNull() || id.ValueString() == "" || azure.IsClusterID(id.ValueString()) {
 		return false
 	}
 	_, err := r.data.local.Cluster(id.ValueString())

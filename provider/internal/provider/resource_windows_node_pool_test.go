@@ -86,6 +86,7 @@ func poolConfig(provider string, be poolBackend, image string, count int) string
 	return provider + fmt.Sprintf(`
 resource "kubewin_cluster" "test" {
   name = "pooltest"
+  local {}
 }
 
 resource "kubewin_windows_node_pool" "win" {
