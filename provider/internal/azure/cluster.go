@@ -111,7 +111,9 @@ func (c *Cluster) AgentNamePrefix() string { return c.Spec.Name + "-agent-" }
 func (c *Cluster) ID() string { return c.rid("Microsoft.Network", "loadBalancers", c.lbName()) }
 
 // RouteTableID is the route table of the agents' subnet.
-func (c *Cluster) RouteTableID() string { return c.rid("Microsoft.Network", "routeTables", c.routeTableName()) }
+func (c *Cluster) RouteTableID() string {
+	return c.rid("Microsoft.Network", "routeTables", c.routeTableName())
+}
 
 // ScaleSetID is the Linux agents' scale set.
 func (c *Cluster) ScaleSetID() string {

@@ -197,7 +197,9 @@ func (c *Cluster) ensurePublicIP(ctx context.Context) (addr, fqdn string, err er
 func (c *Cluster) ensureLoadBalancer(ctx context.Context, masterSubnet netip.Prefix) error {
 	client := c.Client.network.NewLoadBalancersClient()
 	id := c.ID()
-	sub := func(kind, name string) *armnetwork.SubResource { return &armnetwork.SubResource{ID: to.Ptr(id + "/" + kind + "/" + name)} }
+	sub := func(kind, name string) *armnetwork.SubResource {
+		return &armnetwork.SubResource{ID: to.Ptr(id + "/" + kind + "/" + name)}
+	}
 	frontend := &armnetwork.FrontendIPConfiguration{Name: to.Ptr("apiserver"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{}}
 	if c.Spec.Network.PublicAPIServer {
 		frontend.Properties.PublicIPAddress = &armnetwork.PublicIPAddress{ID: to.Ptr(c.rid("Microsoft.Network", "publicIPAddresses", c.publicIPName()))}

@@ -423,8 +423,8 @@ func (r *clusterResource) UpgradeState(context.Context) map[int64]resource.State
 		StateUpgrader: func(ctx context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
 			var old struct {
 				Name, ClusterCIDR, ServiceCIDR, ID, Endpoint, KubernetesVersion, CACertificate, CACertHash, KubeconfigPath types.String
-				NodeCIDRMaskSize                                                                                       types.Int64
-				Running                                                                                                types.Bool
+				NodeCIDRMaskSize                                                                                           types.Int64
+				Running                                                                                                    types.Bool
 			}
 			for attr, v := range map[string]any{
 				"name": &old.Name, "cluster_cidr": &old.ClusterCIDR, "service_cidr": &old.ServiceCIDR, "id": &old.ID, "endpoint": &old.Endpoint,

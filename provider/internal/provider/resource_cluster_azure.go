@@ -139,7 +139,7 @@ func clusterAzureBlock(context.Context) schema.Block {
 			},
 			"agent_subnet_id": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keep, Description: "An existing subnet for the agents (see `master_subnet_id`). Default: the cluster's own; Windows pools take it as `subnet_id`."},
 			"admin_username":  schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("azureuser"), Validators: []validator.String{stringvalidator.RegexMatches(adminUsernameRE, "must be 1-20 letters, digits, '.', '_' or '-', starting with a letter"), stringvalidator.NoneOfCaseInsensitive(reservedAdmins...)}, Description: "The Linux machines' administrator. Default `azureuser`."},
-			"ssh_public_keys":  schema.ListAttribute{Optional: true, ElementType: types.StringType, Description: "OpenSSH public keys of the administrator (acs-engine's `linuxProfile.ssh.publicKeys`). Without one nobody can log on: password logons are off."},
+			"ssh_public_keys": schema.ListAttribute{Optional: true, ElementType: types.StringType, Description: "OpenSSH public keys of the administrator (acs-engine's `linuxProfile.ssh.publicKeys`). Without one nobody can log on: password logons are off."},
 			"masters": schema.SingleNestedAttribute{
 				Optional: true, Computed: true, Default: machinesDefault(mastersAttrTypes, "count", 1),
 				Description: "The control planes.",
@@ -353,8 +353,8 @@ func (r *clusterResource) azureCluster(ctx context.Context, m *clusterModel) (*a
 			VNetCIDR: a.VNetCIDR.ValueString(), MasterSubnetCIDR: a.MasterSubnetCIDR.ValueString(), AgentSubnetCIDR: a.AgentSubnetCIDR.ValueString(),
 			PublicAPIServer: a.APIServerAccess.ValueString() != "internal", DNSPrefix: a.DNSPrefix.ValueString(),
 		},
-		Masters: azure.MachineSpec{Count: int(mm.Count.ValueInt64()), VMSize: mm.VMSize.ValueString(), Image: image(mm.ImageID), Zones: masterZones, OSDiskSizeGB: int32(mm.OSDiskSizeGB.ValueInt64())},
-		Agents:  azure.MachineSpec{Count: int(lp.NodeCount.ValueInt64()), VMSize: lp.VMSize.ValueString(), Image: image(lp.ImageID), Zones: poolZones, OSDiskSizeGB: int32(lp.OSDiskSizeGB.ValueInt64())},
+		Masters:       azure.MachineSpec{Count: int(mm.Count.ValueInt64()), VMSize: mm.VMSize.ValueString(), Image: image(mm.ImageID), Zones: masterZones, OSDiskSizeGB: int32(mm.OSDiskSizeGB.ValueInt64())},
+		Agents:        azure.MachineSpec{Count: int(lp.NodeCount.ValueInt64()), VMSize: lp.VMSize.ValueString(), Image: image(lp.ImageID), Zones: poolZones, OSDiskSizeGB: int32(lp.OSDiskSizeGB.ValueInt64())},
 		AdminUsername: a.AdminUsername.ValueString(), SSHPublicKeys: keys, Tags: tags, APIServerSourcePrefixes: ranges,
 	}
 	// Existing subnets: configured (before the cluster exists) or recorded by an empty vnet_id.

@@ -118,7 +118,7 @@ func TestAccCluster_invalid(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      provider + `resource "kubewin_cluster" "test" {
+				Config: provider + `resource "kubewin_cluster" "test" {
   name = "Bad_Name"
   local {}
 }`,
