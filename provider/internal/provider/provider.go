@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
+	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -20,6 +21,7 @@ import (
 var (
 	_ provider.Provider                       = (*kubewinProvider)(nil)
 	_ provider.ProviderWithEphemeralResources = (*kubewinProvider)(nil)
+	_ provider.ProviderWithFunctions          = (*kubewinProvider)(nil)
 )
 
 type kubewinProvider struct {
@@ -139,6 +141,10 @@ func (p *kubewinProvider) Resources(context.Context) []func() resource.Resource 
 
 func (p *kubewinProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{newImageManifestDataSource}
+}
+
+func (p *kubewinProvider) Functions(context.Context) []func() function.Function {
+	return []func() function.Function{newACSAPIModelFunction}
 }
 
 func (p *kubewinProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {
