@@ -14,17 +14,21 @@ import (
 
 // figures names each benchmark metric.
 var figures = map[string]string{
-	"BenchmarkJoin p50-ms":                      "join, discovery to kubelet credential, p50 (ms)",
-	"BenchmarkJoin p95-ms":                      "join, discovery to kubelet credential, p95 (ms)",
-	"BenchmarkConcurrentJoins wall-s/100-joins": "100 concurrent joins, wall time (s)",
-	"BenchmarkRunIdleRSS idle-RSS-MiB":          "nodeboot run, idle RSS (MiB)",
-	"BenchmarkStart median-s/start":             "local control plane start, median (s)",
-	"BenchmarkPoolApply/nodes=1 s/apply":        "terraform apply, pool of 1 local node (s)",
-	"BenchmarkPoolApply/nodes=10 s/apply":       "terraform apply, pool of 10 local nodes (s)",
-	"BenchmarkPoolApply/nodes=50 s/apply":       "terraform apply, pool of 50 local nodes (s)",
-	"BenchmarkPlanRoutes s/plan":                "terraform plan, 400 routes (s)",
-	"BenchmarkSecondBake first-bake-bytes":      "bake download, cold host cache (bytes)",
-	"BenchmarkSecondBake second-bake-bytes":     "bake download, second bake, warm cache (bytes)",
+	"BenchmarkJoin p50-ms":                          "join, discovery to kubelet credential, p50 (ms)",
+	"BenchmarkJoin p95-ms":                          "join, discovery to kubelet credential, p95 (ms)",
+	"BenchmarkConcurrentJoins wall-s/100-joins":     "100 concurrent joins, wall time (s)",
+	"BenchmarkRunIdleRSS idle-RSS-MiB":              "nodeboot run, idle RSS (MiB)",
+	"BenchmarkStart median-s/start":                 "local control plane start, median (s)",
+	"BenchmarkPoolApply/nodes=1 s/apply":            "terraform apply, pool of 1 local node (s)",
+	"BenchmarkPoolApply/nodes=10 s/apply":           "terraform apply, pool of 10 local nodes (s)",
+	"BenchmarkPoolApply/nodes=50 s/apply":           "terraform apply, pool of 50 local nodes (s)",
+	"BenchmarkPlanRoutes s/plan":                    "terraform plan, 400 routes (s)",
+	"BenchmarkAzureClusterApply s/apply":            "terraform apply, azure cluster of 3 control planes and 2 Linux agents, ARM test server (s)",
+	"BenchmarkAzureClusterApply arm-writes/apply":   "ARM writes of that apply",
+	"BenchmarkAzureClusterApply s/destroy":          "terraform destroy of that cluster (s)",
+	"BenchmarkAzureClusterApply arm-writes/destroy": "ARM writes of that destroy",
+	"BenchmarkSecondBake first-bake-bytes":          "bake download, cold host cache (bytes)",
+	"BenchmarkSecondBake second-bake-bytes":         "bake download, second bake, warm cache (bytes)",
 }
 
 var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+\d+ ns/op((?:\s+[0-9.e+-]+ \S+)*)\s*$`)
