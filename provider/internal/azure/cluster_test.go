@@ -33,8 +33,8 @@ func testClusterSpec(t *testing.T, group, name string) ClusterSpec {
 			VNetCIDR: "10.240.0.0/16", MasterSubnetCIDR: "10.240.255.0/24", AgentSubnetCIDR: "10.240.0.0/20",
 			PublicAPIServer: true, DNSPrefix: name + "-" + strings.ToLower(group),
 		},
-		Masters:       MachineSpec{Count: 1, VMSize: "Standard_D2s_v5", Image: UbuntuLTS, Zones: []string{"1", "2", "3"}},
-		Agents:        MachineSpec{Count: 1, VMSize: "Standard_D2s_v5", Image: UbuntuLTS},
+		Masters:       MachineSpec{Count: 1, VMSize: "Standard_D2s_v3", Image: UbuntuLTS, Zones: []string{"1", "2", "3"}},
+		Agents:        MachineSpec{Count: 1, VMSize: "Standard_D2s_v3", Image: UbuntuLTS},
 		AdminUsername: "azureuser",
 	}
 }
@@ -42,7 +42,7 @@ func testClusterSpec(t *testing.T, group, name string) ClusterSpec {
 // A cluster through the ARM test server: the control plane its first master's cloud-init makes,
 // a Linux agent that joins it and goes Ready, an admin credential from a run command; the agents
 // scale in place, control planes are added in place, and delete removes exactly what it made.
-func TestClusterLifecycle(t *testing.T) {
+func TestAzureClusterLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	group := "cluster-lifecycle"

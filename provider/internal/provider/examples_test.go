@@ -40,6 +40,7 @@ var runnableExamples = map[string]exampleSetup{
 		return nil, nil
 	},
 	"examples/ephemeral-resources/kubewin_cluster_credentials": nil,
+	"examples/functions/acs_apimodel":                          nil,
 	// The guides' acs-engine api model: an azure cluster through the ARM test server.
 	"examples/acs-engine": acsEngineExample,
 	// Through the ARM test server, into a cluster kubewin did not create.

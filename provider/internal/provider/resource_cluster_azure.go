@@ -69,7 +69,7 @@ type linuxPoolModel struct {
 
 // Defaults of an azure cluster.
 const (
-	defaultVMSize           = "Standard_D2s_v5"
+	defaultVMSize           = "Standard_D2s_v3"
 	defaultVNetCIDR         = "10.240.0.0/16"
 	defaultMasterSubnetCIDR = "10.240.255.0/24"
 	defaultAgentSubnetCIDR  = "10.240.0.0/20"
