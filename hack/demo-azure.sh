@@ -87,6 +87,7 @@ provider "kubewin" {
 resource "kubewin_cluster" "existing" {
   name         = "existing"
   cluster_cidr = "10.244.0.0/16"
+  local {}
 }
 output "kubeconfig_path" {
   value = kubewin_cluster.existing.kubeconfig_path

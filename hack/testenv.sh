@@ -139,8 +139,14 @@ build_gpg() {
 	apt_install gpg gnupg
 }
 
+# The Azure cluster's cloud-init documents are validated with cloud-init's own schema check.
+build_cloudinit() {
+	command -v cloud-init >/dev/null && return
+	apt_install cloud-init cloud-init
+}
+
 start=$(date +%s)
-for t in ${*:-kube packer tofu terraform sshd gpg docs release packersdc}; do "build_$t"; done
+for t in ${*:-kube packer tofu terraform sshd gpg cloudinit docs release packersdc}; do "build_$t"; done
 echo "testenv: ready in $(( $(date +%s) - start ))s at $bin"
 for b in kube-apiserver kubeadm etcd packer tofu terraform; do # versions, as each prints it
 	[ -x "$bin/$b" ] || continue

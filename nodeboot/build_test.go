@@ -40,7 +40,7 @@ func TestWindowsBuild(t *testing.T) {
 	if !strings.Contains(syms, "nodeboot/internal/join.") {
 		t.Fatal("go tool nm lists no symbol of the join package: the check below would prove nothing")
 	}
-	for _, pkg := range []string{"nodeboot/internal/simkubelet.", "nodeboot/internal/platform/sim.", "nodeboot/internal/platform/windows/winfake."} {
+	for _, pkg := range []string{"kubewin/internal/simkubelet.", "nodeboot/internal/platform/sim.", "nodeboot/internal/platform/windows/winfake."} {
 		if n := strings.Count(syms, pkg); n != 0 {
 			t.Errorf("nodeboot.exe has %d symbols of %s", n, strings.TrimSuffix(pkg, "."))
 		}

@@ -33,6 +33,7 @@ provider "kubewin" {
 
 resource "kubewin_cluster" "demo" {
   name = "demo"
+  local {}
 }
 
 resource "kubewin_windows_node_pool" "win" {

@@ -49,6 +49,7 @@ func main() {
 	flag.Var(&images, "image", "managed image or gallery image version ID to create, or ID=DIRECTORY of a kubewin-local image that instances boot from and whose manifest gives the image's kubewin tags (repeatable)")
 	routeTable := flag.String("route-table", "", "route table to create, associated with every subnet")
 	boot := flag.String("boot", "", "nodeboot binary for this host: boot instances as simulated machines running it")
+	kubeBin := flag.String("kube-bin", "", "directory of kubeadm, kubectl and the control plane's programs (.testbin): boot Linux machines (clusters) as simulated machines with them")
 	envFile := flag.String("env-file", "", "also write the client environment (KEY=VALUE lines) to this file")
 	tfvars := flag.String("tfvars", "", "also write Terraform variables (resource_group_name, location, subnet_id, route_table_id, image_id) as JSON to this file")
 	flag.Parse()
@@ -65,7 +66,7 @@ func main() {
 	}
 	var booter *simboot.Booter
 	if *boot != "" {
-		booter = &simboot.Booter{Dir: filepath.Join(*dir, "instances"), Nodeboot: *boot}
+		booter = &simboot.Booter{Dir: filepath.Join(*dir, "instances"), Nodeboot: *boot, KubeBin: *kubeBin}
 		opts.Booter = booter
 	}
 	s, err := armtest.New(opts)

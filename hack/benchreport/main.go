@@ -31,6 +31,10 @@ var figures = map[string]string{
 	"BenchmarkPlanRoutes s/plan":                        "terraform plan, 400 routes (s)",
 	"BenchmarkSecondBake first-bake-bytes":              "bake download, cold host cache (bytes)",
 	"BenchmarkSecondBake second-bake-bytes":             "bake download, second bake, warm cache (bytes)",
+	"BenchmarkAzureClusterApply s/apply":                "terraform apply, azure cluster of 3 control planes and 2 Linux agents, ARM test server (s)",
+	"BenchmarkAzureClusterApply arm-writes/apply":       "ARM writes of that apply",
+	"BenchmarkAzureClusterApply s/destroy":              "terraform destroy of that cluster (s)",
+	"BenchmarkAzureClusterApply arm-writes/destroy":     "ARM writes of that destroy",
 }
 
 var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+\d+ ns/op((?:\s+[0-9.e+-]+ \S+)*)\s*$`)

@@ -90,6 +90,16 @@ const (
 	typeRoute        = "Microsoft.Network/routeTables/routes"
 	typeVNet         = "Microsoft.Network/virtualNetworks"
 	typeSubnet       = "Microsoft.Network/virtualNetworks/subnets"
+	typeNSG          = "Microsoft.Network/networkSecurityGroups"
+	typePublicIP     = "Microsoft.Network/publicIPAddresses"
+	typeLoadBalancer = "Microsoft.Network/loadBalancers"
+	typeNIC          = "Microsoft.Network/networkInterfaces"
+	typeVM           = "Microsoft.Compute/virtualMachines"
+)
+
+const (
+	networkPath = "subscriptions/{}/resourceGroups/{}/providers/Microsoft.Network/"
+	vmPath      = "subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/virtualMachines/{}"
 )
 
 var armRoutes = []armRoute{
@@ -125,7 +135,21 @@ var armRoutes = []armRoute{
 			http.MethodGet: (*Server).getRoute, http.MethodPut: (*Server).putRoute, http.MethodDelete: (*Server).deleteRoute,
 		}},
 	{segs: split(vnetPath), typ: typeVNet, versions: []string{NetworkAPIVersion},
-		methods: map[string]armHandler{http.MethodGet: (*Server).getVirtualNetwork, http.MethodPut: (*Server).putVirtualNetwork}},
+		methods: map[string]armHandler{http.MethodGet: (*Server).getVirtualNetwork, http.MethodPut: (*Server).putVirtualNetwork, http.MethodDelete: (*Server).deleteVirtualNetwork}},
+	{segs: split(networkPath + "networkSecurityGroups/{}"), typ: typeNSG, versions: []string{NetworkAPIVersion},
+		methods: map[string]armHandler{http.MethodGet: (*Server).getObject, http.MethodPut: (*Server).putNSG, http.MethodDelete: (*Server).deleteObject}},
+	{segs: split(networkPath + "publicIPAddresses/{}"), typ: typePublicIP, versions: []string{NetworkAPIVersion},
+		methods: map[string]armHandler{http.MethodGet: (*Server).getObject, http.MethodPut: (*Server).putPublicIP, http.MethodDelete: (*Server).deleteObject}},
+	{segs: split(networkPath + "loadBalancers/{}"), typ: typeLoadBalancer, versions: []string{NetworkAPIVersion},
+		methods: map[string]armHandler{http.MethodGet: (*Server).getObject, http.MethodPut: (*Server).putLoadBalancer, http.MethodDelete: (*Server).deleteObject}},
+	{segs: split(networkPath + "networkInterfaces/{}"), typ: typeNIC, versions: []string{NetworkAPIVersion},
+		methods: map[string]armHandler{http.MethodGet: (*Server).getObject, http.MethodPut: (*Server).putNIC, http.MethodDelete: (*Server).deleteObject}},
+	{segs: split(vmPath), typ: typeVM, versions: []string{ComputeAPIVersion},
+		methods: map[string]armHandler{http.MethodGet: (*Server).getVM, http.MethodPut: (*Server).putVM, http.MethodDelete: (*Server).deleteVM}},
+	{segs: split(vmPath + "/runCommand"), typ: typeVM, versions: []string{ComputeAPIVersion},
+		methods: map[string]armHandler{http.MethodPost: (*Server).runCommand}},
+	{segs: split(vmPath + "/retrieveBootDiagnosticsData"), typ: typeVM, versions: []string{ComputeAPIVersion},
+		methods: map[string]armHandler{http.MethodPost: (*Server).retrieveVMBootDiagnostics}},
 	{segs: split(vnetPath + "/subnets/{}"), typ: typeSubnet, versions: []string{NetworkAPIVersion},
 		methods: map[string]armHandler{http.MethodGet: (*Server).getSubnet, http.MethodPut: (*Server).putSubnet}},
 	{segs: split("subscriptions/{}/providers/{}/locations/{}/operations/{}"),
@@ -205,7 +229,7 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 	route := matchRoute(segs)
 	if route == nil {
 		writeError(w, newError(http.StatusNotFound, "InvalidResourceType",
-			"armtest does not serve %s %s: it implements the scale set, image, route table, virtual network and subnet APIs kubewin uses", r.Method, r.URL.Path))
+			"armtest does not serve %s %s: it implements the virtual machine, scale set, image, route table, virtual network, subnet, network security group, public IP address, load balancer and network interface APIs kubewin uses", r.Method, r.URL.Path))
 		return
 	}
 	q := &armRequest{r: r, body: body, route: route, segs: segs, apiVersion: r.URL.Query().Get("api-version")}

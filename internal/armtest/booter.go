@@ -2,27 +2,34 @@ package armtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
 )
 
-// Instance is a scale-set instance as its machine sees it.
+// Instance is a virtual machine — a scale-set instance or a single VM — as its machine sees it.
 type Instance struct {
-	// ScaleSetID is the ARM ID of the scale set.
+	// ID is the VM's ARM ID (a scale-set instance's is its scale set's ID, /virtualMachines/ and
+	// its instance ID).
+	ID string
+	// ScaleSetID is the ARM ID of the scale set; empty for a single VM.
 	ScaleSetID string
-	// InstanceID is the instance's decimal ID within the scale set ("0", "1", ...).
+	// InstanceID is the instance's decimal ID within the scale set ("0", "1", ...); empty for a
+	// single VM.
 	InstanceID string
-	// ComputerName is the Windows computer name: the scale set's computerNamePrefix and the
-	// instance ID in 6 base-36 digits.
+	// ComputerName is the computer name: a scale set's computerNamePrefix and the instance ID in
+	// 6 base-36 digits, or a VM's osProfile.computerName.
 	ComputerName string
+	// Linux is true when the OS profile is Linux's.
+	Linux bool
 	// PrivateIP is the primary IP configuration's address on the primary NIC.
 	PrivateIP netip.Addr
 	// CustomData is osProfile.customData, decoded from base64, of the model the instance was
 	// created with (nil when none).
 	CustomData []byte
 	// ImageID is the image the instance was created from (for a gallery image definition, the
-	// version that was the latest).
+	// version that was the latest; for a marketplace image its URN, publisher:offer:sku:version).
 	ImageID string
 	// IPForwarding is enableIPForwarding of the primary NIC.
 	IPForwarding bool
@@ -42,6 +49,9 @@ type Booter interface {
 	// SerialLog is the instance's serial console output, served at the URI that
 	// retrieveBootDiagnosticsData returns.
 	SerialLog(in Instance) []byte
+	// RunCommand runs a shell script on a booted instance (ARM's run command, RunShellScript)
+	// and returns what it wrote and its exit status; err is for a machine that cannot run it.
+	RunCommand(ctx context.Context, in Instance, script string) (stdout, stderr []byte, exit int, err error)
 }
 
 type nopBooter struct{}
@@ -49,6 +59,9 @@ type nopBooter struct{}
 func (nopBooter) Boot(context.Context, Instance) error     { return nil }
 func (nopBooter) Shutdown(context.Context, Instance) error { return nil }
 func (nopBooter) SerialLog(Instance) []byte                { return nil }
+func (nopBooter) RunCommand(context.Context, Instance, string) ([]byte, []byte, int, error) {
+	return nil, nil, 0, errors.New("the instance runs nowhere (no Booter)")
+}
 
 // RecordingBooter records Boot and Shutdown calls; its serial log names the instance. The zero
 // value is ready to use.
@@ -75,6 +88,11 @@ func (b *RecordingBooter) Shutdown(_ context.Context, in Instance) error {
 	b.shutdowns = append(b.shutdowns, in)
 	b.signal()
 	return nil
+}
+
+// RunCommand answers as a machine that has nothing to run the script with.
+func (b *RecordingBooter) RunCommand(context.Context, Instance, string) ([]byte, []byte, int, error) {
+	return nil, []byte("sh: not found"), 127, nil
 }
 
 // SerialLog returns a line naming the instance, its image and its custom data size.

@@ -55,16 +55,29 @@ type scaleSet struct {
 }
 
 type vmInstance struct {
+	machine
 	id       int
-	info     Instance
 	profile  *armcompute.VirtualMachineScaleSetVMProfile // the model it was created with
 	modelGen int
 	vmID     string
 	state    string
 	created  time.Time
 	nics     []instanceNIC
+}
+
+// machine is what boots: a scale-set instance or a virtual machine.
+type machine struct {
+	info Instance
 	// bootDone is closed when Boot returned; nil when Boot was never called.
 	bootDone chan struct{}
+}
+
+func machinesOf(ins []*vmInstance) []*machine {
+	out := make([]*machine, len(ins))
+	for i, in := range ins {
+		out[i] = &in.machine
+	}
+	return out
 }
 
 type instanceNIC struct {
@@ -215,6 +228,7 @@ func (s *Server) patchScaleSet(w http.ResponseWriter, q *armRequest) *apiError {
 type scaleSetPlan struct {
 	capacity   int
 	prefix     string
+	linux      bool
 	imageID    string
 	customData []byte
 	nics       []nicPlan
@@ -278,7 +292,7 @@ func (s *Server) writeScaleSet(w http.ResponseWriter, q *armRequest, m armcomput
 			in.state = stateSucceeded
 		}
 		s.removeInstances(ss, removed)
-		return func() { s.bootAll(added); s.shutdownAll(removed) }
+		return func() { s.bootAll(machinesOf(added)); s.shutdownAll(machinesOf(removed)) }
 	})
 	s.writeStarted(w, op, status, ss.view(false))
 	return nil
@@ -390,32 +404,72 @@ func (s *Server) checkOSProfile(vmp *armcompute.VirtualMachineScaleSetVMProfile,
 			osp.CustomData = oldOS.CustomData
 		}
 	}
-	if windows {
-		lower := strings.ToLower(user)
-		switch {
-		case user == "" || len(user) > maxWindowsAdminName || strings.HasSuffix(user, "."):
-			return invalidParameter("adminUsername", "The admin user name %q must be 1 to %d characters long and cannot end in '.'.", user, maxWindowsAdminName)
-		case contains(disallowedAdmins, lower):
-			return invalidParameter("adminUsername", "The admin user name %q is not allowed; choose a less common name.", user)
-		}
-		if osp.AdminPassword == nil {
-			return invalidParameter("adminPassword", "Required parameter 'adminPassword' is missing (null).")
-		}
-		if !goodPassword(*osp.AdminPassword) {
-			return invalidParameter("adminPassword",
-				"The supplied password must be between 8-123 characters long and must satisfy at least 3 of password complexity requirements from the following: 1) Contains an uppercase character 2) Contains a lowercase character 3) Contains a numeric digit 4) Contains a special character 5) Control characters are not allowed")
-		}
+	if e := checkAdmin(user, osp.AdminPassword, osp.LinuxConfiguration); e != nil {
+		return e
 	}
-	plan.prefix = prefix
-	if osp.CustomData != nil {
-		data, err := base64.StdEncoding.DecodeString(*osp.CustomData)
-		if err != nil || len(data) > maxCustomData {
-			return invalidParameter("customData",
-				"Custom data in OSProfile must be in Base64 encoding and with a maximum length of 87380 characters (%d bytes decoded).", maxCustomData)
+	plan.prefix, plan.linux = prefix, !windows
+	data, e := decodeCustomData(osp.CustomData)
+	if e != nil {
+		return e
+	}
+	plan.customData = data
+	return nil
+}
+
+// checkAdmin checks the administrator account of a Windows or Linux OS profile.
+func checkAdmin(user string, password *string, linux *armcompute.LinuxConfiguration) *apiError {
+	if linux != nil {
+		keys := 0
+		if linux.SSH != nil {
+			for _, k := range linux.SSH.PublicKeys {
+				if k == nil || k.KeyData == nil || !strings.HasPrefix(*k.KeyData, "ssh-") || k.Path == nil {
+					return invalidParameter("linuxConfiguration.ssh.publicKeys", "An SSH public key needs keyData (an OpenSSH public key, \"ssh-ed25519 AAAA...\") and path.")
+				}
+				if *k.Path != "/home/"+user+"/.ssh/authorized_keys" {
+					return invalidParameter("linuxConfiguration.ssh.publicKeys.path", "The SSH key path %q must be /home/%s/.ssh/authorized_keys.", *k.Path, user)
+				}
+				keys++
+			}
 		}
-		plan.customData = data
+		noPassword := linux.DisablePasswordAuthentication != nil && *linux.DisablePasswordAuthentication
+		switch {
+		case user == "" || len(user) > 64 || contains(disallowedAdmins, strings.ToLower(user)):
+			return invalidParameter("adminUsername", "The admin user name %q is not allowed or not 1 to 64 characters long.", user)
+		case noPassword && keys == 0:
+			return invalidParameter("linuxConfiguration.ssh.publicKeys", "Password authentication is disabled: give at least one SSH public key.")
+		case !noPassword && password == nil:
+			return invalidParameter("adminPassword", "Required parameter 'adminPassword' is missing (null): give one, or disable password authentication and give an SSH key.")
+		}
+		return nil
+	}
+	lower := strings.ToLower(user)
+	switch {
+	case user == "" || len(user) > maxWindowsAdminName || strings.HasSuffix(user, "."):
+		return invalidParameter("adminUsername", "The admin user name %q must be 1 to %d characters long and cannot end in '.'.", user, maxWindowsAdminName)
+	case contains(disallowedAdmins, lower):
+		return invalidParameter("adminUsername", "The admin user name %q is not allowed; choose a less common name.", user)
+	}
+	if password == nil {
+		return invalidParameter("adminPassword", "Required parameter 'adminPassword' is missing (null).")
+	}
+	if !goodPassword(*password) {
+		return invalidParameter("adminPassword",
+			"The supplied password must be between 8-123 characters long and must satisfy at least 3 of password complexity requirements from the following: 1) Contains an uppercase character 2) Contains a lowercase character 3) Contains a numeric digit 4) Contains a special character 5) Control characters are not allowed")
 	}
 	return nil
+}
+
+// decodeCustomData decodes osProfile.customData (nil when absent).
+func decodeCustomData(v *string) ([]byte, *apiError) {
+	if v == nil {
+		return nil, nil
+	}
+	data, err := base64.StdEncoding.DecodeString(*v)
+	if err != nil || len(data) > maxCustomData {
+		return nil, invalidParameter("customData",
+			"Custom data in OSProfile must be in Base64 encoding and with a maximum length of 87380 characters (%d bytes decoded).", maxCustomData)
+	}
+	return data, nil
 }
 
 // goodPassword applies Azure's Windows password rules.
@@ -453,17 +507,37 @@ func (s *Server) checkImage(vmp *armcompute.VirtualMachineScaleSetVMProfile, pla
 	if sp == nil || sp.ImageReference == nil {
 		return invalidParameter("imageReference", "Required parameter 'storageProfile.imageReference' is missing.")
 	}
-	ref := sp.ImageReference
-	if ref.ID == nil || *ref.ID == "" {
-		return invalidParameter("imageReference",
-			"storageProfile.imageReference has no id: armtest serves managed images and Compute Gallery images (give their ARM ID), not marketplace images.")
-	}
-	id, e := s.resolveImage(*ref.ID)
+	id, e := s.imageOf(sp.ImageReference)
 	if e != nil {
 		return e
 	}
 	plan.imageID = id
 	return nil
+}
+
+// Marketplace images the server knows (Linux machines boot from them).
+var marketplaceImages = []struct{ publisher, offer, sku string }{
+	{"Canonical", "ubuntu-24_04-lts", "server"},
+	{"Canonical", "0001-com-ubuntu-server-jammy", "22_04-lts-gen2"},
+}
+
+// imageOf resolves an image reference: a seeded managed image or gallery image (by ID), or a
+// marketplace image it knows (publisher, offer, sku and version), returned as its URN; s.mu is
+// held.
+func (s *Server) imageOf(ref *armcompute.ImageReference) (string, *apiError) {
+	if ref.ID != nil && *ref.ID != "" {
+		return s.resolveImage(*ref.ID)
+	}
+	if ref.Publisher == nil || ref.Offer == nil || ref.SKU == nil || ref.Version == nil {
+		return "", invalidParameter("imageReference", "storageProfile.imageReference needs an id (a managed or gallery image), or publisher, offer, sku and version (a marketplace image).")
+	}
+	for _, m := range marketplaceImages {
+		if strings.EqualFold(m.publisher, *ref.Publisher) && strings.EqualFold(m.offer, *ref.Offer) && strings.EqualFold(m.sku, *ref.SKU) {
+			return strings.Join([]string{m.publisher, m.offer, m.sku, *ref.Version}, ":"), nil
+		}
+	}
+	return "", newError(http.StatusNotFound, "PlatformImageNotFound",
+		"The platform image '%s:%s:%s:%s' is not available. Verify that all fields in the storage profile are correct (armtest knows %v).", *ref.Publisher, *ref.Offer, *ref.SKU, *ref.Version, marketplaceImages)
 }
 
 // checkNetworkProfile checks the NIC configurations and finds their subnets; s.mu is held.
@@ -494,6 +568,11 @@ func (s *Server) checkNetworkProfile(id, location string, vmp *armcompute.Virtua
 			sn := s.findSubnet(*ipc.Properties.Subnet.ID)
 			if sn == nil || !strings.EqualFold(sn.vnet.location, location) {
 				return errReference(*ipc.Properties.Subnet.ID, id)
+			}
+			for _, pool := range ipc.Properties.LoadBalancerBackendAddressPools {
+				if pool == nil || pool.ID == nil || s.backendPool(*pool.ID) == "" {
+					return newError(http.StatusBadRequest, "InvalidResourceReference", "A backend pool referenced by %s was not found.", id)
+				}
 			}
 			cp := ipConfigPlan{
 				name:    *ipc.Name,
@@ -555,11 +634,11 @@ func (s *Server) createInstances(ss *scaleSet, plan *scaleSetPlan, m *armcompute
 			id: id, profile: clone(m.Properties.VirtualMachineProfile), vmID: newUUID(),
 			state: stateCreating, created: time.Now().UTC(),
 		}
+		vmID := in.resourceID(ss)
 		in.info = Instance{
-			ScaleSetID: ss.id, InstanceID: strconv.Itoa(id), ComputerName: plan.prefix + suffix,
+			ID: vmID, ScaleSetID: ss.id, InstanceID: strconv.Itoa(id), ComputerName: plan.prefix + suffix, Linux: plan.linux,
 			CustomData: bytes.Clone(plan.customData), ImageID: plan.imageID,
 		}
-		vmID := in.resourceID(ss)
 		for _, np := range plan.nics {
 			nic := instanceNIC{name: np.name, primary: np.primary, ipForwarding: np.ipForwarding, accelerated: np.accelerated, mac: macAddress()}
 			for _, cp := range np.ipConfigs {
@@ -630,8 +709,8 @@ func releaseAddresses(in *vmInstance) {
 	}
 }
 
-// bootAll boots instances in their own goroutines, unless the server is closing.
-func (s *Server) bootAll(ins []*vmInstance) {
+// bootAll boots machines in their own goroutines, unless the server is closing.
+func (s *Server) bootAll(ins []*machine) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -640,7 +719,7 @@ func (s *Server) bootAll(ins []*vmInstance) {
 	for _, in := range ins {
 		in.bootDone = make(chan struct{})
 		s.boots.Add(1)
-		go func(in *vmInstance) {
+		go func(in *machine) {
 			defer s.boots.Done()
 			defer close(in.bootDone)
 			if err := s.opts.Booter.Boot(s.ctx, in.info); err != nil {
@@ -650,9 +729,8 @@ func (s *Server) bootAll(ins []*vmInstance) {
 	}
 }
 
-// shutdownAll shuts down the machines of deleted instances whose Boot was called, once Boot
-// returned.
-func (s *Server) shutdownAll(ins []*vmInstance) {
+// shutdownAll shuts down deleted machines whose Boot was called, once Boot returned.
+func (s *Server) shutdownAll(ins []*machine) {
 	for _, in := range ins {
 		s.mu.Lock()
 		done := in.bootDone
@@ -694,7 +772,7 @@ func (s *Server) deleteScaleSet(w http.ResponseWriter, q *armRequest) *apiError 
 		}
 		s.removeInstances(ss, gone)
 		delete(s.scaleSets, strings.ToLower(id))
-		return func() { s.shutdownAll(gone) }
+		return func() { s.shutdownAll(machinesOf(gone)) }
 	})
 	s.writeStarted(w, op, http.StatusAccepted, nil)
 	return nil
@@ -775,7 +853,7 @@ func (s *Server) commitDeletion(ss *scaleSet, gone []*vmInstance) func(*apiError
 			return nil
 		}
 		s.removeInstances(ss, gone)
-		return func() { s.shutdownAll(gone) }
+		return func() { s.shutdownAll(machinesOf(gone)) }
 	}
 }
 
@@ -939,33 +1017,43 @@ func macAddress() string {
 const blobPrefix = "/bootdiagnostics/"
 
 type blob struct {
-	scaleSet string // lower-case scale set ID
+	scaleSet string // lower-case scale set ID, with instance; or
 	instance int
+	vm       string // lower-case virtual machine ID
 	expires  time.Time
 }
 
 func (s *Server) retrieveBootDiagnostics(w http.ResponseWriter, q *armRequest) *apiError {
-	minutes := 120
-	if v := q.r.URL.Query().Get("sasUriExpirationTimeInMinutes"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1440 {
-			return invalidParameter("sasUriExpirationTimeInMinutes", "sasUriExpirationTimeInMinutes=%q must be a number of minutes from 1 to 1440.", v)
-		}
-		minutes = n
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, in, e := s.instance(q)
 	if e != nil {
 		return e
 	}
-	token := strings.ReplaceAll(newUUID(), "-", "")
-	expires := time.Now().Add(time.Duration(minutes) * time.Minute)
-	s.blobs[token] = blob{scaleSet: strings.ToLower(ss.id), instance: in.id, expires: expires}
-	uri := fmt.Sprintf("%s%s%s/%s.serialconsole.log?sv=2022-11-02&se=%s&sr=b&sp=r&sig=%s",
-		s.url, blobPrefix, token, in.info.ComputerName, expires.UTC().Format(time.RFC3339), token)
-	writeJSON(w, http.StatusOK, armcompute.RetrieveBootDiagnosticsDataResult{SerialConsoleLogBlobURI: &uri})
+	res, e := s.serialLogURI(q, blob{scaleSet: strings.ToLower(ss.id), instance: in.id}, in.info.ComputerName)
+	if e != nil {
+		return e
+	}
+	writeJSON(w, http.StatusOK, res)
 	return nil
+}
+
+// serialLogURI registers a SAS-like URI of a machine's serial log; s.mu is held.
+func (s *Server) serialLogURI(q *armRequest, b blob, name string) (armcompute.RetrieveBootDiagnosticsDataResult, *apiError) {
+	minutes := 120
+	if v := q.r.URL.Query().Get("sasUriExpirationTimeInMinutes"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1440 {
+			return armcompute.RetrieveBootDiagnosticsDataResult{}, invalidParameter("sasUriExpirationTimeInMinutes", "sasUriExpirationTimeInMinutes=%q must be a number of minutes from 1 to 1440.", v)
+		}
+		minutes = n
+	}
+	token := strings.ReplaceAll(newUUID(), "-", "")
+	b.expires = time.Now().Add(time.Duration(minutes) * time.Minute)
+	s.blobs[token] = b
+	uri := fmt.Sprintf("%s%s%s/%s.serialconsole.log?sv=2022-11-02&se=%s&sr=b&sp=r&sig=%s",
+		s.url, blobPrefix, token, name, b.expires.UTC().Format(time.RFC3339), token)
+	return armcompute.RetrieveBootDiagnosticsDataResult{SerialConsoleLogBlobURI: &uri}, nil
 }
 
 // serveBlob serves a serial log by the URI retrieveBootDiagnosticsData returned.
@@ -973,9 +1061,12 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 	token, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, blobPrefix), "/")
 	s.mu.Lock()
 	b, ok := s.blobs[token]
-	var in *vmInstance
-	if ss := s.scaleSets[b.scaleSet]; ok && ss != nil {
-		in = ss.instances[b.instance]
+	var m *machine
+	if ss := s.scaleSets[b.scaleSet]; ok && ss != nil && ss.instances[b.instance] != nil {
+		m = &ss.instances[b.instance].machine
+	}
+	if vm := s.vms[b.vm]; ok && vm != nil {
+		m = &vm.machine
 	}
 	s.mu.Unlock()
 	switch {
@@ -983,12 +1074,12 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 		storageError(w, http.StatusMethodNotAllowed, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.")
 	case !ok || time.Now().After(b.expires):
 		storageError(w, http.StatusForbidden, "AuthenticationFailed", "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.")
-	case in == nil:
+	case m == nil:
 		storageError(w, http.StatusNotFound, "BlobNotFound", "The specified blob does not exist.")
 	default:
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("x-ms-blob-type", "AppendBlob")
-		_, _ = w.Write(s.opts.Booter.SerialLog(in.info))
+		_, _ = w.Write(s.opts.Booter.SerialLog(m.info))
 	}
 }
 

@@ -43,6 +43,12 @@ type operation struct {
 	// down machines), or nil.
 	commit func(failure *apiError) (after func())
 	once   sync.Once
+	// working, when set, is closed once the work the operation stands for (a run command) is
+	// done: the operation ends no earlier.
+	working chan struct{}
+	// result is the body its Location URL answers once it succeeded (POST actions with a
+	// result); nil: 204 No Content.
+	result any
 
 	// guarded by s.mu
 	status string
@@ -72,13 +78,29 @@ func (s *Server) startOperation(q *armRequest, resource string, commit func(*api
 	s.ops[op.id] = op
 	time.AfterFunc(s.opts.SettleAfter, func() {
 		s.mu.Lock()
-		held := op.hold != nil
+		held, working := op.hold != nil, op.working
 		s.mu.Unlock()
+		if working != nil {
+			<-working
+		}
 		if !held {
 			s.finish(op)
 		}
 	})
 	return op
+}
+
+// isWorking reports whether op's work is still going on; s.mu is held.
+func (op *operation) isWorking() bool {
+	if op.working == nil {
+		return false
+	}
+	select {
+	case <-op.working:
+		return false
+	default:
+		return true
+	}
 }
 
 // finish ends op once: it commits its state change and runs the work that follows.
@@ -169,8 +191,8 @@ func (s *Server) poll(q *armRequest) (*operation, *apiError) {
 		s.mu.Unlock()
 		return nil, newError(http.StatusNotFound, "OperationNotFound", "The operation '%s' could not be found.", q.name(3))
 	}
-	if op.status == statusInProgress && (op.hold != nil || op.polls > 0) {
-		if op.hold == nil {
+	if op.status == statusInProgress && (op.hold != nil || op.polls > 0 || op.isWorking()) {
+		if op.hold == nil && op.polls > 0 {
 			op.polls--
 		}
 		s.mu.Unlock()
@@ -209,14 +231,16 @@ func (s *Server) getOperationResult(w http.ResponseWriter, q *armRequest) *apiEr
 		return e
 	}
 	s.mu.Lock()
-	status := op.status
+	status, result := op.status, op.result
 	s.mu.Unlock()
-	switch status {
-	case statusInProgress:
+	switch {
+	case status == statusInProgress:
 		w.Header().Set("Location", s.operationURL(op, "operationResults"))
 		setRetryAfter(w.Header(), s.opts.RetryAfter)
 		w.WriteHeader(http.StatusAccepted)
-	case statusSucceeded:
+	case status == statusSucceeded && result != nil:
+		writeJSON(w, http.StatusOK, result)
+	case status == statusSucceeded:
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		e := *op.failure

@@ -31,6 +31,7 @@ type subnet struct {
 	model  armnetwork.Subnet // as accepted
 	prefix netip.Prefix
 	table  string                // ID of the associated route table, "" when none
+	nsg    string                // ID of the associated network security group, "" when none
 	used   map[netip.Addr]string // allocated address → ID of the IP configuration holding it
 	state  armnetwork.ProvisioningState
 }
@@ -138,6 +139,7 @@ func (s *Server) prepareVirtualNetwork(id string, m armnetwork.VirtualNetwork) (
 		model  armnetwork.Subnet
 		prefix netip.Prefix
 		table  string
+		nsg    string
 		keep   *subnet
 	}
 	var plan []planned
@@ -156,7 +158,11 @@ func (s *Server) prepareVirtualNetwork(id string, m armnetwork.VirtualNetwork) (
 		if e != nil {
 			return nil, e
 		}
-		p := planned{name: name, model: *sm, prefix: prefix, table: table}
+		nsg, e := s.subnetNSG(sid, sm.Properties)
+		if e != nil {
+			return nil, e
+		}
+		p := planned{name: name, model: *sm, prefix: prefix, table: table, nsg: nsg}
 		if old != nil {
 			p.keep = old.subnets[strings.ToLower(name)]
 			if p.keep != nil && p.keep.prefix != prefix && len(p.keep.used) > 0 {
@@ -194,7 +200,7 @@ func (s *Server) prepareVirtualNetwork(id string, m armnetwork.VirtualNetwork) (
 			if sn == nil {
 				sn = &subnet{id: id + "/subnets/" + p.name, vnet: v, used: map[netip.Addr]string{}}
 			}
-			sn.name, sn.model, sn.prefix, sn.table, sn.state = p.name, p.model, p.prefix, p.table, state
+			sn.name, sn.model, sn.prefix, sn.table, sn.nsg, sn.state = p.name, p.model, p.prefix, p.table, p.nsg, state
 			subnets[strings.ToLower(p.name)] = sn
 		}
 		v.subnets = subnets
@@ -248,6 +254,19 @@ func (s *Server) checkSubnet(id, location string, space []netip.Prefix, p *armne
 		table = rt.id
 	}
 	return prefix, table, nil
+}
+
+// subnetNSG returns the ID of the network security group a subnet names, which must exist; s.mu
+// is held.
+func (s *Server) subnetNSG(id string, p *armnetwork.SubnetPropertiesFormat) (string, *apiError) {
+	if p == nil || p.NetworkSecurityGroup == nil {
+		return "", nil
+	}
+	nsg := s.object(deref(p.NetworkSecurityGroup.ID), typeNSG)
+	if nsg == nil {
+		return "", errReference(deref(p.NetworkSecurityGroup.ID), id)
+	}
+	return nsg.id, nil
 }
 
 func (s *Server) getVirtualNetwork(w http.ResponseWriter, q *armRequest) *apiError {
@@ -335,6 +354,10 @@ func (s *Server) putSubnet(w http.ResponseWriter, q *armRequest) *apiError {
 	if e != nil {
 		return e
 	}
+	nsg, e := s.subnetNSG(id, m.Properties)
+	if e != nil {
+		return e
+	}
 	name := q.name(3)
 	sn := v.subnets[strings.ToLower(name)]
 	status := http.StatusOK
@@ -351,7 +374,7 @@ func (s *Server) putSubnet(w http.ResponseWriter, q *armRequest) *apiError {
 		}
 	}
 	v.subnets[strings.ToLower(name)] = sn
-	sn.model, sn.prefix, sn.table, sn.state = m, prefix, table, armnetwork.ProvisioningStateUpdating
+	sn.model, sn.prefix, sn.table, sn.nsg, sn.state = m, prefix, table, nsg, armnetwork.ProvisioningStateUpdating
 	op := s.startOperation(q, id, func(failure *apiError) func() {
 		sn.state = settled(failure)
 		return nil
@@ -397,9 +420,12 @@ func subnetView(sn *subnet) armnetwork.Subnet {
 		out.Properties = clone(sn.model.Properties)
 	}
 	out.Properties.ProvisioningState = to.Ptr(sn.state)
-	out.Properties.RouteTable = nil
+	out.Properties.RouteTable, out.Properties.NetworkSecurityGroup = nil, nil
 	if sn.table != "" {
 		out.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(sn.table)}
+	}
+	if sn.nsg != "" {
+		out.Properties.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: to.Ptr(sn.nsg)}
 	}
 	out.Properties.IPConfigurations = nil
 	for _, owner := range sortedValues(sn.used) {

@@ -46,6 +46,11 @@ var validatedTypes = []struct{ typ, version string }{
 	{typeRoute, NetworkAPIVersion},
 	{typeVNet, NetworkAPIVersion},
 	{typeSubnet, NetworkAPIVersion},
+	{typeNSG, NetworkAPIVersion},
+	{typePublicIP, NetworkAPIVersion},
+	{typeLoadBalancer, NetworkAPIVersion},
+	{typeNIC, NetworkAPIVersion},
+	{typeVM, ComputeAPIVersion},
 }
 
 type schemaSet struct {

@@ -6,13 +6,17 @@
 //   - Entra ID's OpenID configuration and token endpoint for client credentials (client secret,
 //     certificate assertion, federated OIDC token), with Entra's AADSTS error texts;
 //   - a test OIDC issuer whose tokens the token endpoint accepts as federated credentials;
-//   - the ARM REST API kubewin's azure backend uses (Uniform VM scale sets and their instances, boot
-//     diagnostics, managed and gallery images, route tables and routes, virtual networks, subnets and
-//     scale-set NICs) with ARM's semantics, error shapes and long-running-operation protocol.
+//   - the ARM REST API kubewin's azure backend uses (Uniform VM scale sets and their instances,
+//     virtual machines and their run command, boot diagnostics, managed, gallery and marketplace
+//     images, route tables and routes, virtual networks, subnets, network security groups, public
+//     IP addresses, Standard load balancers and network interfaces) with ARM's semantics, error
+//     shapes and long-running-operation protocol.
 //
 // Tests drive it through real azure-sdk-for-go clients, inject faults (throttling, 5xx, conflicts,
 // failed or held operations, connection resets), count ARM writes and read a request log. Scale-set
-// instances are "booted" by a Booter the caller provides. When given the ARM template JSON Schemas
+// instances and virtual machines are "booted" by a Booter the caller provides, which also runs
+// their run commands. Public IP addresses are handed out of 127.0.0.0/8, so that a simulated
+// machine can bind the address of a load balancer frontend in its place. When given the ARM template JSON Schemas
 // (Options.SchemasDir or KUBEWIN_ARM_SCHEMAS), every PUT and PATCH body is checked against them.
 package armtest
 
@@ -28,6 +32,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,6 +169,10 @@ type Server struct {
 	images     map[string]*image
 	vnets      map[string]*virtualNetwork
 	tables     map[string]*routeTable
+	objects    map[string]*netObject
+	vms        map[string]*virtualMachine
+	publicNet  [2]byte // public addresses are 127.publicNet.n
+	publicUsed map[netip.Addr]bool
 	ops        map[string]*operation
 	blobs      map[string]blob
 	faults     []*Fault
@@ -181,22 +190,29 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("armtest: listen address %q must be 127.0.0.1:<port>", opts.Addr)
 	}
 	s := &Server{
-		opts:      opts,
-		apps:      map[string]*App{},
-		groups:    map[string]string{},
-		scaleSets: map[string]*scaleSet{},
-		images:    map[string]*image{},
-		vnets:     map[string]*virtualNetwork{},
-		tables:    map[string]*routeTable{},
-		ops:       map[string]*operation{},
-		blobs:     map[string]blob{},
-		writes:    map[string]int{},
+		opts:       opts,
+		apps:       map[string]*App{},
+		groups:     map[string]string{},
+		scaleSets:  map[string]*scaleSet{},
+		images:     map[string]*image{},
+		vnets:      map[string]*virtualNetwork{},
+		tables:     map[string]*routeTable{},
+		objects:    map[string]*netObject{},
+		vms:        map[string]*virtualMachine{},
+		publicUsed: map[netip.Addr]bool{},
+		ops:        map[string]*operation{},
+		blobs:      map[string]blob{},
+		writes:     map[string]int{},
 	}
 	if opts.SchemasDir != "" {
 		if s.schemas, err = loadSchemas(opts.SchemasDir); err != nil {
 			return nil, err
 		}
 	}
+	if _, err := rand.Read(s.publicNet[:]); err != nil {
+		return nil, err
+	}
+	s.publicNet[0] = 64 + s.publicNet[0]%64 // 127.64.0.0/10: away from 127.0.0.1
 	if s.ca, err = loopbackca.New("armtest throwaway CA"); err != nil {
 		return nil, err
 	}
@@ -256,9 +272,14 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// A connection a client dialed and has not used yet counts as active for its first 5 s
+	// (net/http): past that wait, the rest are closed.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 	defer cancel()
 	err := s.httpSrv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = s.httpSrv.Close()
+	}
 	s.client.CloseIdleConnections()
 	s.cancel()
 	s.boots.Wait()
@@ -270,6 +291,11 @@ func (s *Server) Close() error {
 			if in.bootDone != nil {
 				running = append(running, in.info)
 			}
+		}
+	}
+	for _, vm := range s.vms {
+		if vm.bootDone != nil {
+			running = append(running, vm.info)
 		}
 	}
 	validated := s.validated

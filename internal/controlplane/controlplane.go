@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -89,6 +91,11 @@ type ControlPlane struct {
 	PIDs map[string]int `json:"pids"`
 	// Version is the kube-apiserver's version ("v1.37.1").
 	Version string `json:"version"`
+	// Address is the address the API server binds and is reached at. Default: 127.0.0.1.
+	Address string `json:"address,omitempty"`
+	// Kubeadm, when set, names the files kubeadm made on a machine that this control plane
+	// runs from (StartKubeadm); otherwise they are in Config.Dir.
+	Kubeadm *KubeadmFiles `json:"kubeadm,omitempty"`
 	// StartedIn is how long Start took.
 	StartedIn time.Duration `json:"startedIn"`
 }
@@ -96,21 +103,38 @@ type ControlPlane struct {
 const stateFile = "controlplane.json"
 
 // Endpoint is the API server's URL.
-func (cp *ControlPlane) Endpoint() string {
-	return fmt.Sprintf("https://127.0.0.1:%d", cp.Ports.APIServer)
-}
+func (cp *ControlPlane) Endpoint() string { return "https://" + cp.HostPort() }
 
 // HostPort is the API server as host:port, the form a NodeConfig takes.
-func (cp *ControlPlane) HostPort() string { return fmt.Sprintf("127.0.0.1:%d", cp.Ports.APIServer) }
+func (cp *ControlPlane) HostPort() string {
+	return net.JoinHostPort(cp.address(), strconv.Itoa(cp.Ports.APIServer))
+}
+
+func (cp *ControlPlane) address() string {
+	if cp.Address == "" {
+		return "127.0.0.1"
+	}
+	return cp.Address
+}
 
 // PKIDir is where the cluster's certificates and keys are.
-func (cp *ControlPlane) PKIDir() string { return filepath.Join(cp.Config.Dir, "pki") }
+func (cp *ControlPlane) PKIDir() string {
+	if cp.Kubeadm != nil {
+		return cp.Kubeadm.PKIDir
+	}
+	return filepath.Join(cp.Config.Dir, "pki")
+}
 
 // CACertFile is the cluster CA certificate.
 func (cp *ControlPlane) CACertFile() string { return filepath.Join(cp.PKIDir(), "ca.crt") }
 
 // AdminKubeconfig is a cluster-admin kubeconfig (group kubeadm:cluster-admins, as kubeadm's admin.conf).
-func (cp *ControlPlane) AdminKubeconfig() string { return filepath.Join(cp.Config.Dir, "admin.conf") }
+func (cp *ControlPlane) AdminKubeconfig() string {
+	if cp.Kubeadm != nil {
+		return cp.Kubeadm.Admin
+	}
+	return filepath.Join(cp.Config.Dir, "admin.conf")
+}
 
 // KubeadmConfig is the kubeadm configuration file the PKI and cluster state were made from.
 func (cp *ControlPlane) KubeadmConfig() string { return filepath.Join(cp.Config.Dir, "kubeadm.yaml") }

@@ -29,7 +29,28 @@ import (
 const StartTimeout = 90 * time.Second
 
 // Start runs a new control plane in cfg.Dir, which must not hold one already.
-func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
+func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
+	return launch(ctx, cfg, &ControlPlane{}, func(cp *ControlPlane) []step {
+		return []step{
+			{"certificates and kubeconfigs", cp.writePKI},
+			{"etcd ready", func() error { return cp.startEtcd(ctx) }},
+			{"kube-apiserver ready", func() error { return cp.startAPIServer(ctx) }},
+			{"cluster-admin binding", func() error { return cp.bindClusterAdmins(ctx) }},
+			{"kube-controller-manager and kube-scheduler started", cp.startControllers},
+			{"kubeadm cluster state (kubeadm-config, kubelet-config, cluster-info, bootstrap RBAC)", func() error { return cp.uploadClusterState(ctx) }},
+			{"controllers working", func() error { return cp.waitControllers(ctx) }},
+		}
+	})
+}
+
+type step struct {
+	name string
+	f    func() error
+}
+
+// launch starts cp's components in cfg.Dir by the given steps, leaving nothing running when one
+// fails. Ports cp does not set yet are free loopback ports.
+func launch(ctx context.Context, cfg Config, cp *ControlPlane, steps func(*ControlPlane) []step) (_ *ControlPlane, err error) {
 	cfg.setDefaults()
 	began := time.Now()
 	if _, err := os.Stat(filepath.Join(cfg.Dir, stateFile)); err == nil {
@@ -43,7 +64,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "logs"), 0o700); err != nil {
 		return nil, err
 	}
-	cp = &ControlPlane{Config: cfg, PIDs: map[string]int{}}
+	cp.Config, cp.PIDs = cfg, map[string]int{}
 	defer func() {
 		if err != nil {
 			// Leave nothing running on failure; keep the logs for the report.
@@ -55,31 +76,17 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if err != nil {
 		return cp, err
 	}
+	apiServer := cp.Ports.APIServer
 	cp.Ports = Ports{EtcdClient: ports[0], EtcdPeer: ports[1], APIServer: ports[2], KCM: ports[3], Scheduler: ports[4]}
-
-	step := func(name string, f func() error) error {
-		t := time.Now()
-		if err := f(); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		fmt.Fprintf(cfg.Progress, "[control-plane] %s (%s)\n", name, time.Since(t).Round(time.Millisecond))
-		return nil
+	if apiServer != 0 {
+		cp.Ports.APIServer = apiServer
 	}
-	for _, s := range []struct {
-		name string
-		f    func() error
-	}{
-		{"certificates and kubeconfigs", cp.writePKI},
-		{"etcd ready", func() error { return cp.startEtcd(ctx) }},
-		{"kube-apiserver ready", func() error { return cp.startAPIServer(ctx) }},
-		{"cluster-admin binding", func() error { return cp.bindClusterAdmins(ctx) }},
-		{"kube-controller-manager and kube-scheduler started", cp.startControllers},
-		{"kubeadm cluster state (kubeadm-config, kubelet-config, cluster-info, bootstrap RBAC)", func() error { return cp.uploadClusterState(ctx) }},
-		{"controllers working", func() error { return cp.waitControllers(ctx) }},
-	} {
-		if err := step(s.name, s.f); err != nil {
-			return cp, err
+	for _, s := range steps(cp) {
+		t := time.Now()
+		if err := s.f(); err != nil {
+			return cp, fmt.Errorf("%s: %w", s.name, err)
 		}
+		fmt.Fprintf(cfg.Progress, "[control-plane] %s (%s)\n", s.name, time.Since(t).Round(time.Millisecond))
 	}
 	cp.StartedIn = time.Since(began)
 	if err := cp.save(); err != nil {
@@ -185,6 +192,16 @@ func (cp *ControlPlane) writePKI() error {
 }
 
 func (cp *ControlPlane) kubeconfig(name string) string {
+	if k := cp.Kubeadm; k != nil {
+		switch name {
+		case "super-admin":
+			return k.SuperAdmin
+		case KubeControllerManager:
+			return k.ControllerManager
+		case KubeScheduler:
+			return k.Scheduler
+		}
+	}
 	return filepath.Join(cp.Config.Dir, strings.TrimPrefix(name, "kube-")+".conf")
 }
 
@@ -263,7 +280,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	pki := func(f string) string { return filepath.Join(cp.PKIDir(), f) }
 	if err := cp.start(KubeAPIServer,
-		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", cp.Ports.APIServer),
+		"--advertise-address="+cp.address(), "--bind-address="+cp.address(), fmt.Sprintf("--secure-port=%d", cp.Ports.APIServer),
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", cp.Ports.EtcdClient),
 		"--allow-privileged=true",
 		"--authorization-mode=Node,RBAC",

@@ -1,5 +1,6 @@
 resource "kubewin_cluster" "dev" {
   name = "dev"
+  local {}
 }
 
 # The admin credential of a local cluster, for this run only: never in the plan or the state.

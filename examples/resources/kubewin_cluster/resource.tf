@@ -3,6 +3,7 @@ resource "kubewin_cluster" "dev" {
   name         = "dev"
   cluster_cidr = "10.244.0.0/16"
   service_cidr = "10.96.0.0/12"
+  local {}
 }
 
 output "endpoint" {

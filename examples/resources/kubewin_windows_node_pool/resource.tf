@@ -1,5 +1,6 @@
 resource "kubewin_cluster" "dev" {
   name = "dev"
+  local {}
 }
 
 # Three simulated Windows Server nodes on this host (the local backend), from an image baked

@@ -1,6 +1,8 @@
-// Package simboot boots the ARM test server's scale-set instances as simulated Windows machines
-// (package simmachine) running nodeboot with the custom data the instance was given, so that a
-// Windows pool created through the test server really joins a local control plane. Test and
+// Package simboot boots the ARM test server's machines as simulated machines with the custom data
+// each was given: Windows instances as simulated Windows machines (package simmachine) running
+// nodeboot, so that a Windows pool created through the test server really joins a control plane;
+// Linux machines whose custom data is kubewin's cloud-init as simulated Linux machines (package
+// simlinux) on which kubeadm makes a cluster's control plane and workers (see linux.go). Test and
 // demo infrastructure, like the server itself.
 package simboot
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/armtest"
+	"github.com/kubewin/kubewin/internal/kubeadmboot"
 	"github.com/kubewin/kubewin/internal/proc"
 	"github.com/kubewin/kubewin/internal/simmachine"
 )
@@ -26,10 +29,13 @@ type Booter struct {
 	Dir string
 	// Nodeboot is the nodeboot binary for this host.
 	Nodeboot string
+	// KubeBin holds kubeadm, kubectl and the control plane's programs, for Linux machines.
+	KubeBin string
 
 	mu     sync.Mutex
 	images map[string]string // image ID (lower case) → image directory
 	pids   map[string]int    // machine directory → nodeboot's PID
+	linux  map[string]*linuxMachine
 }
 
 var _ armtest.Booter = (*Booter)(nil)
@@ -50,7 +56,14 @@ func (b *Booter) machineDir(in armtest.Instance) string {
 
 // Boot provisions the instance's machine from its image with its custom data and starts its
 // nodeboot. The machine's address is the instance's private IP on its /24, as Azure's NIC has it.
-func (b *Booter) Boot(_ context.Context, in armtest.Instance) error {
+func (b *Booter) Boot(ctx context.Context, in armtest.Instance) error {
+	if in.Linux {
+		doc, err := kubeadmboot.Parse(in.CustomData)
+		if err != nil {
+			return fmt.Errorf("instance %s: a simulated Linux machine boots from kubewin's cloud-init only: %w", in.ComputerName, err)
+		}
+		return b.bootLinux(ctx, in, doc)
+	}
 	b.mu.Lock()
 	image, ok := b.images[strings.ToLower(in.ImageID)]
 	b.mu.Unlock()
@@ -80,6 +93,9 @@ func (b *Booter) Boot(_ context.Context, in armtest.Instance) error {
 
 // Shutdown stops the instance's nodeboot and removes its machine.
 func (b *Booter) Shutdown(ctx context.Context, in armtest.Instance) error {
+	if in.Linux {
+		return b.shutdownLinux(ctx, in)
+	}
 	dir := b.machineDir(in)
 	b.mu.Lock()
 	pid := b.pids[dir]
@@ -96,8 +112,19 @@ func (b *Booter) Shutdown(ctx context.Context, in armtest.Instance) error {
 // SerialLog is what the machine's nodeboot wrote to its serial console: what boot diagnostics
 // show of a Windows VM.
 func (b *Booter) SerialLog(in armtest.Instance) []byte {
+	if in.Linux {
+		return b.linuxSerial(in)
+	}
 	serial, _ := os.ReadFile(filepath.Join(b.machineDir(in), "drive", "sim", "serial.log"))
 	return serial
+}
+
+// RunCommand runs a script on a Linux machine; Windows machines run none.
+func (b *Booter) RunCommand(ctx context.Context, in armtest.Instance, script string) ([]byte, []byte, int, error) {
+	if !in.Linux {
+		return nil, nil, 0, fmt.Errorf("instance %s: simulated Windows machines run no commands", in.ComputerName)
+	}
+	return b.runLinux(ctx, in, script)
 }
 
 // Running lists the PIDs of the machines' nodeboot processes, for clean-up checks.

@@ -18,10 +18,10 @@ import (
 	"github.com/kubewin/kubewin/internal/filesum"
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/tlsbootstrap"
 	"github.com/kubewin/kubewin/nodeboot/internal/discovery"
 	"github.com/kubewin/kubewin/nodeboot/internal/nodefiles"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
-	"github.com/kubewin/kubewin/nodeboot/internal/tlsbootstrap"
 	"github.com/kubewin/kubewin/nodeboot/internal/workflow"
 )
 

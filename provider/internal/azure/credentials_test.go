@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,8 @@ import (
 	"software.sslmate.com/src/go-pkcs12"
 
 	"github.com/kubewin/kubewin/internal/armtest"
+	"github.com/kubewin/kubewin/internal/armtest/simboot"
+	"github.com/kubewin/kubewin/internal/testenv"
 )
 
 // The credentials are tested against the ARM + Entra test server over HTTPS: each kind gets a
@@ -30,7 +33,17 @@ import (
 var server *armtest.Server
 
 func TestMain(m *testing.M) {
-	s, err := armtest.New(armtest.Options{RetryAfter: 10 * time.Millisecond})
+	dir, err := os.MkdirTemp("", "kubewin-azure-test-")
+	if err != nil {
+		panic(err)
+	}
+	// Linux machines (the clusters' control planes and agents) boot as simulated machines with
+	// the test environment's kubeadm and control plane.
+	bin, err := testenv.BinDir()
+	if err != nil {
+		panic(err)
+	}
+	s, err := armtest.New(armtest.Options{RetryAfter: 10 * time.Millisecond, Booter: &simboot.Booter{Dir: dir, KubeBin: bin}})
 	if err != nil {
 		panic(err)
 	}
@@ -38,7 +51,11 @@ func TestMain(m *testing.M) {
 	// The server's CA, as a user of a custom cloud trusts it (read once, before any TLS).
 	os.Setenv("SSL_CERT_FILE", s.CAFile())
 	code := m.Run()
-	s.Close()
+	if err := s.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = max(code, 1)
+	}
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
 

@@ -19,6 +19,7 @@ variable "node_count" {
 
 resource "kubewin_cluster" "bench" {
   name = "bench"
+  local {}
 }
 
 resource "kubewin_windows_node_pool" "win" {

@@ -33,6 +33,7 @@ variable "node_count" {
 
 resource "kubewin_cluster" "test" {
   name = "pooltest"
+  local {}
 }
 
 resource "kubewin_windows_node_pool" "win" {

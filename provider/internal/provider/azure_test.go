@@ -20,6 +20,7 @@ import (
 	"github.com/kubewin/kubewin/internal/azureimage"
 	"github.com/kubewin/kubewin/internal/routetable"
 	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/testenv"
 	"github.com/kubewin/kubewin/provider/internal/azure"
 )
 
@@ -36,7 +37,11 @@ var (
 // startARM starts the test binary's ARM server. It must run before anything reads the system's
 // certificate pool, which SSL_CERT_FILE then names.
 func startARM(dir string) error {
-	armBooter = &simboot.Booter{Dir: filepath.Join(dir, "instances"), Nodeboot: filepath.Join(dir, "nodeboot")}
+	bin, err := testenv.BinDir()
+	if err != nil {
+		return err
+	}
+	armBooter = &simboot.Booter{Dir: filepath.Join(dir, "instances"), Nodeboot: filepath.Join(dir, "nodeboot"), KubeBin: bin}
 	s, err := armtest.New(armtest.Options{Dir: dir, Booter: armBooter, RetryAfter: 20 * time.Millisecond})
 	if err != nil {
 		return err

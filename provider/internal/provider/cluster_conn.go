@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubewin/kubewin/internal/capin"
+	"github.com/kubewin/kubewin/provider/internal/azure"
 )
 
 // clusterConn is what nodes need of their cluster, local or existing.
@@ -21,9 +22,16 @@ type clusterConn struct {
 	facts clusterFacts
 }
 
-// connect reaches a cluster: the local cluster named by cluster_id, or the provider's
-// kubernetes connection.
+// connect reaches a cluster: the azure or local cluster named by cluster_id, or the
+// provider's kubernetes connection.
 func (d *providerData) connect(ctx context.Context, clusterID types.String) (*clusterConn, error) {
+	if id := clusterID.ValueString(); azure.IsClusterID(id) {
+		access, err := d.azureAccess(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return existingCluster(ctx, access.REST())
+	}
 	if !clusterID.IsNull() && clusterID.ValueString() != "" {
 		cp, err := d.local.Cluster(clusterID.ValueString())
 		if err != nil {
@@ -53,7 +61,7 @@ func (d *providerData) connect(ctx context.Context, clusterID types.String) (*cl
 
 // localClusterGone reports whether the local cluster named by cluster_id no longer exists.
 func (d *providerData) localClusterGone(id types.String) bool {
-	if id.IsNull() || id.ValueString() == "" {
+	if id.IsNull() || id.ValueString() == "" || azure.IsClusterID(id.ValueString()) {
 		return false
 	}
 	_, err := d.local.Cluster(id.ValueString())

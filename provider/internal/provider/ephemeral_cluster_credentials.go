@@ -8,6 +8,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubewin/kubewin/provider/internal/azure"
 )
 
 var (
@@ -36,7 +38,9 @@ func (e *clusterCredentialsEphemeral) Metadata(_ context.Context, req ephemeral.
 func (e *clusterCredentialsEphemeral) Schema(_ context.Context, _ ephemeral.SchemaRequest, resp *ephemeral.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		Description: "The cluster-admin credential of a `kubewin_cluster`, for other providers (kubernetes, helm) to use during a run. " +
-			"Being ephemeral, it is never written to the plan or the state (Terraform 1.10 or later).",
+			"Being ephemeral, it is never written to the plan or the state (Terraform 1.10 or later). For an azure cluster it is a client " +
+			"certificate valid for an hour, signed for a key made in the provider's memory by the cluster's CSR API through a run command " +
+			"on a control plane (in group `kubeadm:cluster-admins`).",
 		Attributes: map[string]schema.Attribute{
 			"cluster_id":             schema.StringAttribute{Required: true, Description: "The `id` of the `kubewin_cluster`."},
 			"host":                   schema.StringAttribute{Computed: true, Description: "API server URL."},
@@ -55,6 +59,19 @@ func (e *clusterCredentialsEphemeral) Open(ctx context.Context, req ephemeral.Op
 	var m clusterCredentialsModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	if id := m.ClusterID.ValueString(); azure.IsClusterID(id) {
+		access, err := e.data.azureAccess(ctx, id)
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot Reach Cluster", err.Error())
+			return
+		}
+		m.Host = types.StringValue("https://" + access.Endpoint)
+		m.ClusterCACertificate = types.StringValue(string(access.CACert))
+		m.ClientCertificate = types.StringValue(string(access.Cert))
+		m.ClientKey = types.StringValue(string(access.Key))
+		resp.Diagnostics.Append(resp.Result.Set(ctx, &m)...)
 		return
 	}
 	cp, err := e.data.local.Cluster(m.ClusterID.ValueString())

@@ -28,6 +28,7 @@ func TestAccClusterCredentials(t *testing.T) {
 			Config: provider + `
 resource "kubewin_cluster" "test" {
   name = "creds"
+  local {}
 }
 
 ephemeral "kubewin_cluster_credentials" "admin" {

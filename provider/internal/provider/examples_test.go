@@ -40,6 +40,9 @@ var runnableExamples = map[string]exampleSetup{
 		return nil, nil
 	},
 	"examples/ephemeral-resources/kubewin_cluster_credentials": nil,
+	"examples/functions/acs_apimodel":                          nil,
+	// The guides' acs-engine api model: an azure cluster through the ARM test server.
+	"examples/acs-engine": acsEngineExample,
 	// Through the ARM test server, into a cluster kubewin did not create.
 	"examples/azure": func(t *testing.T, work, _ string) ([]string, []string) {
 		f := newAzureFixtureTB(t, filepath.Join(work, "state"))
@@ -52,6 +55,14 @@ var runnableExamples = map[string]exampleSetup{
 		return []string{"kubeconfig=" + cp.AdminKubeconfig(), "resource_group_name=" + f.group, "location=" + armServer.Location(),
 			"subnet_id=" + f.subnetID, "route_table_id=" + f.routeTableID, "image_id=" + f.imageA, "node_count=2"}, armServer.Env()
 	},
+}
+
+// exampleChecks check what a runnable example made, after its apply and after its destroy.
+var exampleChecks = map[string]struct {
+	applied   func(t *testing.T, c *cli)
+	destroyed func(t *testing.T)
+}{
+	"examples/acs-engine": {applied: checkACSEngineExample, destroyed: checkACSEngineDestroyed},
 }
 
 // exampleImage writes a test image into the scratch tree.
@@ -90,7 +101,14 @@ func TestAccExamples(t *testing.T) {
 			}
 			t.Cleanup(func() { stopLeftovers(filepath.Join(work, "state")) })
 			c.run(t, append([]string{"apply"}, args...)...)
+			check := exampleChecks[dir]
+			if check.applied != nil {
+				check.applied(t, c)
+			}
 			c.run(t, append([]string{"destroy"}, args...)...)
+			if check.destroyed != nil {
+				check.destroyed(t)
+			}
 		})
 	}
 	for i, block := range docBlocks(t) {

@@ -173,7 +173,7 @@ func checkAzureBlock(a *azurePoolModel) diag.Diagnostics {
 			diags.AddAttributeError(pathAzure.AtName(name), "Missing Azure Setting", "Set azure."+name+": the scale set needs it.")
 		}
 	}
-	if a.Priority.ValueString() != "Spot" && !a.MaxBidPrice.IsNull() {
+	if !a.Priority.IsUnknown() && !a.MaxBidPrice.IsUnknown() && a.Priority.ValueString() != "Spot" && !a.MaxBidPrice.IsNull() {
 		diags.AddAttributeError(pathAzure.AtName("max_bid_price"), "Spot Setting Without Spot VMs", "max_bid_price applies only to priority = \"Spot\": remove it, or set priority.")
 	}
 	return diags

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
+	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -20,6 +21,7 @@ import (
 var (
 	_ provider.Provider                       = (*kubewinProvider)(nil)
 	_ provider.ProviderWithEphemeralResources = (*kubewinProvider)(nil)
+	_ provider.ProviderWithFunctions          = (*kubewinProvider)(nil)
 )
 
 type kubewinProvider struct {
@@ -54,6 +56,8 @@ type providerData struct {
 	// kube is the connection to an existing cluster, or nil.
 	kube      *rest.Config
 	azureConn *azureConn
+	// azureClusters holds the admin credentials of azure clusters taken in this process.
+	azureClusters azureAccesses
 }
 
 func (p *kubewinProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -63,10 +67,12 @@ func (p *kubewinProvider) Metadata(_ context.Context, _ provider.MetadataRequest
 
 func (p *kubewinProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		Description: "The kubewin provider adds Windows Server worker nodes to Kubernetes clusters. " +
-			"Its one backend today is `local`, which runs everything on one machine — a real control plane as processes on 127.0.0.1, " +
-			"and each node a nodeboot process on a **simulated** Windows machine whose simulated kubelet runs no containers — " +
-			"for development, demos and CI. Simulated nodes join only clusters created by `kubewin_cluster`, unless a pool opts in by name.",
+		Description: "The kubewin provider makes Kubernetes clusters with Windows Server worker nodes, with two backends: `azure` — an acs-engine-style " +
+			"cluster (`kubewin_cluster`: Linux control planes by kubeadm, a Linux agent pool, the network; `provider::kubewin::acs_apimodel` reads " +
+			"acs-engine api models), Windows pools on virtual machine scale sets and pod routes in route tables — and `local`, which runs everything " +
+			"on one machine — a real control plane as processes on 127.0.0.1, and each node a nodeboot process on a **simulated** Windows machine " +
+			"whose simulated kubelet runs no containers — for development, demos and CI. Windows pools also join clusters kubewin did not make " +
+			"(the `kubernetes` block); simulated nodes join only clusters of the local backend, unless a pool opts in by name.",
 		Blocks: map[string]schema.Block{
 			"azure":      azureBlock(),
 			"kubernetes": kubernetesBlock(),
@@ -140,6 +146,10 @@ func (p *kubewinProvider) Resources(context.Context) []func() resource.Resource 
 
 func (p *kubewinProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{newImageManifestDataSource}
+}
+
+func (p *kubewinProvider) Functions(context.Context) []func() function.Function {
+	return []func() function.Function{newACSAPIModelFunction}
 }
 
 func (p *kubewinProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {

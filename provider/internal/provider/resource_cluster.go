@@ -17,15 +17,18 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/kubewin/kubewin/internal/capin"
 	"github.com/kubewin/kubewin/internal/controlplane"
 	"github.com/kubewin/kubewin/internal/ipam"
+	"github.com/kubewin/kubewin/internal/kubeversion"
 )
 
 var (
@@ -34,6 +37,7 @@ var (
 	_ resource.ResourceWithImportState    = (*clusterResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*clusterResource)(nil)
 	_ resource.ResourceWithModifyPlan     = (*clusterResource)(nil)
+	_ resource.ResourceWithUpgradeState   = (*clusterResource)(nil)
 )
 
 func newClusterResource() resource.Resource { return &clusterResource{} }
@@ -41,18 +45,23 @@ func newClusterResource() resource.Resource { return &clusterResource{} }
 type clusterResource struct{ data *providerData }
 
 type clusterModel struct {
-	Name              types.String `tfsdk:"name"`
-	ClusterCIDR       types.String `tfsdk:"cluster_cidr"`
-	ServiceCIDR       types.String `tfsdk:"service_cidr"`
-	NodeCIDRMaskSize  types.Int64  `tfsdk:"node_cidr_mask_size"`
-	Running           types.Bool   `tfsdk:"running"`
-	ID                types.String `tfsdk:"id"`
-	Endpoint          types.String `tfsdk:"endpoint"`
-	KubernetesVersion types.String `tfsdk:"kubernetes_version"`
-	CACertificate     types.String `tfsdk:"ca_certificate"`
-	CACertHash        types.String `tfsdk:"ca_cert_hash"`
-	KubeconfigPath    types.String `tfsdk:"kubeconfig_path"`
+	Name              types.String       `tfsdk:"name"`
+	KubernetesVersion types.String       `tfsdk:"kubernetes_version"`
+	ClusterCIDR       types.String       `tfsdk:"cluster_cidr"`
+	ServiceCIDR       types.String       `tfsdk:"service_cidr"`
+	NodeCIDRMaskSize  types.Int64        `tfsdk:"node_cidr_mask_size"`
+	Local             *clusterLocalModel `tfsdk:"local"`
+	Azure             *clusterAzureModel `tfsdk:"azure"`
+	Running           types.Bool         `tfsdk:"running"`
+	ID                types.String       `tfsdk:"id"`
+	Endpoint          types.String       `tfsdk:"endpoint"`
+	CACertificate     types.String       `tfsdk:"ca_certificate"`
+	CACertHash        types.String       `tfsdk:"ca_cert_hash"`
+	KubeconfigPath    types.String       `tfsdk:"kubeconfig_path"`
 }
+
+// clusterLocalModel is the local backend's block, which has no settings.
+type clusterLocalModel struct{}
 
 var clusterNameRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$`)
 
@@ -60,20 +69,56 @@ func (r *clusterResource) Metadata(_ context.Context, req resource.MetadataReque
 	resp.TypeName = req.ProviderTypeName + "_cluster"
 }
 
-func (r *clusterResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+// replaceIfLocal replaces a local cluster when the attribute changes; an azure cluster's change
+// is refused at plan time instead (ModifyPlan).
+var replaceIfLocal = stringplanmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = isLocalState(ctx, req.State)
+}, "Replaces a cluster of the local backend.", "")
+
+func isLocalState(ctx context.Context, state tfsdk.State) bool {
+	var azure types.Object
+	if state.Raw.IsNull() || state.GetAttribute(ctx, path.Root("azure"), &azure).HasError() {
+		return false
+	}
+	return azure.IsNull()
+}
+
+func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	replace := []planmodifier.String{replaceIfLocal}
 	resp.Schema = schema.Schema{
-		Description: "A Kubernetes cluster run by the local backend: etcd, kube-apiserver, kube-controller-manager and kube-scheduler as " +
-			"processes on 127.0.0.1, with the kubeadm-compatible state Windows nodes join (bootstrap token authentication, cluster-info, " +
-			"CSR approval, node IPAM). The processes outlive `terraform apply`; destroying the resource stops them and removes their data. " +
-			"A cluster found stopped (after a reboot) is started again, with its data, by the next apply.",
+		Version: 1,
+		Description: "A Kubernetes cluster for Windows node pools, made by one of two backends, named by a block: `azure` (an acs-engine-style " +
+			"cluster in Azure: virtual network, security groups, a route table for kubenet-style routing, a Standard load balancer in front of " +
+			"1, 3 or 5 Ubuntu control planes bootstrapped by cloud-init with `kubeadm init` and `kubeadm join --control-plane`, and a scale set " +
+			"of Linux agents for CoreDNS and other Linux-only system pods) or `local` (etcd, kube-apiserver, kube-controller-manager and " +
+			"kube-scheduler as processes on 127.0.0.1, with the kubeadm-compatible state Windows nodes join, for development, demos and CI). " +
+			"There is no default.\n\n" +
+			"A local cluster's processes outlive `terraform apply`; destroying the resource stops them and removes their data, and a cluster " +
+			"found stopped (after a reboot) is started again by the next apply. Changing its name or networks replaces it.\n\n" +
+			"An azure cluster is never replaced by a change: a change that would need a new cluster (its Kubernetes version, networks, " +
+			"masters' machines, ...) is an error at plan time. Its Linux pool's `node_count` changes in place, and control planes can be added " +
+			"(1 to 3 or 5, 3 to 5); a control plane or agent that was lost is made again by the next apply. The cluster CA's key never leaves the " +
+			"control planes (see the azure block), and nothing secret is in the state: admin credentials come from the ephemeral " +
+			"`kubewin_cluster_credentials`.",
+		Blocks: map[string]schema.Block{
+			"local": schema.SingleNestedBlock{
+				Description:   "The cluster runs on this machine, as processes of the local backend (see the provider's `local` block).",
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(localBlockChanged, "Moving a local cluster to another backend replaces it.", "")},
+			},
+			"azure": clusterAzureBlock(ctx),
+		},
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Required:      true,
 				PlanModifiers: replace,
 				Validators:    []validator.String{stringvalidator.RegexMatches(clusterNameRE, "must be 1-40 lower-case letters, digits and '-', starting with a letter and ending with a letter or digit")},
-				Description:   "Name of the cluster, unique in the local backend's state directory.",
+				Description:   "Name of the cluster: unique in the local backend's state directory; on Azure, the prefix of its resources' names.",
+			},
+			"kubernetes_version": schema.StringAttribute{
+				Optional: true, Computed: true, PlanModifiers: append([]planmodifier.String{stringplanmodifier.UseStateForUnknown()}, replace...),
+				Description: fmt.Sprintf("Kubernetes release of the control plane, e.g. `1.37.1`: required for an azure cluster (Kubernetes 1.%d to 1.%d); "+
+					"a local cluster runs the version of its programs, which this reads (setting another is an error).", kubeversion.OldestMinor, kubeversion.NewestMinor),
 			},
 			"cluster_cidr": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString("10.244.0.0/16"), PlanModifiers: replace,
@@ -87,42 +132,65 @@ func (r *clusterResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			},
 			"node_cidr_mask_size": schema.Int64Attribute{
 				Optional: true, Computed: true, Default: int64default.StaticInt64(ipam.DefaultNodeMaskSize),
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplace()},
-				Validators:    []validator.Int64{int64validator.Between(8, ipam.MaxPodCIDRBits)},
-				Description:   fmt.Sprintf("Prefix length of each node's pod CIDR. Default `%d`.", ipam.DefaultNodeMaskSize),
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
+					resp.RequiresReplace = isLocalState(ctx, req.State)
+				}, "Replaces a cluster of the local backend.", "")},
+				Validators:  []validator.Int64{int64validator.Between(8, ipam.MaxPodCIDRBits)},
+				Description: fmt.Sprintf("Prefix length of each node's pod CIDR. Default `%d`.", ipam.DefaultNodeMaskSize),
 			},
 			"running": schema.BoolAttribute{
 				Computed: true, Default: booldefault.StaticBool(true),
-				Description: "Whether every control plane process runs. It reads `false` when the cluster was stopped (for example by a reboot); the next apply starts it again.",
+				Description: "Whether the cluster runs: every control plane process of a local cluster (it reads `false` after a reboot; the next apply starts it again), " +
+					"every control plane and agent of an azure cluster (the next apply makes the missing ones again).",
 			},
-			"id":                 schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The cluster's name."},
-			"endpoint":           schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "URL of the API server, `https://127.0.0.1:<port>`."},
-			"kubernetes_version": schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "Version of the control plane, e.g. `v1.37.1`."},
-			"ca_certificate":     schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The cluster CA certificate (PEM)."},
-			"ca_cert_hash":       schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The CA pin nodes join with: `sha256:` and the hex sha256 of the CA's SubjectPublicKeyInfo, as kubeadm prints it."},
+			"id":             schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The cluster's ID, which `kubewin_windows_node_pool.cluster_id` takes: a local cluster's name, an azure cluster's load balancer's resource ID."},
+			"endpoint":       schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "URL of the API server: `https://127.0.0.1:<port>` for a local cluster, `https://<load balancer frontend address>:6443` on Azure."},
+			"ca_certificate": schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The cluster CA certificate (PEM)."},
+			"ca_cert_hash":   schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The CA pin nodes join with: `sha256:` and the hex sha256 of the CA's SubjectPublicKeyInfo, as kubeadm prints it."},
 			"kubeconfig_path": schema.StringAttribute{
 				Computed: true, PlanModifiers: keep,
-				Description: "Path of a cluster-admin kubeconfig on this machine (owner-only). The credential itself is never stored in the Terraform state.",
+				Description: "A local cluster's cluster-admin kubeconfig on this machine (owner-only; null on Azure). The credential itself is never stored in the Terraform state.",
 			},
 		},
 	}
+}
+
+// localBlockChanged replaces a local cluster moved to another backend; an azure cluster's move is
+// refused in ModifyPlan.
+func localBlockChanged(ctx context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = isLocalState(ctx, req.State) && req.PlanValue.IsNull()
 }
 
 func (r *clusterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
 }
 
-// ModifyPlan refuses a cluster of the local backend in a Terraform Cloud run.
-func (r *clusterResource) ModifyPlan(_ context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if !req.Plan.Raw.IsNull() {
-		resp.Diagnostics.Append(checkNotRemote(path.Root("name"))...)
-	}
-}
-
 func (r *clusterResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m clusterModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() || m.ClusterCIDR.IsUnknown() || m.ServiceCIDR.IsUnknown() {
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	switch {
+	case m.Local == nil && m.Azure == nil:
+		resp.Diagnostics.AddAttributeError(path.Root("local"), "Missing Backend",
+			"The cluster does not say where it runs, and kubewin has no default backend. Add a backend block: `azure { … }` makes an acs-engine-style "+
+				"cluster in Azure (Linux control planes by kubeadm, a Linux agent pool, the network); `local {}` runs the control plane as processes on this machine.")
+	case m.Local != nil && m.Azure != nil:
+		resp.Diagnostics.AddAttributeError(path.Root("azure"), "Conflicting Backends", "Set one backend block, azure or local, not both.")
+	case m.Azure != nil:
+		resp.Diagnostics.Append(validateAzureCluster(ctx, &m)...)
+	}
+	if !m.KubernetesVersion.IsNull() && !m.KubernetesVersion.IsUnknown() {
+		v, err := kubeversion.Parse(m.KubernetesVersion.ValueString())
+		if err == nil {
+			err = kubeversion.CheckSupported(v)
+		}
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("kubernetes_version"), "Unsupported Kubernetes Version", err.Error())
+		}
+	}
+	if m.ClusterCIDR.IsUnknown() || m.ServiceCIDR.IsUnknown() {
 		return
 	}
 	clusterCIDR, serviceCIDR := "10.244.0.0/16", "10.96.0.0/12"
@@ -146,10 +214,53 @@ func (r *clusterResource) ValidateConfig(ctx context.Context, req resource.Valid
 	}
 }
 
+// ModifyPlan refuses a local cluster in a Terraform Cloud run, and a local cluster of another
+// version than its programs'; an azure cluster's checks are modifyAzurePlan's.
+func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || r.data == nil {
+		return
+	}
+	var m clusterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !req.State.Raw.IsNull() && !isLocalState(ctx, req.State) {
+		resp.Diagnostics.Append(r.modifyAzurePlan(ctx, req, &m)...)
+		return
+	}
+	if m.Local == nil {
+		return
+	}
+	resp.Diagnostics.Append(checkNotRemote(path.Root("name"))...)
+	if m.KubernetesVersion.IsNull() || m.KubernetesVersion.IsUnknown() || !req.State.Raw.IsNull() {
+		return
+	}
+	if v, err := r.data.local.ControlPlaneVersion(); err == nil && !sameVersion(v, m.KubernetesVersion.ValueString()) {
+		resp.Diagnostics.AddAttributeError(path.Root("kubernetes_version"), "Version Not Available Locally",
+			fmt.Sprintf("The local backend's control plane programs are Kubernetes %s, not %s: remove kubernetes_version, or set it to %s.", v, m.KubernetesVersion.ValueString(), v))
+	}
+}
+
+// sameVersion compares releases with or without their leading v.
+func sameVersion(a, b string) bool {
+	pa, errA := kubeversion.Parse(a)
+	pb, errB := kubeversion.Parse(b)
+	return errA == nil && errB == nil && pa.EqualTo(pb)
+}
+
 func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var m clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.Azure != nil {
+		resp.Diagnostics.Append(r.createAzure(ctx, &m)...)
+		// Saved even on failure: Terraform then knows what was made, and destroys it.
+		if !m.ID.IsUnknown() {
+			resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		}
 		return
 	}
 	bin, err := r.data.local.ControlPlaneBinDir()
@@ -182,6 +293,16 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if m.Azure != nil {
+		gone, diags := r.readAzure(ctx, &m)
+		resp.Diagnostics.Append(diags...)
+		if gone {
+			resp.State.RemoveResource(ctx)
+			return
+		}
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		return
+	}
 	cp, err := controlplane.Load(r.data.local.ClusterDir(m.Name.ValueString()))
 	if errors.Is(err, os.ErrNotExist) {
 		resp.State.RemoveResource(ctx) // the cluster's directory is gone: so is the cluster
@@ -195,11 +316,18 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-// Update only ever starts a stopped cluster again: every input forces a replacement.
+// Update starts a stopped local cluster again (every other change of a local cluster replaces
+// it), or changes an azure cluster in place.
 func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var m clusterModel
+	var m, prior clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.Azure != nil {
+		resp.Diagnostics.Append(r.updateAzure(ctx, &m, &prior)...)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 		return
 	}
 	cp, err := controlplane.Resume(ctx, r.data.local.ClusterDir(m.Name.ValueString()), io.Discard)
@@ -217,6 +345,10 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if m.Azure != nil {
+		resp.Diagnostics.Append(r.deleteAzure(ctx, &m)...)
+		return
+	}
 	dir := r.data.local.ClusterDir(m.Name.ValueString())
 	cp, err := controlplane.Load(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -231,6 +363,8 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 }
 
+// ImportState imports a local cluster by its name. (An azure cluster's settings are its
+// configuration's: it is not imported.)
 func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	cp, err := controlplane.Load(r.data.local.ClusterDir(req.ID))
 	if err != nil {
@@ -242,6 +376,7 @@ func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportSt
 		ClusterCIDR:      types.StringValue(cp.Config.ClusterCIDR),
 		ServiceCIDR:      types.StringValue(cp.Config.ServiceCIDR),
 		NodeCIDRMaskSize: types.Int64Value(int64(cp.Config.NodeCIDRMaskSize)),
+		Local:            &clusterLocalModel{},
 	}
 	resp.Diagnostics.Append(setClusterState(&m, cp)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
@@ -266,9 +401,46 @@ func setClusterState(m *clusterModel, cp *controlplane.ControlPlane) diag.Diagno
 	m.ID = m.Name
 	m.Running = types.BoolValue(running)
 	m.Endpoint = types.StringValue(cp.Endpoint())
-	m.KubernetesVersion = types.StringValue(cp.Version)
+	if m.KubernetesVersion.IsNull() || m.KubernetesVersion.IsUnknown() || !sameVersion(m.KubernetesVersion.ValueString(), cp.Version) {
+		m.KubernetesVersion = types.StringValue(cp.Version)
+	}
 	m.CACertificate = types.StringValue(string(ca))
 	m.CACertHash = types.StringValue(pin)
 	m.KubeconfigPath = types.StringValue(cp.AdminKubeconfig())
 	return diags
+}
+
+// UpgradeState reads a version 0 state — before the backend blocks, when every cluster was the
+// local backend's — as a local cluster.
+func (r *clusterResource) UpgradeState(context.Context) map[int64]resource.StateUpgrader {
+	str := func() schema.StringAttribute { return schema.StringAttribute{Computed: true} }
+	return map[int64]resource.StateUpgrader{0: {
+		PriorSchema: &schema.Schema{Attributes: map[string]schema.Attribute{
+			"name": schema.StringAttribute{Required: true}, "cluster_cidr": str(), "service_cidr": str(),
+			"node_cidr_mask_size": schema.Int64Attribute{Computed: true}, "running": schema.BoolAttribute{Computed: true},
+			"id": str(), "endpoint": str(), "kubernetes_version": str(), "ca_certificate": str(), "ca_cert_hash": str(), "kubeconfig_path": str(),
+		}},
+		StateUpgrader: func(ctx context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
+			var old struct {
+				Name, ClusterCIDR, ServiceCIDR, ID, Endpoint, KubernetesVersion, CACertificate, CACertHash, KubeconfigPath types.String
+				NodeCIDRMaskSize                                                                                           types.Int64
+				Running                                                                                                    types.Bool
+			}
+			for attr, v := range map[string]any{
+				"name": &old.Name, "cluster_cidr": &old.ClusterCIDR, "service_cidr": &old.ServiceCIDR, "id": &old.ID, "endpoint": &old.Endpoint,
+				"kubernetes_version": &old.KubernetesVersion, "ca_certificate": &old.CACertificate, "ca_cert_hash": &old.CACertHash,
+				"kubeconfig_path": &old.KubeconfigPath, "node_cidr_mask_size": &old.NodeCIDRMaskSize, "running": &old.Running,
+			} {
+				resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root(attr), v)...)
+			}
+			if resp.Diagnostics.HasError() {
+				return
+			}
+			resp.Diagnostics.Append(resp.State.Set(ctx, &clusterModel{
+				Name: old.Name, KubernetesVersion: old.KubernetesVersion, ClusterCIDR: old.ClusterCIDR, ServiceCIDR: old.ServiceCIDR,
+				NodeCIDRMaskSize: old.NodeCIDRMaskSize, Local: &clusterLocalModel{}, Running: old.Running, ID: old.ID, Endpoint: old.Endpoint,
+				CACertificate: old.CACertificate, CACertHash: old.CACertHash, KubeconfigPath: old.KubeconfigPath,
+			})...)
+		},
+	}}
 }

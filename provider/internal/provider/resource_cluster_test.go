@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -40,7 +43,10 @@ func testAccLocal(t testing.TB) (string, string) {
 func TestAccCluster(t *testing.T) {
 	state, provider := testAccLocal(t)
 	dir := state + "/clusters/acc"
-	config := provider + `resource "kubewin_cluster" "test" { name = "acc" }`
+	config := provider + `resource "kubewin_cluster" "test" {
+  name = "acc"
+  local {}
+}`
 	var pids map[string]int
 	// answers checks that the cluster answers with the admin credential, and notes its processes.
 	answers := func(*terraform.State) error {
@@ -115,13 +121,17 @@ func TestAccCluster_invalid(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      provider + `resource "kubewin_cluster" "test" { name = "Bad_Name" }`,
+				Config: provider + `resource "kubewin_cluster" "test" {
+  name = "Bad_Name"
+  local {}
+}`,
 				ExpectError: regexp.MustCompile(`(?s)name.*must be 1-40 lower-case letters`),
 			},
 			{
 				Config: provider + `resource "kubewin_cluster" "test" {
   name = "x"
   cluster_cidr = "10.0.0.1/16"
+  local {}
 }`,
 				ExpectError: regexp.MustCompile(`(?s)Invalid CIDR.*has host bits set: use 10\.0\.0\.0/16`),
 			},
@@ -130,6 +140,7 @@ func TestAccCluster_invalid(t *testing.T) {
   name = "x"
   cluster_cidr = "10.0.0.0/8"
   service_cidr = "10.96.0.0/12"
+  local {}
 }`,
 				ExpectError: regexp.MustCompile(`(?s)Overlapping CIDRs.*cluster_cidr 10\.0\.0\.0/8 overlaps service_cidr 10\.96\.0\.0/12`),
 			},
@@ -137,6 +148,7 @@ func TestAccCluster_invalid(t *testing.T) {
 				Config: provider + `resource "kubewin_cluster" "test" {
   name = "x"
   cluster_cidr = "fd00::/48"
+  local {}
 }`,
 				ExpectError: regexp.MustCompile(`IPv6 is not supported yet`),
 			},
@@ -145,6 +157,7 @@ func TestAccCluster_invalid(t *testing.T) {
   name = "x"
   cluster_cidr = "10.244.0.0/16"
   node_cidr_mask_size = 12
+  local {}
 }`,
 				ExpectError: regexp.MustCompile(`(?s)node_cidr_mask_size /12 is larger than\s+cluster_cidr`),
 			},
@@ -192,7 +205,10 @@ func TestAccLocalRefusedInTerraformCloud(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: provider + `resource "kubewin_cluster" "test" { name = "remote" }`, PlanOnly: true, ExpectError: refused},
+			{Config: provider + `resource "kubewin_cluster" "test" {
+  name = "remote"
+  local {}
+}`, PlanOnly: true, ExpectError: refused},
 			{Config: provider + `resource "kubewin_pod_route" "test" {
   name        = "win000000"
   destination = "10.244.0.0/24"
@@ -203,4 +219,42 @@ func TestAccLocalRefusedInTerraformCloud(t *testing.T) {
 }`, PlanOnly: true, ExpectError: refused},
 		},
 	})
+}
+
+// A state written before the backend blocks (schema version 0) reads as a local cluster.
+func TestClusterStateUpgrade(t *testing.T) {
+	server, err := providerserver.NewProtocol6WithError(New("test")())()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := `{"name":"dev","cluster_cidr":"10.244.0.0/16","service_cidr":"10.96.0.0/12","node_cidr_mask_size":24,"running":true,"id":"dev",` +
+		`"endpoint":"https://127.0.0.1:6443","kubernetes_version":"v1.37.1","ca_certificate":"PEM","ca_cert_hash":"sha256:00","kubeconfig_path":"/x/admin.conf"}`
+	resp, err := server.UpgradeResourceState(context.Background(), &tfprotov6.UpgradeResourceStateRequest{
+		TypeName: "kubewin_cluster", Version: 0, RawState: &tfprotov6.RawState{JSON: []byte(old)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range resp.Diagnostics {
+		t.Errorf("%s: %s", d.Summary, d.Detail)
+	}
+	schema, err := server.GetProviderSchema(context.Background(), &tfprotov6.GetProviderSchemaRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := resp.UpgradedState.Unmarshal(schema.ResourceSchemas["kubewin_cluster"].ValueType())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attrs map[string]tftypes.Value
+	if err := v.As(&attrs); err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	if err := attrs["name"].As(&name); err != nil || name != "dev" {
+		t.Errorf("name %q, %v", name, err)
+	}
+	if attrs["local"].IsNull() || !attrs["azure"].IsNull() {
+		t.Errorf("upgraded state has local %v and azure %v, want a local block and no azure one", attrs["local"], attrs["azure"])
+	}
 }

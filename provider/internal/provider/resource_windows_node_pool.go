@@ -113,7 +113,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"cluster_id": schema.StringAttribute{
 				Optional: true, PlanModifiers: replace,
-				Description: "The `id` of the `kubewin_cluster` the nodes join. Without it the nodes join the cluster of the provider's `kubernetes` block (for the `local` backend only with its explicit opt-in).",
+				Description: "The `id` of the `kubewin_cluster` the nodes join (an azure cluster's for the `azure` backend, a local cluster's for the `local` one). Without it the nodes join the cluster of the provider's `kubernetes` block (for the `local` backend only with its explicit opt-in).",
 			},
 			"node_count": schema.Int64Attribute{
 				Required:    true,

@@ -1,11 +1,13 @@
-// Package simkubelet is a SIMULATED kubelet for the local backend. It is not a kubelet: it runs
-// no containers. It reads the command line and configuration file nodeboot wrote for
-// kubelet.exe and, with the credential the kubeconfig names, registers the Node (if nodeboot
+// Package simkubelet is a SIMULATED kubelet for the local backend and the ARM test server's
+// simulated machines. It is not a kubelet: it runs no containers. It reads the command line and
+// configuration file nodeboot wrote for kubelet.exe and, with the credential the kubeconfig names, registers the Node (if nodeboot
 // has not), marks it simulated, keeps it Ready with node status and Lease heartbeats, reports
 // the pods bound to it as Running and Ready (as kwok does), and confirms their deletion, so
 // that scheduling, drains, PodDisruptionBudgets and workloads behave as on a real node. It
 // stops cleanly: the node then goes NotReady when its lease expires, as a stopped machine
-// would. Only the sim platform of the local backend runs it; nodeboot.exe does not contain it.
+// would. The sim platform of the local backend runs it for Windows machines, and the ARM test
+// server's simulated Linux machines (internal/armtest/simboot) for theirs; nodeboot.exe does not
+// contain it.
 package simkubelet
 
 import (
@@ -43,7 +45,10 @@ type Kubelet struct {
 	MaxPods int32
 	// LeaseInterval is the heartbeat period (the kubelet's default is 10 s; the lease lasts 40 s).
 	LeaseInterval time.Duration
-	Out           io.Writer
+	// Note is the simulated annotation's text: what the node stands for. Default: a simulated
+	// Windows machine of the local backend.
+	Note string
+	Out  io.Writer
 
 	mu      sync.Mutex
 	podCIDR netip.Prefix
@@ -132,7 +137,11 @@ var startBackoff = wait.Backoff{Steps: 12, Duration: 100 * time.Millisecond, Fac
 
 // markSimulated labels and annotates the Node as simulated, and learns its pod CIDR.
 func (k *Kubelet) markSimulated(ctx context.Context) error {
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"},"annotations":{%q:%q}}}`, SimulatedLabel, SimulatedAnnotation, simulatedNote)
+	note := k.Note
+	if note == "" {
+		note = simulatedNote
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"},"annotations":{%q:%q}}}`, SimulatedLabel, SimulatedAnnotation, note)
 	node, err := k.Client.CoreV1().Nodes().Patch(ctx, k.Node.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("mark node %s simulated: %w", k.Node.Name, err)

@@ -1,0 +1,397 @@
+// Package kubeadmboot writes the cloud-init user data that makes an Ubuntu machine a node of a
+// kubeadm cluster: the first control plane (`kubeadm init --upload-certs`), further control
+// planes (`kubeadm join --control-plane`, stacked etcd, the certificates downloaded with the
+// certificate key) and workers (`kubeadm join`). The user data carries the kubeadm configuration
+// (kubeadm.k8s.io/v1beta4) and a bootstrap script; the script reports on the serial console
+// ("kubewin-boot:" lines), where boot diagnostics keep it. The package also reads user data back
+// (the ARM test server's simulated machines boot from it) and the serial console (the provider
+// learns the cluster CA from it), and writes the script that signs a short-lived admin
+// certificate on a control plane, which the provider runs there through ARM's run command.
+package kubeadmboot
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"net"
+	"strconv"
+	"text/template"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/version"
+	"sigs.k8s.io/yaml"
+)
+
+// Role is what a machine becomes.
+type Role string
+
+// Roles.
+const (
+	// RoleInit is the first control plane: it creates the cluster, its CA and the bootstrap token.
+	RoleInit Role = "init"
+	// RoleControlPlane joins as a further control plane with stacked etcd.
+	RoleControlPlane Role = "control-plane"
+	// RoleWorker joins as a worker.
+	RoleWorker Role = "worker"
+)
+
+// Files on the machine.
+const (
+	// ConfigPath is the kubeadm configuration; the script removes it once kubeadm is done.
+	ConfigPath = "/etc/kubernetes/kubewin/kubeadm.yaml"
+	// ScriptPath is the bootstrap script.
+	ScriptPath = "/var/lib/kubewin/bootstrap.sh"
+	// CNITemplatePath is containerd's CNI configuration template (bridge and host-local on the
+	// node's pod CIDR).
+	CNITemplatePath = "/etc/kubewin/cni.template"
+	// CACertPath is where kubeadm keeps the cluster CA certificate.
+	CACertPath = "/etc/kubernetes/pki/ca.crt"
+	// AdminKubeconfig is kubeadm's cluster-admin kubeconfig on a control plane.
+	AdminKubeconfig = "/etc/kubernetes/admin.conf"
+	// CRISocket is containerd's socket.
+	CRISocket = "unix:///var/run/containerd/containerd.sock"
+	// APIServerPort is the port of every control plane's API server and of the load balancer.
+	APIServerPort = 6443
+)
+
+// Cluster is what every machine of a cluster shares.
+type Cluster struct {
+	Name string
+	// KubernetesVersion is a release, "v1.37.1".
+	KubernetesVersion string
+	// Endpoint is the control plane endpoint every node reaches the API servers at: the load
+	// balancer's frontend address and APIServerPort.
+	Endpoint                 string
+	PodSubnet, ServiceSubnet string
+	NodeCIDRMaskSize         int
+	// CertSANs are further names of the API server (the frontend's DNS name).
+	CertSANs []string
+}
+
+// Machine is one machine's part.
+type Machine struct {
+	Role Role
+	// AdvertiseAddress is a control plane's own address.
+	AdvertiseAddress string
+	// Token is the bootstrap token the machine joins with (RoleInit: the one it creates).
+	Token string
+	// TokenTTL is the lifetime of the token RoleInit creates.
+	TokenTTL time.Duration
+	// CertificateKey encrypts the control plane certificates kubeadm uploads (RoleInit) and
+	// decrypts them (RoleControlPlane): 32 bytes, hex.
+	CertificateKey string
+	// CAHash pins the cluster CA for discovery (joins): "sha256:<hex>".
+	CAHash string
+}
+
+// Check reports what is missing or wrong in the inputs.
+func Check(c Cluster, m Machine) error {
+	if _, err := version.ParseSemantic(c.KubernetesVersion); err != nil {
+		return fmt.Errorf("kubernetes version %q: %w", c.KubernetesVersion, err)
+	}
+	if _, _, err := net.SplitHostPort(c.Endpoint); err != nil {
+		return fmt.Errorf("control plane endpoint %q: %w", c.Endpoint, err)
+	}
+	if m.Token == "" {
+		return fmt.Errorf("a %s needs a bootstrap token", m.Role)
+	}
+	switch m.Role {
+	case RoleInit:
+		if m.CertificateKey == "" || m.AdvertiseAddress == "" {
+			return fmt.Errorf("the first control plane needs its address and the certificate key")
+		}
+	case RoleControlPlane:
+		if m.CertificateKey == "" || m.AdvertiseAddress == "" || m.CAHash == "" {
+			return fmt.Errorf("a joining control plane needs its address, the certificate key and the CA pin")
+		}
+	case RoleWorker:
+		if m.CAHash == "" {
+			return fmt.Errorf("a worker needs the CA pin")
+		}
+	default:
+		return fmt.Errorf("unknown role %q", m.Role)
+	}
+	return nil
+}
+
+// The kubeadm configuration, as kubeadm.k8s.io/v1beta4 spells it (only the fields kubewin sets).
+type (
+	typeMeta struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	arg struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	}
+	apiEndpoint struct {
+		AdvertiseAddress string `json:"advertiseAddress,omitempty"`
+		BindPort         int    `json:"bindPort,omitempty"`
+	}
+	nodeRegistration struct {
+		CRISocket string `json:"criSocket,omitempty"`
+	}
+	bootstrapToken struct {
+		Token       string   `json:"token"`
+		Description string   `json:"description,omitempty"`
+		TTL         string   `json:"ttl,omitempty"`
+		Usages      []string `json:"usages,omitempty"`
+		Groups      []string `json:"groups,omitempty"`
+	}
+	initConfiguration struct {
+		typeMeta
+		BootstrapTokens  []bootstrapToken `json:"bootstrapTokens,omitempty"`
+		NodeRegistration nodeRegistration `json:"nodeRegistration"`
+		LocalAPIEndpoint apiEndpoint      `json:"localAPIEndpoint"`
+		CertificateKey   string           `json:"certificateKey,omitempty"`
+	}
+	clusterConfiguration struct {
+		typeMeta
+		ClusterName          string `json:"clusterName"`
+		KubernetesVersion    string `json:"kubernetesVersion"`
+		ControlPlaneEndpoint string `json:"controlPlaneEndpoint"`
+		EncryptionAlgorithm  string `json:"encryptionAlgorithm"`
+		Networking           struct {
+			PodSubnet     string `json:"podSubnet"`
+			ServiceSubnet string `json:"serviceSubnet"`
+			DNSDomain     string `json:"dnsDomain"`
+		} `json:"networking"`
+		APIServer struct {
+			CertSANs []string `json:"certSANs,omitempty"`
+		} `json:"apiServer"`
+		ControllerManager struct {
+			ExtraArgs []arg `json:"extraArgs,omitempty"`
+		} `json:"controllerManager"`
+		Etcd struct {
+			Local struct {
+				DataDir string `json:"dataDir"`
+			} `json:"local"`
+		} `json:"etcd"`
+	}
+	kubeletConfiguration struct {
+		typeMeta
+		CgroupDriver string `json:"cgroupDriver"`
+	}
+	joinConfiguration struct {
+		typeMeta
+		NodeRegistration nodeRegistration `json:"nodeRegistration"`
+		Discovery        struct {
+			BootstrapToken struct {
+				Token             string   `json:"token"`
+				APIServerEndpoint string   `json:"apiServerEndpoint"`
+				CACertHashes      []string `json:"caCertHashes"`
+			} `json:"bootstrapToken"`
+		} `json:"discovery"`
+		ControlPlane *struct {
+			LocalAPIEndpoint apiEndpoint `json:"localAPIEndpoint"`
+			CertificateKey   string      `json:"certificateKey"`
+		} `json:"controlPlane,omitempty"`
+	}
+)
+
+const kubeadmAPI = "kubeadm.k8s.io/v1beta4"
+
+// DefaultNodeGroup is kubeadm's group of node bootstrap tokens, bound to the node bootstrapper
+// role and CSR auto-approval.
+const DefaultNodeGroup = "system:bootstrappers:kubeadm:default-node-token"
+
+// KubeadmConfig is the machine's kubeadm configuration: InitConfiguration, ClusterConfiguration
+// and KubeletConfiguration for the first control plane, a JoinConfiguration for the others.
+func KubeadmConfig(c Cluster, m Machine) ([]byte, error) {
+	if err := Check(c, m); err != nil {
+		return nil, err
+	}
+	var docs []any
+	if m.Role == RoleInit {
+		ic := initConfiguration{
+			typeMeta: typeMeta{kubeadmAPI, "InitConfiguration"},
+			BootstrapTokens: []bootstrapToken{{
+				Token: m.Token, Description: "kubewin: joins the cluster's machines", TTL: m.TokenTTL.String(),
+				Usages: []string{"signing", "authentication"}, Groups: []string{DefaultNodeGroup},
+			}},
+			NodeRegistration: nodeRegistration{CRISocket: CRISocket},
+			LocalAPIEndpoint: apiEndpoint{AdvertiseAddress: m.AdvertiseAddress, BindPort: APIServerPort},
+			CertificateKey:   m.CertificateKey,
+		}
+		cc := clusterConfiguration{
+			typeMeta: typeMeta{kubeadmAPI, "ClusterConfiguration"}, ClusterName: c.Name, KubernetesVersion: c.KubernetesVersion,
+			ControlPlaneEndpoint: c.Endpoint,
+			// ECDSA keys keep certificates small: the CA and an admin certificate fit in the 4 KiB
+			// of output a run command returns.
+			EncryptionAlgorithm: "ECDSA-P256",
+		}
+		cc.Networking.PodSubnet, cc.Networking.ServiceSubnet, cc.Networking.DNSDomain = c.PodSubnet, c.ServiceSubnet, "cluster.local"
+		cc.APIServer.CertSANs = c.CertSANs
+		if c.NodeCIDRMaskSize > 0 {
+			cc.ControllerManager.ExtraArgs = []arg{{Name: "node-cidr-mask-size", Value: strconv.Itoa(c.NodeCIDRMaskSize)}}
+		}
+		cc.Etcd.Local.DataDir = "/var/lib/etcd"
+		docs = append(docs, ic, cc, kubeletConfiguration{typeMeta{"kubelet.config.k8s.io/v1beta1", "KubeletConfiguration"}, "systemd"})
+	} else {
+		jc := joinConfiguration{typeMeta: typeMeta{kubeadmAPI, "JoinConfiguration"}, NodeRegistration: nodeRegistration{CRISocket: CRISocket}}
+		bt := &jc.Discovery.BootstrapToken
+		bt.Token, bt.APIServerEndpoint, bt.CACertHashes = m.Token, c.Endpoint, []string{m.CAHash}
+		if m.Role == RoleControlPlane {
+			jc.ControlPlane = &struct {
+				LocalAPIEndpoint apiEndpoint `json:"localAPIEndpoint"`
+				CertificateKey   string      `json:"certificateKey"`
+			}{apiEndpoint{m.AdvertiseAddress, APIServerPort}, m.CertificateKey}
+		}
+		docs = append(docs, jc)
+	}
+	var out bytes.Buffer
+	for i, d := range docs {
+		b, err := yaml.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		out.Write(b)
+	}
+	return out.Bytes(), nil
+}
+
+//go:embed bootstrap.sh.tmpl
+var scriptText string
+
+var script = template.Must(template.New("bootstrap").Parse(scriptText))
+
+// cniTemplate is containerd's CNI configuration template: a bridge with host-local addresses from
+// the pod CIDR containerd fills in, masquerading what leaves it, and port mappings.
+const cniTemplate = `{
+  "cniVersion": "1.0.0",
+  "name": "kubewin",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cbr0",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "{{.PodCIDR}}"}]], "routes": [{"dst": "0.0.0.0/0"}]}
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`
+
+// File is a file cloud-init writes.
+type File struct {
+	Path        string `json:"path"`
+	Content     string `json:"content"`
+	Permissions string `json:"permissions"`
+	Owner       string `json:"owner,omitempty"`
+}
+
+// cloudConfig is the part of cloud-init's cloud-config kubewin writes.
+type cloudConfig struct {
+	WriteFiles []File      `json:"write_files"`
+	RunCmd     [][]string  `json:"runcmd"`
+	Output     *outputSpec `json:"output,omitempty"`
+}
+
+type outputSpec struct {
+	All string `json:"all"`
+}
+
+// UserData is the machine's cloud-init user data (#cloud-config).
+func UserData(c Cluster, m Machine) ([]byte, error) {
+	cfg, err := KubeadmConfig(c, m)
+	if err != nil {
+		return nil, err
+	}
+	v, err := version.ParseSemantic(c.KubernetesVersion)
+	if err != nil {
+		return nil, err
+	}
+	var sh bytes.Buffer
+	if err := script.Execute(&sh, map[string]any{
+		"Role": m.Role, "Minor": fmt.Sprintf("%d.%d", v.Major(), v.Minor()), "Version": fmt.Sprintf("%d.%d.%d", v.Major(), v.Minor(), v.Patch()),
+		"Config": ConfigPath, "CNITemplate": CNITemplatePath,
+	}); err != nil {
+		return nil, err
+	}
+	doc := cloudConfig{
+		WriteFiles: []File{
+			{Path: ConfigPath, Content: string(cfg), Permissions: "0600", Owner: "root:root"},
+			{Path: ScriptPath, Content: sh.String(), Permissions: "0700", Owner: "root:root"},
+			{Path: CNITemplatePath, Content: cniTemplate, Permissions: "0644"},
+			{Path: "/etc/modules-load.d/kubewin.conf", Content: "overlay\nbr_netfilter\n", Permissions: "0644"},
+			{Path: "/etc/sysctl.d/90-kubewin.conf", Content: "net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\n", Permissions: "0644"},
+		},
+		RunCmd: [][]string{{ScriptPath, string(m.Role)}},
+		// The script's output goes to the log file and the console, as cloud-init's own does.
+		Output: &outputSpec{All: "| tee -a /var/log/cloud-init-output.log"},
+	}
+	body, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("#cloud-config\n"), body...), nil
+}
+
+// Document is user data as a machine reads it.
+type Document struct {
+	Role  Role
+	Files map[string]File
+}
+
+// Parse reads user data UserData wrote: its files and the role its run command names.
+func Parse(userData []byte) (*Document, error) {
+	if !bytes.HasPrefix(userData, []byte("#cloud-config\n")) {
+		return nil, fmt.Errorf("the user data is not a #cloud-config document")
+	}
+	var cfg cloudConfig
+	if err := yaml.UnmarshalStrict(userData, &cfg); err != nil {
+		return nil, fmt.Errorf("cloud-config: %w", err)
+	}
+	d := &Document{Files: map[string]File{}}
+	for _, f := range cfg.WriteFiles {
+		d.Files[f.Path] = f
+	}
+	for _, cmd := range cfg.RunCmd {
+		if len(cmd) == 2 && cmd[0] == ScriptPath {
+			d.Role = Role(cmd[1])
+		}
+	}
+	switch d.Role {
+	case RoleInit, RoleControlPlane, RoleWorker:
+	default:
+		return nil, fmt.Errorf("the cloud-config runs no kubewin bootstrap (%s with a role)", ScriptPath)
+	}
+	if _, ok := d.Files[ConfigPath]; !ok {
+		return nil, fmt.Errorf("the cloud-config writes no kubeadm configuration (%s)", ConfigPath)
+	}
+	return d, nil
+}
+
+// ClusterOf reads the cluster settings back from a first control plane's kubeadm configuration.
+func ClusterOf(kubeadmConfig []byte) (Cluster, error) {
+	var c Cluster
+	for _, doc := range bytes.Split(kubeadmConfig, []byte("\n---\n")) {
+		var tm typeMeta
+		if err := yaml.Unmarshal(doc, &tm); err != nil {
+			return c, err
+		}
+		if tm.Kind != "ClusterConfiguration" {
+			continue
+		}
+		var cc clusterConfiguration
+		if err := yaml.Unmarshal(doc, &cc); err != nil {
+			return c, err
+		}
+		c = Cluster{
+			Name: cc.ClusterName, KubernetesVersion: cc.KubernetesVersion, Endpoint: cc.ControlPlaneEndpoint,
+			PodSubnet: cc.Networking.PodSubnet, ServiceSubnet: cc.Networking.ServiceSubnet, CertSANs: cc.APIServer.CertSANs,
+		}
+		for _, a := range cc.ControllerManager.ExtraArgs {
+			if a.Name == "node-cidr-mask-size" {
+				c.NodeCIDRMaskSize, _ = strconv.Atoi(a.Value)
+			}
+		}
+		return c, nil
+	}
+	return c, fmt.Errorf("the kubeadm configuration has no ClusterConfiguration")
+}

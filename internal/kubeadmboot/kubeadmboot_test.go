@@ -1,0 +1,185 @@
+package kubeadmboot
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubewin/kubewin/internal/testenv"
+)
+
+var (
+	testCluster = Cluster{
+		Name: "acs", KubernetesVersion: "v1.37.1", Endpoint: "20.1.2.3:6443",
+		PodSubnet: "10.244.0.0/16", ServiceSubnet: "10.96.0.0/12", NodeCIDRMaskSize: 24,
+		CertSANs: []string{"kubernetes-windows.westeurope.cloudapp.azure.com"},
+	}
+	testToken = "abcdef.0123456789abcdef"
+	testKey   = strings.Repeat("0123456789abcdef", 4)
+	testPin   = "sha256:" + strings.Repeat("ab", 32)
+	machines  = map[Role]Machine{
+		RoleInit:         {Role: RoleInit, AdvertiseAddress: "10.240.255.5", Token: testToken, TokenTTL: 2 * time.Hour, CertificateKey: testKey},
+		RoleControlPlane: {Role: RoleControlPlane, AdvertiseAddress: "10.240.255.6", Token: testToken, CertificateKey: testKey, CAHash: testPin},
+		RoleWorker:       {Role: RoleWorker, Token: testToken, CAHash: testPin},
+	}
+)
+
+// Every role's user data passes cloud-init's own schema check, its kubeadm configuration passes
+// `kubeadm config validate` of the test environment's kubeadm, and its bootstrap script parses.
+func TestUserDataValidates(t *testing.T) {
+	cloudInit, err := exec.LookPath("cloud-init")
+	if err != nil {
+		t.Fatal("cloud-init is missing: `make testenv` installs Debian's cloud-init package (as root)")
+	}
+	kubeadm := testenv.MustBinary(t, "kubeadm")
+	for role, m := range machines {
+		t.Run(string(role), func(t *testing.T) {
+			dir := t.TempDir()
+			ud, err := UserData(testCluster, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := filepath.Join(dir, "user-data")
+			if err := os.WriteFile(f, ud, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(cloudInit, "schema", "--config-file", f).CombinedOutput(); err != nil || !strings.Contains(string(out), "Valid cloud-config") {
+				t.Fatalf("cloud-init schema: %v\n%s\n%s", err, out, ud)
+			}
+			doc, err := Parse(ud)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if doc.Role != role {
+				t.Errorf("parsed role %q, want %q", doc.Role, role)
+			}
+			cfg := filepath.Join(dir, "kubeadm.yaml")
+			if err := os.WriteFile(cfg, []byte(doc.Files[ConfigPath].Content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(kubeadm, "config", "validate", "--config", cfg).CombinedOutput(); err != nil {
+				t.Fatalf("kubeadm config validate: %v\n%s\n%s", err, out, doc.Files[ConfigPath].Content)
+			}
+			sh := filepath.Join(dir, "bootstrap.sh")
+			if err := os.WriteFile(sh, []byte(doc.Files[ScriptPath].Content), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("bash", "-n", sh).CombinedOutput(); err != nil {
+				t.Fatalf("bash -n: %v\n%s", err, out)
+			}
+			for _, want := range []string{"kubelet=1.37.1-*", "pkgs.k8s.io/core:/stable:/v1.37/deb/", string(role)} {
+				if !strings.Contains(doc.Files[ScriptPath].Content, want) {
+					t.Errorf("the script lacks %q", want)
+				}
+			}
+		})
+	}
+}
+
+// The first control plane's configuration carries the cluster settings, which read back.
+func TestClusterOf(t *testing.T) {
+	cfg, err := KubeadmConfig(testCluster, machines[RoleInit])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ClusterOf(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Endpoint != testCluster.Endpoint || got.PodSubnet != testCluster.PodSubnet || got.NodeCIDRMaskSize != 24 || got.KubernetesVersion != "v1.37.1" {
+		t.Errorf("ClusterOf = %+v, want %+v", got, testCluster)
+	}
+	for _, want := range []string{"certificateKey: " + testKey, "token: " + testToken, "encryptionAlgorithm: ECDSA-P256", "controlPlaneEndpoint: 20.1.2.3:6443"} {
+		if !bytes.Contains(cfg, []byte(want)) {
+			t.Errorf("the init configuration lacks %q:\n%s", want, cfg)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for name, m := range map[string]Machine{
+		"no token":           {Role: RoleWorker, CAHash: testPin},
+		"worker without pin": {Role: RoleWorker, Token: testToken},
+		"init without key":   {Role: RoleInit, Token: testToken, AdvertiseAddress: "10.0.0.4"},
+		"join without key":   {Role: RoleControlPlane, Token: testToken, AdvertiseAddress: "10.0.0.5", CAHash: testPin},
+		"unknown role":       {Role: "etcd", Token: testToken},
+	} {
+		if _, err := UserData(testCluster, m); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	bad := testCluster
+	bad.KubernetesVersion = "1.37"
+	if _, err := UserData(bad, machines[RoleWorker]); err == nil {
+		t.Error("a version without patch was accepted")
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for name, ud := range map[string]string{
+		"not cloud-config": "#!/bin/sh\necho hi\n",
+		"no bootstrap":     "#cloud-config\nruncmd: [[echo, hi]]\n",
+		"unknown key":      "#cloud-config\nbootcmd: [[echo]]\n",
+	} {
+		if _, err := Parse([]byte(ud)); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
+}
+
+func TestReadSerial(t *testing.T) {
+	ca := []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+	log := []byte("[    0.0] Linux version\r\n" + SerialPrefix + "start role=init\n cloud-init[900]: " + ReadyLine(RoleInit, ca) + "\r\n")
+	b := ReadSerial(log)
+	if !b.Ready || !bytes.Equal(b.CACert, ca) {
+		t.Errorf("ReadSerial = %+v", b)
+	}
+	b = ReadSerial(append(log, []byte(FailedLine(RoleInit, "kubeadm", 1)+"\n")...))
+	if b.Ready || !b.Failed || b.Phase != "kubeadm" || b.Exit != "1" {
+		t.Errorf("after a failure: %+v", b)
+	}
+	if b := ReadSerial([]byte("nothing yet\n")); b.Started {
+		t.Errorf("an empty console started: %+v", b)
+	}
+}
+
+// The admin certificate script is valid shell naming the request once, and its output parses.
+func TestAdminCertificateScript(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "kubewin", Organization: []string{"kubeadm:cluster-admins"}}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	s, err := AdminCertificateScript("kubewin-admin-x1", csr, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-n", "-c", s).CombinedOutput(); err != nil {
+		t.Fatalf("sh -n: %v\n%s\n%s", err, out, s)
+	}
+	if _, err := AdminCertificateScript("Bad Name", csr, 3600); err == nil {
+		t.Error("a bad name was accepted")
+	}
+	ca := "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+	cert, gotCA, err := ParseAdminCertificate("Enable succeeded: \n[stdout]\n" + strings.Replace(ca, "AAAA", "BBBB", 1) + ca + "\n[stderr]\n")
+	if err != nil || !strings.Contains(string(cert), "BBBB") || string(gotCA) != ca {
+		t.Errorf("ParseAdminCertificate = %q, %q, %v", cert, gotCA, err)
+	}
+	if _, _, err := ParseAdminCertificate("[stderr] denied"); err == nil {
+		t.Error("an answer without certificates parsed")
+	}
+}

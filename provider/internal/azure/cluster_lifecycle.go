@@ -1,0 +1,406 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+
+	"github.com/kubewin/kubewin/internal/bootstraptoken"
+	"github.com/kubewin/kubewin/internal/capin"
+	"github.com/kubewin/kubewin/internal/drain"
+	"github.com/kubewin/kubewin/internal/ipam"
+	"github.com/kubewin/kubewin/internal/kubeadmboot"
+	"github.com/kubewin/kubewin/internal/routetable"
+	"github.com/kubewin/kubewin/provider/internal/pool"
+)
+
+// ClusterState is what the provider keeps of a cluster: nothing secret.
+type ClusterState struct {
+	// Endpoint is the API server, host:port; FQDN the DNS name of a public endpoint.
+	Endpoint, FQDN string
+	// CACert is the cluster CA certificate (PEM) and CAHash its pin.
+	CACert []byte
+	CAHash string
+}
+
+// joinTokenTTL is the lifetime of the tokens machines join with; kubewin deletes them once the
+// machines joined.
+const joinTokenTTL = 2 * time.Hour
+
+func (c *Cluster) kubeadmCluster(endpoint, fqdn string) kubeadmboot.Cluster {
+	k := kubeadmboot.Cluster{
+		Name: c.Spec.Name, KubernetesVersion: c.Spec.KubernetesVersion, Endpoint: endpoint,
+		PodSubnet: c.Spec.PodCIDR, ServiceSubnet: c.Spec.ServiceCIDR, NodeCIDRMaskSize: c.Spec.NodeCIDRMaskSize,
+	}
+	if fqdn != "" {
+		k.CertSANs = []string{fqdn}
+	}
+	return k
+}
+
+// Create makes the cluster — network, load balancer, control planes one after the first, Linux
+// agents — and returns once the agents are Ready nodes with their routes. What it made before an
+// error stays, for Delete.
+func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
+	ownNetwork := c.VNetID() != ""
+	g, gctx := errgroup.WithContext(ctx)
+	if ownNetwork {
+		g.Go(func() error { return c.ensureNSG(gctx, "masters") })
+		g.Go(func() error { return c.ensureNSG(gctx, "agents") })
+	}
+	g.Go(func() error { return c.ensureRouteTable(gctx) })
+	var host, fqdn string
+	if c.Spec.Network.PublicAPIServer {
+		g.Go(func() (err error) { host, fqdn, err = c.ensurePublicIP(gctx); return err })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := c.ensureVNet(ctx); err != nil {
+		return nil, err
+	}
+	subnet, err := c.masterSubnet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ensureLoadBalancer(ctx, subnet); err != nil {
+		return nil, err
+	}
+	if !c.Spec.Network.PublicAPIServer {
+		a, err := frontendAddress(subnet)
+		if err != nil {
+			return nil, err
+		}
+		host = a.String()
+	}
+	endpoint := net.JoinHostPort(host, strconv.Itoa(kubeadmboot.APIServerPort))
+	cluster := c.kubeadmCluster(endpoint, fqdn)
+
+	token, err := bootstraputil.GenerateBootstrapToken()
+	if err != nil {
+		return nil, err
+	}
+	certKey := randomHex(32)
+	if err := c.createMasters(ctx, subnet, cluster, 0, 1, kubeadmboot.Machine{Role: kubeadmboot.RoleInit, Token: token, TokenTTL: joinTokenTTL, CertificateKey: certKey}); err != nil {
+		return nil, err
+	}
+	ca, err := c.waitBoot(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	pin, err := capin.HashPEM(ca)
+	if err != nil {
+		return nil, fmt.Errorf("the CA certificate %s reported: %w", c.masterName(0), err)
+	}
+	state := &ClusterState{Endpoint: endpoint, FQDN: fqdn, CACert: ca, CAHash: pin}
+	if err := c.createMasters(ctx, subnet, cluster, 1, c.Spec.Masters.Count, kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: pin}); err != nil {
+		return state, err
+	}
+	access, err := c.Access(ctx, endpoint, c.Spec.Masters.Count)
+	if err != nil {
+		return state, err
+	}
+	client, err := kubernetes.NewForConfig(access.REST())
+	if err != nil {
+		return state, err
+	}
+	if err := c.scaleAgents(ctx, client, cluster, pin, token, c.Spec.Agents.Count); err != nil {
+		return state, err
+	}
+	// The machines joined: the token of the first control plane goes.
+	return state, bootstraptoken.Delete(ctx, client, token)
+}
+
+// createMasters creates control planes from..to-1 (NICs and VMs, in parallel) and waits for each
+// to report its bootstrap done.
+func (c *Cluster) createMasters(ctx context.Context, subnet netip.Prefix, cluster kubeadmboot.Cluster, from, to int, m kubeadmboot.Machine) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for i := from; i < to; i++ {
+		g.Go(func() error {
+			addr, err := masterAddress(subnet, i)
+			if err != nil {
+				return err
+			}
+			if err := c.ensureMasterNIC(gctx, i, addr); err != nil {
+				return err
+			}
+			mi := m
+			mi.AdvertiseAddress = addr.String()
+			userData, err := kubeadmboot.UserData(cluster, mi)
+			if err != nil {
+				return err
+			}
+			if err := c.createMaster(gctx, i, userData); err != nil {
+				return err
+			}
+			if i > 0 {
+				_, err = c.waitBoot(gctx, i)
+			}
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// AddMasters makes the control planes of the given indexes (new ones, or ones that were lost) in
+// a running cluster: a running control plane uploads the shared certificates again under a fresh
+// certificate key (kubeadm deletes an upload after two hours), and the new ones join with it and
+// a fresh token, at their static addresses (a lost one's etcd member, at the same address, is
+// taken over by kubeadm).
+func (c *Cluster) AddMasters(ctx context.Context, access *Access, state *ClusterState, indexes []int) error {
+	client, err := kubernetes.NewForConfig(access.REST())
+	if err != nil {
+		return err
+	}
+	certKey := randomHex(32)
+	script := kubeadmboot.UploadCertificatesScript(certKey)
+	uploaded := false
+	var errs []error
+	for i := range maxMasters {
+		if slices.Contains(indexes, i) {
+			continue
+		}
+		if _, err := c.RunScript(ctx, i, script); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		uploaded = true
+		break
+	}
+	if !uploaded {
+		return fmt.Errorf("no control plane uploaded the certificates for the new ones: %w", errors.Join(errs...))
+	}
+	token, err := bootstraptoken.Create(ctx, client, "kubewin-control-planes", joinTokenTTL)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = bootstraptoken.Delete(context.WithoutCancel(ctx), client, token) }()
+	subnet, err := c.masterSubnet(ctx)
+	if err != nil {
+		return err
+	}
+	cluster := c.kubeadmCluster(state.Endpoint, state.FQDN)
+	m := kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: state.CAHash}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, i := range indexes {
+		g.Go(func() error { return c.createMasters(gctx, subnet, cluster, i, i+1, m) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return c.setMasterCount(ctx, max(slices.Max(indexes)+1, c.Spec.Masters.Count))
+}
+
+// ScaleAgents brings the Linux agents to want.
+func (c *Cluster) ScaleAgents(ctx context.Context, access *Access, state *ClusterState, want int) error {
+	client, err := kubernetes.NewForConfig(access.REST())
+	if err != nil {
+		return err
+	}
+	return c.scaleAgents(ctx, client, c.kubeadmCluster(state.Endpoint, state.FQDN), state.CAHash, "", want)
+}
+
+// scaleAgents brings the Linux agents to want: more join with token (a fresh one when empty)
+// in one write of the scale set, and become Ready nodes with routes; fewer are drained, deleted in
+// one call, and their nodes and routes removed.
+func (c *Cluster) scaleAgents(ctx context.Context, client kubernetes.Interface, cluster kubeadmboot.Cluster, pin, token string, want int) error {
+	table, err := c.Client.OpenRouteTable(c.RouteTableID())
+	if err != nil {
+		return err
+	}
+	machines, err := c.agents().List(ctx)
+	if err != nil {
+		return err
+	}
+	have := len(machines)
+	switch {
+	case want > have:
+		if token == "" {
+			if token, err = bootstraptoken.Create(ctx, client, "kubewin-linux-agents", joinTokenTTL); err != nil {
+				return err
+			}
+			defer func() { _ = bootstraptoken.Delete(context.WithoutCancel(ctx), client, token) }()
+		}
+		userData, err := kubeadmboot.UserData(cluster, kubeadmboot.Machine{Role: kubeadmboot.RoleWorker, Token: token, CAHash: pin})
+		if err != nil {
+			return err
+		}
+		if err := c.setAgents(ctx, want, userData); err != nil {
+			return err
+		}
+	case want < have:
+		names := make([]string, 0, have)
+		for _, m := range machines {
+			names = append(names, m.Name)
+		}
+		slices.Sort(names)
+		gone := names[want:] // newest first out
+		for _, n := range gone {
+			if err := drain.Node(ctx, client, n, drain.Options{Timeout: 5 * time.Minute, IgnoreDaemonSets: true}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+		if err := c.agents().Delete(ctx, gone); err != nil {
+			return err
+		}
+		for _, n := range gone {
+			if err := client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			if err := table.Delete(ctx, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	machines, err = c.agents().List(ctx)
+	if err != nil {
+		return err
+	}
+	nodes, err := c.waitAgentsReady(ctx, client, machines)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if err := table.Put(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// agentTimeout bounds the wait for agents to become Ready nodes.
+const agentTimeout = 20 * time.Minute
+
+// waitAgentsReady waits until every agent is a Ready node with a pod CIDR and returns their
+// routes; an agent whose bootstrap reports a failure on its serial console fails it at once.
+func (c *Cluster) waitAgentsReady(ctx context.Context, client kubernetes.Interface, machines []pool.Machine) ([]routetable.Route, error) {
+	ctx, cancel := context.WithTimeout(ctx, agentTimeout)
+	defer cancel()
+	agents := c.agents()
+	for round := 1; ; round++ {
+		var routes []routetable.Route
+		var waiting []string
+		for _, m := range machines {
+			n, err := client.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+			r, ok := agentRoute(n, err)
+			if !ok {
+				waiting = append(waiting, m.Name)
+				continue
+			}
+			routes = append(routes, r)
+		}
+		if len(waiting) == 0 {
+			return routes, nil
+		}
+		if round%5 == 0 {
+			for _, name := range waiting {
+				if log := agents.serialLog(ctx, name); kubeadmboot.ReadSerial(log).Failed {
+					return nil, fmt.Errorf("Linux agent %s failed to join; the end of its serial console:\n%s", name, tailLines(log, 25))
+				}
+			}
+		}
+		tflog.Debug(ctx, "waiting for Linux agents", map[string]any{"nodes": waiting})
+		select {
+		case <-ctx.Done():
+			var logs strings.Builder
+			for _, name := range waiting {
+				fmt.Fprintf(&logs, "\n--- %s:\n%s", name, tailLines(agents.serialLog(context.WithoutCancel(ctx), name), 15))
+			}
+			return nil, fmt.Errorf("Linux agents %v are not Ready nodes with a pod CIDR after %s: %w; the end of their serial consoles:%s", waiting, agentTimeout, ctx.Err(), logs.String())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// agentRoute is a Ready node's route: its pod CIDR to its internal address.
+func agentRoute(n *corev1.Node, err error) (routetable.Route, bool) {
+	if err != nil {
+		return routetable.Route{}, false
+	}
+	ready := false
+	for _, cond := range n.Status.Conditions {
+		ready = ready || (cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue)
+	}
+	cidr, err := ipam.ParsePrefix(n.Spec.PodCIDR)
+	if !ready || err != nil {
+		return routetable.Route{}, false
+	}
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				return routetable.Route{Name: n.Name, Destination: cidr, NextHop: ip}, true
+			}
+		}
+	}
+	return routetable.Route{}, false
+}
+
+// Observed is what exists of a cluster.
+type Observed struct {
+	// Exists is false once its load balancer is gone.
+	Exists bool
+	// Masters counts the control planes' VMs; Agents the scale set's capacity.
+	Masters, Agents int
+}
+
+// Observe reads what exists of the cluster.
+func (c *Cluster) Observe(ctx context.Context) (Observed, error) {
+	var o Observed
+	lb, err := c.Client.network.NewLoadBalancersClient().Get(ctx, c.Spec.ResourceGroup, c.lbName(), nil)
+	if notFound(err) {
+		return o, nil
+	}
+	if err != nil {
+		return o, fmt.Errorf("read %s: %w", c.ID(), err)
+	}
+	if err := c.ours(c.ID(), lb.Tags); err != nil {
+		return o, err
+	}
+	o.Exists = true
+	for i := range maxMasters {
+		ok, err := c.MasterExists(ctx, i)
+		if err != nil {
+			return o, err
+		}
+		if ok {
+			o.Masters++
+		}
+	}
+	o.Agents, err = c.agentCount(ctx)
+	return o, err
+}
+
+// maxMasters is the most control planes a cluster has.
+const maxMasters = 5
+
+// Delete removes everything the cluster made, and nothing else: agents, control planes (their
+// disks with them), network interfaces, the load balancer and its address, the virtual network,
+// the route table (with its routes) and the security groups.
+func (c *Cluster) Delete(ctx context.Context) error {
+	if err := c.deleteAgents(ctx); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range maxMasters {
+		g.Go(func() error { return c.deleteMaster(gctx, i) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return c.deleteNetwork(ctx, maxMasters)
+}

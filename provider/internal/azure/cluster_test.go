@@ -1,0 +1,147 @@
+package azure
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubewin/kubewin/internal/capin"
+	"github.com/kubewin/kubewin/internal/controlplane"
+	"github.com/kubewin/kubewin/internal/testenv"
+)
+
+func testClusterSpec(t *testing.T, group, name string) ClusterSpec {
+	t.Helper()
+	bin, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := controlplane.BinaryVersion(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ClusterSpec{
+		Name: name, ResourceGroup: group, Location: server.Location(), KubernetesVersion: version,
+		PodCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12", NodeCIDRMaskSize: 24,
+		Network: ClusterNetwork{
+			VNetCIDR: "10.240.0.0/16", MasterSubnetCIDR: "10.240.255.0/24", AgentSubnetCIDR: "10.240.0.0/20",
+			PublicAPIServer: true, DNSPrefix: name + "-" + strings.ToLower(group),
+		},
+		Masters:       MachineSpec{Count: 1, VMSize: "Standard_D2s_v3", Image: UbuntuLTS, Zones: []string{"1", "2", "3"}},
+		Agents:        MachineSpec{Count: 1, VMSize: "Standard_D2s_v3", Image: UbuntuLTS},
+		AdminUsername: "azureuser",
+	}
+}
+
+// A cluster through the ARM test server: the control plane its first master's cloud-init makes,
+// a Linux agent that joins it and goes Ready, an admin credential from a run command; the agents
+// scale in place, control planes are added in place, and delete removes exactly what it made.
+func TestAzureClusterLifecycle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	group := "cluster-lifecycle"
+	server.AddResourceGroup(group)
+	before := server.ResourceIDs(group)
+	cfg := base()
+	cfg.ClientID, cfg.ClientSecret = server.Credentials().ClientID, server.Credentials().ClientSecret
+	client, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{Client: client, Spec: testClusterSpec(t, group, "acs")}
+	t.Cleanup(func() { _ = c.Delete(context.Background()) })
+	state, err := c.Create(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pin, _ := capin.HashPEM(state.CACert); pin != state.CAHash || !strings.HasPrefix(state.Endpoint, "127.") || !strings.HasSuffix(state.FQDN, ".cloudapp.azure.com") {
+		t.Fatalf("state = %+v", state)
+	}
+	access, err := c.Access(ctx, state.Endpoint, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(access.CACert) != string(state.CACert) {
+		t.Error("the run command's CA differs from the serial console's")
+	}
+	kc, err := kubernetes.NewForConfig(access.REST())
+	if err != nil {
+		t.Fatal(err)
+	}
+	readyNodes := func(want int) {
+		t.Helper()
+		nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ready []string
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue && n.Labels[corev1.LabelOSStable] == "linux" {
+					ready = append(ready, n.Name)
+				}
+			}
+		}
+		if len(ready) != want {
+			t.Fatalf("%d Ready Linux nodes (%v), want %d", len(ready), ready, want)
+		}
+	}
+	readyNodes(1)
+	if _, err := kc.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{}); err != nil {
+		t.Errorf("kubeadm's CoreDNS addon: %v", err)
+	}
+	table, _ := client.OpenRouteTable(c.RouteTableID())
+	routes := func(want int) {
+		t.Helper()
+		rt, subnets, err := table.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rt.Routes) != want || len(subnets) != 1 || !strings.HasSuffix(subnets[0], "/subnets/agents") {
+			t.Fatalf("route table: %d routes %v on %v, want %d on the agents' subnet", len(rt.Routes), rt.Routes, subnets, want)
+		}
+	}
+	routes(1)
+
+	if err := c.ScaleAgents(ctx, access, state, 2); err != nil {
+		t.Fatal(err)
+	}
+	readyNodes(2)
+	routes(2)
+	if err := c.ScaleAgents(ctx, access, state, 1); err != nil {
+		t.Fatal(err)
+	}
+	readyNodes(1)
+	routes(1)
+
+	if err := c.AddMasters(ctx, access, state, []int{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.Observe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o != (Observed{Exists: true, Masters: 3, Agents: 1}) {
+		t.Errorf("observed %+v", o)
+	}
+	// The new control planes have the certificates and a kubeconfig: they sign admin
+	// certificates too, so losing the first does not lock the cluster out.
+	if _, err := c.RunScript(ctx, 2, "test -s /etc/kubernetes/pki/ca.key && test -s /etc/kubernetes/pki/sa.key && echo shared"); err != nil {
+		t.Errorf("control plane 2 lacks the shared keys: %v", err)
+	}
+	if err := c.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := server.ResourceIDs(group); !slices.Equal(after, before) {
+		t.Errorf("after delete the group holds %v, before %v", after, before)
+	}
+	if o, err := c.Observe(ctx); err != nil || o.Exists {
+		t.Errorf("observed after delete: %+v, %v", o, err)
+	}
+}

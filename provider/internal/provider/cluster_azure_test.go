@@ -1,0 +1,306 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/echoprovider"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubewin/kubewin/internal/controlplane"
+	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/provider/internal/azure"
+)
+
+// An azure cluster through the ARM test server: its control planes are simulated Linux machines
+// on which the real kubeadm makes the cluster from their cloud-init (the first one's control plane
+// runs as processes), its Linux agents join with kubeadm and a simulated kubelet.
+
+// clusterGroup is a resource group of the test server for one cluster; the resources it held
+// before the test (images) are what destroy must leave.
+type clusterGroup struct {
+	name   string
+	before []string
+	image  string // a Windows image of the control plane's version
+}
+
+func newClusterGroup(t testing.TB, state string) *clusterGroup {
+	t.Helper()
+	g := &clusterGroup{name: fmt.Sprintf("kubewin-cluster-%d", azureSeq.Add(1))}
+	armServer.AddResourceGroup(g.name)
+	dir := testImage(t, testBackend(t, state), g.name)
+	g.image = armServer.ResourceGroupID(g.name) + "/providers/Microsoft.Compute/galleries/kubewin/images/ws2022/versions/1.0.0"
+	if err := armServer.AddImage(g.image, imageTags(t, dir)); err != nil {
+		t.Fatal(err)
+	}
+	armBooter.AddImage(g.image, dir)
+	g.before = armServer.ResourceIDs(g.name)
+	return g
+}
+
+// leftovers is what the group holds that it did not before.
+func (g *clusterGroup) leftovers() []string {
+	var out []string
+	for _, id := range armServer.ResourceIDs(g.name) {
+		if !slices.Contains(g.before, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// clusterVersion is the Kubernetes release the simulated machines run ("1.37.1").
+func clusterVersion(t testing.TB) string {
+	t.Helper()
+	bin, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := controlplane.BinaryVersion(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(v, "v")
+}
+
+// clusterAccess is an admin credential of an azure cluster, taken as the provider takes it.
+func clusterAccess(t *testing.T, id string) *azure.Access {
+	t.Helper()
+	c, err := azureClient(t).OpenCluster(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint, masters, err := c.Endpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.Access(context.Background(), endpoint, masters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// readyNodes counts an azure cluster's Ready nodes by OS.
+func readyNodes(t testing.TB, a *azure.Access) map[string]int {
+	t.Helper()
+	kc, err := kubernetes.NewForConfig(a.REST())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := kc.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				out[n.Labels[corev1.LabelOSStable]]++
+			}
+		}
+	}
+	return out
+}
+
+func azureClusterConfig(provider, group string, extra string) string {
+	return provider + fmt.Sprintf(`
+resource "kubewin_cluster" "test" {
+  name               = "acc"
+  kubernetes_version = %q
+  azure {
+    resource_group_name = %q
+    location            = %q
+    dns_prefix          = "acc-%s"
+%s
+  }
+}
+`, clusterVersionText, group, armServer.Location(), group, extra)
+}
+
+// clusterVersionText is set by the tests before they write a configuration.
+var clusterVersionText string
+
+// The azure cluster's life under terraform: made, read, its Linux pool scaled and a control
+// plane added in place, a version change refused at plan time, an ephemeral admin credential
+// for another provider, and a destroy that leaves exactly what was there before.
+func TestAccClusterAzure(t *testing.T) {
+	state, provider := testAccLocal(t)
+	g := newClusterGroup(t, state)
+	clusterVersionText = clusterVersion(t)
+	for _, kv := range armServer.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		if k != "SSL_CERT_FILE" {
+			t.Setenv(k, v)
+		}
+	}
+	one := azureClusterConfig(provider, g.name, "    linux_pool = { node_count = 1 }")
+	nodes := func(linux int) func(*terraform.State) error {
+		return func(s *terraform.State) error {
+			id := s.RootModule().Resources["kubewin_cluster.test"].Primary.ID
+			if got := readyNodes(t, clusterAccess(t, id)); got["linux"] != linux {
+				return fmt.Errorf("Ready nodes %v, want %d Linux", got, linux)
+			}
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
+			"kubewin": providerserver.NewProtocol6WithError(New("test")()),
+			"echo":    echoprovider.NewProviderServer(),
+		},
+		CheckDestroy: func(*terraform.State) error {
+			if left := g.leftovers(); len(left) > 0 {
+				return fmt.Errorf("destroy left %v", left)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: one,
+				Check:  nodes(1),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("endpoint"), knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.\d+\.\d+\.\d+:6443$`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("ca_cert_hash"), knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{64}$`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("ca_certificate"), knownvalue.StringRegexp(regexp.MustCompile(`BEGIN CERTIFICATE`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("kubeconfig_path"), knownvalue.Null()),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("azure").AtMapKey("api_server_fqdn"), knownvalue.StringRegexp(regexp.MustCompile(`^acc-.*\.cloudapp\.azure\.com$`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("running"), knownvalue.Bool(true)),
+				},
+			},
+			{
+				// A new version would need a new cluster: refused, naming the attribute.
+				Config:      strings.Replace(one, clusterVersionText, "1.36.3", 1),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Change Would Replace the Cluster.*Changing kubernetes_version of azure cluster "acc".*kubewin never\s+destroys a cluster`),
+			},
+			{
+				Config: azureClusterConfig(provider, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 3 }"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("kubewin_cluster.test", plancheck.ResourceActionUpdate),
+				}},
+				Check: nodes(2),
+			},
+			{
+				Config:      azureClusterConfig(provider, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 1 }"),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Control Planes Cannot Be Removed.*from 3 to 1`),
+			},
+			{
+				// The admin credential reaches another provider for the run, never the
+				// cluster's state.
+				Config: azureClusterConfig(provider, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 3 }") + `
+ephemeral "kubewin_cluster_credentials" "admin" {
+  cluster_id = kubewin_cluster.test.id
+}
+
+provider "echo" {
+  data = ephemeral.kubewin_cluster_credentials.admin
+}
+
+resource "echo" "admin" {}
+`,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("client_key"), knownvalue.StringRegexp(regexp.MustCompile(`-----BEGIN EC PRIVATE KEY-----`))),
+					statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("host"), knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.\d+\.\d+\.\d+:6443$`))),
+				},
+			},
+		},
+	})
+}
+
+// examples/acs-engine: the guides' windows.json through provider::kubewin::acs_apimodel.
+func acsEngineExample(t *testing.T, work, _ string) ([]string, []string) {
+	g := newClusterGroup(t, filepath.Join(work, "state"))
+	acsExampleGroup = g
+	return []string{"resource_group_name=" + g.name, "location=" + armServer.Location(), "windows_image_id=" + g.image, "kubernetes_version=" + clusterVersion(t)}, armServer.Env()
+}
+
+var acsExampleGroup *clusterGroup
+
+// checkACSEngineExample checks the example's cluster: 3 control planes, Ready Linux and Windows
+// nodes, and the guides' IIS workload on the Windows nodes.
+func checkACSEngineExample(t *testing.T, c *cli) {
+	_, out, err := c.try("output", "-raw", "endpoint")
+	if err != nil {
+		t.Fatal(out)
+	}
+	id := armServer.ResourceGroupID(acsExampleGroup.name) + "/providers/Microsoft.Network/loadBalancers/kubernetes-windows-apiserver"
+	a := clusterAccess(t, id)
+	if "https://"+a.Endpoint != strings.TrimSpace(out) {
+		t.Errorf("endpoint output %q, load balancer frontend %s", out, a.Endpoint)
+	}
+	if got := readyNodes(t, a); got["linux"] != 2 || got["windows"] != 3 {
+		t.Errorf("Ready nodes %v, want 2 Linux (the default pool) and 3 Windows (the model's windowspool1)", got)
+	}
+	for i := range 3 {
+		if ok, err := (&azure.Cluster{Client: azureClient(t), Spec: azure.ClusterSpec{Name: "kubernetes-windows", ResourceGroup: acsExampleGroup.name}}).MasterExists(context.Background(), i); err != nil || !ok {
+			t.Errorf("control plane %d: %v, %v", i, ok, err)
+		}
+	}
+	// The guides' IIS Deployment, applied with kubectl, runs on the Windows nodes.
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["acs"] = &clientcmdapi.Cluster{Server: "https://" + a.Endpoint, CertificateAuthorityData: a.CACert}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: a.Cert, ClientKeyData: a.Key}
+	kc.Contexts["acs"] = &clientcmdapi.Context{Cluster: "acs", AuthInfo: "admin"}
+	kc.CurrentContext = "acs"
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := testenv.MustBinary(t, "kubectl")
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", filepath.Join(repoRoot, "examples/workloads/iis.yaml")).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	client, err := kubernetes.NewForConfig(a.REST())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		pods, err := client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app=iis"})
+		running := 0
+		for _, p := range pods.Items {
+			n, nerr := client.CoreV1().Nodes().Get(context.Background(), p.Spec.NodeName, metav1.GetOptions{})
+			if p.Status.Phase == corev1.PodRunning && nerr == nil && n.Labels[corev1.LabelOSStable] == "windows" {
+				running++
+			}
+		}
+		if err == nil && running == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d IIS pods run on Windows nodes after a minute (%v), want 3", running, err)
+		}
+		time.Sleep(time.Second)
+	}
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "delete", "-f", filepath.Join(repoRoot, "examples/workloads/iis.yaml"), "--wait=false").CombinedOutput(); err != nil {
+		t.Fatalf("kubectl delete: %v\n%s", err, out)
+	}
+}
+
+// checkACSEngineDestroyed checks that the example's destroy left nothing it made.
+func checkACSEngineDestroyed(t *testing.T) {
+	if left := acsExampleGroup.leftovers(); len(left) > 0 {
+		t.Errorf("destroy left %v", left)
+	}
+}
