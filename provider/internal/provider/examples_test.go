@@ -111,14 +111,21 @@ func TestAccExamples(t *testing.T) {
 			}
 		})
 	}
+	exampleFiles := exampleFileDirs(t, dirs)
 	for i, block := range docBlocks(t) {
 		t.Run(block.source, func(t *testing.T) {
 			work := scratchTree(t)
 			dst := filepath.Join(work, "doc", strings.ReplaceAll(block.source, "/", "_")+"_"+string(rune('a'+i%26)))
-			if err := os.MkdirAll(dst, 0o755); err != nil {
+			name := "main.tf"
+			// A block rendered from an example file is validated next to that example's other
+			// files (the api model a function reads, say).
+			if from, ok := exampleFiles[strings.TrimSpace(block.text)]; ok {
+				copyDir(t, filepath.Join(repoRoot, filepath.Dir(from)), dst)
+				name = filepath.Base(from)
+			} else if err := os.MkdirAll(dst, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dst, "main.tf"), []byte(block.text), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dst, name), []byte(block.text), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			exampleCLI(t, work, dst).run(t, "validate", "-no-color")
@@ -185,6 +192,27 @@ func exampleDirs(t *testing.T) []string {
 		t.Fatalf("found %d example directories: the walk is broken", len(dirs))
 	}
 	return dirs
+}
+
+// exampleFileDirs maps the text of each Terraform file of the example directories (trimmed) to
+// its path, relative to the repository.
+func exampleFileDirs(t *testing.T, dirs []string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	for _, dir := range dirs {
+		tfs, err := filepath.Glob(filepath.Join(repoRoot, dir, "*.tf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range tfs {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[strings.TrimSpace(string(data))] = filepath.Join(dir, filepath.Base(f))
+		}
+	}
+	return files
 }
 
 type docBlock struct{ source, text string }

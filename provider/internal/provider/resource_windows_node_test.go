@@ -144,6 +144,7 @@ func windowsNodeSSHConfig(provider, poolImage, root, nodeboot, plan, cache strin
 	config := provider + fmt.Sprintf(`
 resource "kubewin_cluster" "test" {
   name = "hosttest"
+  local {}
 }
 
 resource "kubewin_windows_node_pool" "other" {

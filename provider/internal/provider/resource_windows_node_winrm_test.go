@@ -121,6 +121,7 @@ func TestAccWindowsNode_winrm(t *testing.T) {
 	config := provider + `
 resource "kubewin_cluster" "test" {
   name = "winrmtest"
+  local {}
 }
 ` + winrmNodeConfig(srv, fmt.Sprintf(`  cluster_id = kubewin_cluster.test.id
   timeouts   = { create = "2m", delete = "2m" }

@@ -5,6 +5,11 @@ provider "kubewin" {
   azure {}
 }
 
+variable "ssh_public_key" {
+  type        = string
+  description = "The OpenSSH public key for the Linux machines' admin user (azureuser)."
+}
+
 variable "windows_image_id" {
   type        = string
   description = "A Windows image the kubewin Packer plugin published."
@@ -18,7 +23,7 @@ resource "kubewin_cluster" "prod" {
     resource_group_name = "kubewin-prod"
     location            = "westeurope"
     dns_prefix          = "kubewin-prod"
-    ssh_public_keys     = [file("~/.ssh/id_ed25519.pub")]
+    ssh_public_keys     = [var.ssh_public_key]
     masters             = { count = 3, vm_size = "Standard_D4s_v3", zones = ["1", "2", "3"] }
     linux_pool          = { node_count = 2 }
   }
