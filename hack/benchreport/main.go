@@ -37,6 +37,22 @@ var figures = map[string]string{
 	"BenchmarkAzureClusterApply arm-writes/destroy":     "ARM writes of that destroy",
 }
 
+// writesByType is a benchmark's ARM writes of one resource type: writes-<type>/<step>.
+var writesByType = regexp.MustCompile(`^(Benchmark\S+) writes-(\S+)/(\S+)$`)
+
+// name is a metric's figure: its name in figures, ARM writes by resource type, or the key itself.
+func name(key string) string {
+	if label, ok := figures[key]; ok {
+		return label
+	}
+	if m := writesByType.FindStringSubmatch(key); m != nil {
+		if total, ok := figures[m[1]+" arm-writes/"+m[3]]; ok {
+			return total + ": " + m[2]
+		}
+	}
+	return key
+}
+
 var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+\d+ ns/op((?:\s+[0-9.e+-]+ \S+)*)\s*$`)
 
 func main() {
@@ -65,10 +81,7 @@ func main() {
 				continue
 			}
 			key := m[1] + " " + fields[i+1]
-			label, ok := figures[key]
-			if !ok {
-				label = key
-			}
+			label := name(key)
 			fmt.Printf("| %s | %s | %s |\n", label, strconv.FormatFloat(v, 'f', -1, 64), key)
 			rows++
 		}
