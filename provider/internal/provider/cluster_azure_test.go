@@ -122,7 +122,7 @@ func readyNodes(t testing.TB, a *azure.Access) map[string]int {
 	return out
 }
 
-func azureClusterConfig(provider, group string, extra string) string {
+func azureClusterConfig(provider, version, group, extra string) string {
 	return provider + fmt.Sprintf(`
 resource "kubewin_cluster" "test" {
   name               = "acc"
@@ -134,11 +134,8 @@ resource "kubewin_cluster" "test" {
 %s
   }
 }
-`, clusterVersionText, group, armServer.Location(), group, extra)
+`, version, group, armServer.Location(), group, extra)
 }
-
-// clusterVersionText is set by the tests before they write a configuration.
-var clusterVersionText string
 
 // The azure cluster's life under terraform: made, read, its Linux pool scaled and a control
 // plane added in place, a version change refused at plan time, an ephemeral admin credential
@@ -146,14 +143,14 @@ var clusterVersionText string
 func TestAccClusterAzure(t *testing.T) {
 	state, provider := testAccLocal(t)
 	g := newClusterGroup(t, state)
-	clusterVersionText = clusterVersion(t)
+	version := clusterVersion(t)
 	for _, kv := range armServer.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		if k != "SSL_CERT_FILE" {
 			t.Setenv(k, v)
 		}
 	}
-	one := azureClusterConfig(provider, g.name, "    linux_pool = { node_count = 1 }")
+	one := azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 1 }")
 	nodes := func(linux int) func(*terraform.State) error {
 		return func(s *terraform.State) error {
 			id := s.RootModule().Resources["kubewin_cluster.test"].Primary.ID
@@ -189,26 +186,26 @@ func TestAccClusterAzure(t *testing.T) {
 			},
 			{
 				// A new version would need a new cluster: refused, naming the attribute.
-				Config:      strings.Replace(one, clusterVersionText, "1.36.3", 1),
+				Config:      strings.Replace(one, version, "1.36.3", 1),
 				PlanOnly:    true,
 				ExpectError: regexp.MustCompile(`(?s)Change Would Replace the Cluster.*Changing kubernetes_version of azure cluster "acc".*kubewin never\s+destroys a cluster`),
 			},
 			{
-				Config: azureClusterConfig(provider, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 3 }"),
+				Config: azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 3 }"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("kubewin_cluster.test", plancheck.ResourceActionUpdate),
 				}},
 				Check: nodes(2),
 			},
 			{
-				Config:      azureClusterConfig(provider, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 1 }"),
+				Config:      azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 1 }"),
 				PlanOnly:    true,
 				ExpectError: regexp.MustCompile(`(?s)Control Planes Cannot Be Removed.*from 3 to 1`),
 			},
 			{
 				// The admin credential reaches another provider for the run, never the
 				// cluster's state.
-				Config: azureClusterConfig(provider, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 3 }") + `
+				Config: azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 3 }") + `
 ephemeral "kubewin_cluster_credentials" "admin" {
   cluster_id = kubewin_cluster.test.id
 }
