@@ -123,29 +123,14 @@ variable "admin_password" {
     priority                       = "Spot"
     max_bid_price                  = 0.25
     tags                           = { team = "windows" }`)
-	c.env = append(c.env, "TF_LOG=TRACE", "TF_VAR_admin_password="+password)
+	c.env = append(c.env, "TF_VAR_admin_password="+password)
 	t.Cleanup(func() { _, _, _ = c.try("destroy", "-auto-approve", "-input=false") })
-	var logs strings.Builder
-	for _, args := range [][]string{
+	scan := runForSecretScan(t, c, [][]string{
 		{"plan", "-input=false", "-out=plan.out"},
 		{"apply", "-input=false", "plan.out"},
 		{"plan", "-input=false", "-out=plan2.out", "-var", "node_count=3"},
 		{"apply", "-input=false", "plan2.out"},
-	} {
-		_, out, err := c.try(args...)
-		logs.WriteString(out)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", args[0], err, tail(out, 60))
-		}
-	}
-	_, planJSON, err := c.try("show", "-json", "plan2.out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stateFile, err := os.ReadFile(filepath.Join(c.dir, "terraform.tfstate"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	// The secrets ARM received: the password in the scale set's model, the tokens in its custom data.
 	secrets := map[string]string{"ARM client secret": armServer.Credentials().ClientSecret}
 	sawPassword := false
@@ -176,8 +161,50 @@ variable "admin_password" {
 		t.Fatalf("ARM never received the password (%v) or two tokens (%d secrets): the check below would prove nothing", sawPassword, len(secrets))
 	}
 	secrets["administrator password"] = password
+	scan.check(t, secrets)
+}
+
+// secretScan runs a configuration's plan and apply steps with TF_LOG=TRACE and keeps what a
+// secret must never reach: the log, the state and the last saved plan (as JSON).
+type secretScan struct {
+	logs, state, plan string
+}
+
+// runForSecretScan runs steps (plan -out=<file>, apply <file>, ...) and returns their log, the
+// state and the JSON of the last plan file; the CLI's environment gets TF_LOG=TRACE.
+func runForSecretScan(t *testing.T, c *cli, steps [][]string) secretScan {
+	t.Helper()
+	c.env = append(c.env, "TF_LOG=TRACE")
+	var logs strings.Builder
+	planFile := ""
+	for _, args := range steps {
+		_, out, err := c.try(args...)
+		logs.WriteString(out)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", args[0], err, tail(out, 60))
+		}
+		for _, a := range args {
+			if f, ok := strings.CutPrefix(a, "-out="); ok {
+				planFile = f
+			}
+		}
+	}
+	_, planJSON, err := c.try("show", "-json", planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := os.ReadFile(filepath.Join(c.dir, "terraform.tfstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secretScan{logs: logs.String(), state: string(state), plan: planJSON}
+}
+
+// check fails the test for every secret found in the log, the state or the plan.
+func (s secretScan) check(t *testing.T, secrets map[string]string) {
+	t.Helper()
 	for what, secret := range secrets {
-		for where, text := range map[string]string{"the TF_LOG=TRACE output": logs.String(), "the state": string(stateFile), "the plan": planJSON} {
+		for where, text := range map[string]string{"the TF_LOG=TRACE output": s.logs, "the state": s.state, "the plan": s.plan} {
 			if strings.Contains(text, secret) {
 				t.Errorf("the %s is in %s", what, where)
 			}
