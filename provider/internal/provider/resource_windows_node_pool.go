@@ -257,7 +257,7 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	manifest := img.manifest
 	imagePath := imageAttribute(&m)
-	if clusterVersion := r.clusterVersion(ctx, m.ClusterID); clusterVersion != "" {
+	if clusterVersion := r.clusterVersion(ctx, &m); clusterVersion != "" {
 		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, imagePath)...)
 	}
 	tmpl, diags := nodeConfigTemplate(ctx, &m, manifest, placeholderCluster)
@@ -284,13 +284,16 @@ func imageAttribute(m *nodePoolModel) path.Path {
 	return pathAzure.AtName("image_id")
 }
 
-// clusterVersion is the cluster's version, or — for a local cluster not created yet — the
-// version its control plane programs will run.
-func (r *nodePoolResource) clusterVersion(ctx context.Context, id types.String) string {
-	if !id.IsUnknown() {
-		if conn, err := r.data.connect(ctx, id); err == nil {
+// clusterVersion is the pool's cluster's version, or — for a local pool whose cluster is not
+// created yet — the version the local control plane programs will run; "" when unknown.
+func (r *nodePoolResource) clusterVersion(ctx context.Context, m *nodePoolModel) string {
+	if !m.ClusterID.IsUnknown() {
+		if conn, err := r.data.connect(ctx, m.ClusterID); err == nil {
 			return conn.facts.Version
 		}
+	}
+	if m.Local == nil {
+		return ""
 	}
 	v, err := r.data.local.ControlPlaneVersion()
 	if err != nil {
