@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo-azure: the azure backend's flow on this machine, against the ARM + Entra test server
-# (internal/armtest, no Azure behind it). It bakes the image as make demo does, starts the test
+# (internal/testkit/armtest, no Azure behind it). It bakes the image as make demo does, starts the test
 # server on 127.0.0.1 with that image published and a VNet, a subnet and a route table, starts a
 # local cluster standing for an existing one, applies examples/azure — a scale set whose
 # instances boot as simulated Windows machines running nodeboot with the custom data they got,

@@ -21,10 +21,10 @@ import (
 	"syscall"
 
 	"github.com/kubewin/kubewin/internal/api"
-	"github.com/kubewin/kubewin/internal/armtest"
-	"github.com/kubewin/kubewin/internal/armtest/simboot"
 	"github.com/kubewin/kubewin/internal/azureimage"
-	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/internal/testkit/armtest"
+	"github.com/kubewin/kubewin/internal/testkit/armtest/simboot"
 )
 
 // listFlag collects a repeated flag.

@@ -30,7 +30,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/ociimage"
-	"github.com/kubewin/kubewin/internal/releasemirror"
+	"github.com/kubewin/kubewin/internal/testkit/releasemirror"
 )
 
 func main() {

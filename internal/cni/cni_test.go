@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/golden"
+	"github.com/kubewin/kubewin/internal/testkit/golden"
 )
 
 // guidesInput is the example of the original guides' "Upstream L3 Routing" topology.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kubewin/kubewin/internal/controlplane"
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
 
 // BenchmarkStart measures a whole control plane's start, from an empty directory to working

@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/guest/guesttest"
-	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/internal/testkit/guesttest"
 )
 
 // local runs commands in a POSIX shell on this machine: a guest of the Sim language.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/powershell"
-	"github.com/kubewin/kubewin/internal/powershell/pwshparse"
+	"github.com/kubewin/kubewin/internal/testkit/pwshparse"
 )
 
 // Every command the Windows guest runs — for the Packer provisioner and for existing servers —

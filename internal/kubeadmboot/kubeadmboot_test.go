@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
 
 var (

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/golden"
 	"github.com/kubewin/kubewin/internal/kubeversion"
+	"github.com/kubewin/kubewin/internal/testkit/golden"
 )
 
 func testInput(t *testing.T, minor int, runtime v1alpha1.RuntimeName) Input {

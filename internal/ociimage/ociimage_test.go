@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/kubewin/kubewin/internal/ociimage"
-	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
+	"github.com/kubewin/kubewin/internal/testkit/ociregistry"
 )
 
 func TestResolveAndArchive(t *testing.T) {
-	reg := registrytest.Serve(t)
+	reg := ociregistry.Serve(t)
 	ref, digests := reg.PushPause(t, "pause:3.10.2", 17763, 20348, 26100)
 	ctx := context.Background()
 	for build, want := range digests {

@@ -5,7 +5,7 @@ package powershell
 import (
 	"testing"
 
-	"github.com/kubewin/kubewin/internal/powershell/pwshparse"
+	"github.com/kubewin/kubewin/internal/testkit/pwshparse"
 )
 
 // Every hostile value, quoted, parses as one verbatim string argument and nothing else: the

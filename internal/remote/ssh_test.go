@@ -13,7 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/kubewin/kubewin/internal/guest"
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
 
 // Against Debian's OpenSSH on 127.0.0.1: a command runs with its standard input and exit

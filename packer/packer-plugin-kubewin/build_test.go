@@ -18,10 +18,10 @@ import (
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/filesum"
-	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
-	"github.com/kubewin/kubewin/internal/releasemirror"
-	"github.com/kubewin/kubewin/internal/simmachine"
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/internal/testkit/ociregistry"
+	"github.com/kubewin/kubewin/internal/testkit/releasemirror"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
 
 // testVersion is the version the plugin and nodeboot are built with for these tests.
@@ -196,9 +196,9 @@ func checkFiles(t *testing.T, m *v1alpha1.ImageManifest, root string) {
 
 // serveRelease serves what a build needs besides packer: a release mirror, and a registry with a
 // pause image for the given Windows builds, whose reference it returns.
-func serveRelease(tb testing.TB, builds ...uint32) (*env, *upstream, *registrytest.Registry, string) {
+func serveRelease(tb testing.TB, builds ...uint32) (*env, *upstream, *ociregistry.Registry, string) {
 	tb.Helper()
-	reg := registrytest.Serve(tb)
+	reg := ociregistry.Serve(tb)
 	pause, _ := reg.PushPause(tb, "pause:3.10.2", builds...)
 	return testEnv(tb), newUpstream(tb), reg, pause
 }

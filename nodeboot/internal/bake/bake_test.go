@@ -24,8 +24,8 @@ import (
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/filesum"
 	"github.com/kubewin/kubewin/internal/nodecmd"
-	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
-	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/internal/testkit/ociregistry"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"
@@ -133,7 +133,7 @@ func tgz(files map[string]string) []byte {
 func TestBakeFetches(t *testing.T) {
 	files := payload()
 	srv := newServer(t, files)
-	reg := registrytest.Serve(t)
+	reg := ociregistry.Serve(t)
 	ref, digests := reg.PushPause(t, "pause:3.10.2", 20348, 26100)
 	p := plan(srv.URL, files)
 	p.PauseImage = v1alpha1.PauseImage{Reference: ref, Digest: digests[26100]}

@@ -25,8 +25,8 @@ import (
 	"github.com/kubewin/kubewin/internal/capin"
 	"github.com/kubewin/kubewin/internal/controlplane"
 	"github.com/kubewin/kubewin/internal/nodeaccess"
-	"github.com/kubewin/kubewin/internal/simmachine"
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
 
 var (

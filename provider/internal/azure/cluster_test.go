@@ -13,7 +13,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/capin"
 	"github.com/kubewin/kubewin/internal/controlplane"
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
 
 func testClusterSpec(t *testing.T, group, name string) ClusterSpec {

@@ -22,9 +22,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"software.sslmate.com/src/go-pkcs12"
 
-	"github.com/kubewin/kubewin/internal/armtest"
-	"github.com/kubewin/kubewin/internal/armtest/simboot"
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/testkit/armtest"
+	"github.com/kubewin/kubewin/internal/testkit/armtest/simboot"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
 
 // The credentials are tested against the ARM + Entra test server over HTTPS: each kind gets a

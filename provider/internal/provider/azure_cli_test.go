@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/kubewin/kubewin/internal/api"
-	"github.com/kubewin/kubewin/internal/armtest"
 	"github.com/kubewin/kubewin/internal/proc"
+	"github.com/kubewin/kubewin/internal/testkit/armtest"
 )
 
 // These tests run the provider as terraform does in production — a separate process, installed

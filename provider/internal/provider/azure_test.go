@@ -15,12 +15,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 
-	"github.com/kubewin/kubewin/internal/armtest"
-	"github.com/kubewin/kubewin/internal/armtest/simboot"
 	"github.com/kubewin/kubewin/internal/azureimage"
 	"github.com/kubewin/kubewin/internal/routetable"
-	"github.com/kubewin/kubewin/internal/simmachine"
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/internal/testkit/armtest"
+	"github.com/kubewin/kubewin/internal/testkit/armtest/simboot"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 	"github.com/kubewin/kubewin/provider/internal/azure"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/kubewin/kubewin/internal/controlplane"
-	"github.com/kubewin/kubewin/internal/simmachine"
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
 
 // repoRoot is the repository, from this package's directory.

@@ -27,7 +27,7 @@ import (
 	"github.com/kubewin/kubewin/internal/azureimage"
 	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/nodestatus"
-	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/provider/internal/azure"
 	"github.com/kubewin/kubewin/provider/internal/pool"
 )

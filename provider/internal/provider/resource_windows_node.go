@@ -28,8 +28,8 @@ import (
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/guest"
 	"github.com/kubewin/kubewin/internal/remote"
-	"github.com/kubewin/kubewin/provider/internal/hosts"
 	"github.com/kubewin/kubewin/provider/internal/pool"
+	"github.com/kubewin/kubewin/provider/internal/servers"
 )
 
 var (
@@ -312,7 +312,7 @@ func (m *windowsNodeModel) check() diag.Diagnostics {
 	return diags
 }
 
-// maxNodeName leaves room for the node's access group (hosts.Group) in a label value.
+// maxNodeName leaves room for the node's access group (servers.Group) in a label value.
 const maxNodeName = validation.DNS1123LabelMaxLength - 2
 
 // checkNodeName checks a node's name: a DNS label (a Windows computer name, lower-cased, is one).
@@ -518,7 +518,7 @@ func (m *windowsNodeModel) connectionError(err error) diag.Diagnostics {
 }
 
 // node is the node's lifecycle on its server and cluster.
-func (r *windowsNodeResource) node(ctx context.Context, m *windowsNodeModel, shell guest.Shell) (*hosts.Node, *clusterConn, diag.Diagnostics) {
+func (r *windowsNodeResource) node(ctx context.Context, m *windowsNodeModel, shell guest.Shell) (*servers.Node, *clusterConn, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	conn, err := r.data.connect(ctx, m.ClusterID)
 	if err != nil {
@@ -534,7 +534,7 @@ func (r *windowsNodeResource) node(ctx context.Context, m *windowsNodeModel, she
 	opts, d := drainOptions(ctx, m.Drain)
 	diags.Append(d...)
 	ttl, _ := time.ParseDuration(m.TokenTTL.ValueString())
-	return &hosts.Node{Server: shell, Client: client, Name: m.ID.ValueString(), TokenTTL: ttl, Drain: opts}, conn, diags
+	return &servers.Node{Server: shell, Client: client, Name: m.ID.ValueString(), TokenTTL: ttl, Drain: opts}, conn, diags
 }
 
 // install is what the install block asks for, or nil.
@@ -594,7 +594,7 @@ func (r *windowsNodeResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	defer closeShell()
-	facts, err := hosts.Inspect(ctx, shell)
+	facts, err := servers.Inspect(ctx, shell)
 	if err != nil {
 		if remote.KindOf(err) != 0 {
 			resp.Diagnostics.Append(m.connectionError(err)...)
@@ -612,7 +612,7 @@ func (r *windowsNodeResource) Create(ctx context.Context, req resource.CreateReq
 	if install != nil {
 		plan = &install.Plan
 	}
-	if problems := hosts.Check(facts, plan); len(problems) > 0 {
+	if problems := servers.Check(facts, plan); len(problems) > 0 {
 		for _, p := range problems {
 			resp.Diagnostics.AddAttributeError(path.Root("host"), p.Summary, p.Detail+" Nothing was changed on the server.")
 		}
@@ -620,7 +620,7 @@ func (r *windowsNodeResource) Create(ctx context.Context, req resource.CreateReq
 	}
 	manifest := plan
 	if manifest == nil {
-		if manifest, err = hosts.ReadManifest(ctx, shell); err != nil {
+		if manifest, err = servers.ReadManifest(ctx, shell); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("host"), "Cannot Read the Server's Image", err.Error())
 			return
 		}
@@ -704,7 +704,7 @@ func (r *windowsNodeResource) Read(ctx context.Context, req resource.ReadRequest
 	if err == nil {
 		var client kubernetes.Interface
 		if client, err = kubernetes.NewForConfig(conn.rest); err == nil {
-			_, ready, err = hosts.Observe(ctx, client, m.ID.ValueString())
+			_, ready, err = servers.Observe(ctx, client, m.ID.ValueString())
 		}
 	}
 	if err != nil && !r.data.localClusterGone(m.ClusterID) {
@@ -752,13 +752,13 @@ func (r *windowsNodeResource) Delete(ctx context.Context, req resource.DeleteReq
 		return
 	}
 	defer closeShell()
-	removal := hosts.Removal{}
+	removal := servers.Removal{}
 	if m.Install != nil {
 		removal.Installed = v1alpha1.RuntimeName(m.Runtime.ValueString())
 	}
 	if r.data.localClusterGone(m.ClusterID) {
 		// The cluster went first, its Node with it: only the server is left to reset.
-		n := &hosts.Node{Server: shell, Name: m.ID.ValueString()}
+		n := &servers.Node{Server: shell, Name: m.ID.ValueString()}
 		if err := n.ResetServer(ctx, removal); err != nil {
 			resp.Diagnostics.Append(commandError(err)...)
 		}

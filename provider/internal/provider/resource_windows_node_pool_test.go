@@ -26,8 +26,8 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/controlplane"
-	"github.com/kubewin/kubewin/internal/simmachine"
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 	"github.com/kubewin/kubewin/provider/internal/local"
 )
 

@@ -37,10 +37,10 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
 	"github.com/kubewin/kubewin/internal/proc"
-	"github.com/kubewin/kubewin/internal/simmachine"
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/internal/testkit/ociregistry"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 	"github.com/kubewin/kubewin/provider/internal/local"
 )
 
@@ -75,7 +75,7 @@ func testRelease(t testing.TB, kubernetesVersion string) string {
 		w.Write(data)
 	}))
 	t.Cleanup(srv.Close)
-	pause, digests := registrytest.Serve(t).PushPause(t, "pause:3.10.2", uint32(v1alpha1.WindowsServer2022))
+	pause, digests := ociregistry.Serve(t).PushPause(t, "pause:3.10.2", uint32(v1alpha1.WindowsServer2022))
 	plan := v1alpha1.ImageManifest{
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindImageManifest, WindowsBuild: v1alpha1.WindowsServer2022,
 		KubernetesVersion: kubernetesVersion, Runtime: v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"},

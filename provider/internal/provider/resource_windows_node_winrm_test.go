@@ -24,7 +24,7 @@ import (
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/guest"
 	"github.com/kubewin/kubewin/internal/nodestatus"
-	"github.com/kubewin/kubewin/provider/internal/hosts/hoststest"
+	"github.com/kubewin/kubewin/internal/testkit/serverstest"
 )
 
 const (
@@ -36,7 +36,7 @@ const (
 // password in its write-only attribute, from the ephemeral variable password (passwordVar);
 // body adds attributes and blocks. A password written in the configuration would be in the
 // test framework's log of it.
-func winrmNodeConfig(srv *hoststest.WinRM, body string) string {
+func winrmNodeConfig(srv *serverstest.WinRM, body string) string {
 	return fmt.Sprintf(`
 variable "password" {
   type      = string
@@ -64,15 +64,15 @@ func passwordVar(password string) config.Variables {
 
 // server is a Windows Server 2022 machine with the Containers feature behind the WinRM test
 // server.
-func winrmServer(t *testing.T) (*hoststest.WinRM, *hoststest.Machine) {
-	srv := hoststest.NewWinRM(t, winrmUser, winrmPassword)
-	m := &hoststest.Machine{Facts: guest.Facts{ComputerName: "WINSRV02", Build: uint32(v1alpha1.WindowsServer2022), ContainersFeature: true}}
+func winrmServer(t *testing.T) (*serverstest.WinRM, *serverstest.Machine) {
+	srv := serverstest.NewWinRM(t, winrmUser, winrmPassword)
+	m := &serverstest.Machine{Facts: guest.Facts{ComputerName: "WINSRV02", Build: uint32(v1alpha1.WindowsServer2022), ContainersFeature: true}}
 	srv.Answer = m.Answer
 	return srv, m
 }
 
 // scripts are the commands the server received from the i-th on, one a line.
-func scripts(srv *hoststest.WinRM, from int) []string {
+func scripts(srv *serverstest.WinRM, from int) []string {
 	var out []string
 	for _, c := range srv.Commands()[from:] {
 		out = append(out, c.Script)
@@ -97,7 +97,7 @@ func matchSequence(got []string, want []string) error {
 // test server (winrmtest behind an HTTPS proxy that enforces Basic authentication). Its limits:
 // no standard error (winrmtest drops it, so failures are checked through standard output), no
 // NTLM (Basic only; auth = "ntlm" is not exercised), no streaming, and no PowerShell — the
-// scripts are recorded and answered by hoststest.Machine, not run. It plays a clean Windows
+// scripts are recorded and answered by serverstest.Machine, not run. It plays a clean Windows
 // Server 2022 and registers
 // the node in the real local cluster when nodeboot join runs: a failing bake's exit code and
 // output, then a failed join's phase, code and output reach the diagnostics; then the join
@@ -142,7 +142,7 @@ resource "kubewin_cluster" "test" {
 		Steps: []resource.TestStep{
 			{
 				PreConfig: func() {
-					m.Fail = map[string]hoststest.Failure{"' bake --manifest ": {Exit: 5, Output: "[bake] payload file k/kubelet.exe from http://mirror.test/kubewin/k/kubelet.exe has sha256 0bad, the manifest says 1f00\r\n"}}
+					m.Fail = map[string]serverstest.Failure{"' bake --manifest ": {Exit: 5, Output: "[bake] payload file k/kubelet.exe from http://mirror.test/kubewin/k/kubelet.exe has sha256 0bad, the manifest says 1f00\r\n"}}
 				},
 				Config: config, ConfigVariables: passwordVar(winrmPassword),
 				ExpectError: wrapped(`(?s)Command Failed on the Server.*nodeboot bake failed on the guest with exit status\s+5.*k/kubelet.exe from\s+http://mirror.test/kubewin/k/kubelet.exe has sha256 0bad`),
@@ -260,7 +260,7 @@ func readyNode(t *testing.T, c kubernetes.Interface, name string) {
 
 // badServer applies a node on a server that is wrong in some way and expects the error; the
 // server must have received no command but the first look at it (nothing changed).
-func badServer(t *testing.T, srv *hoststest.WinRM, password, node string, want string, commands int) {
+func badServer(t *testing.T, srv *serverstest.WinRM, password, node string, want string, commands int) {
 	_, provider := testAccLocal(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

@@ -27,8 +27,8 @@ import (
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/nodecmd"
-	"github.com/kubewin/kubewin/internal/simkubelet"
-	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/sim/simkubelet"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/powershell"
-	"github.com/kubewin/kubewin/internal/powershell/pwshparse"
+	"github.com/kubewin/kubewin/internal/testkit/pwshparse"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"

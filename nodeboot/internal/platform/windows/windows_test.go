@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/golden"
+	"github.com/kubewin/kubewin/internal/testkit/golden"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/hcnjson"

@@ -7,7 +7,7 @@ import (
 	registryimage "github.com/hashicorp/packer-plugin-sdk/packer/registry/image"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
 )
 
 // Artifact is an image directory.

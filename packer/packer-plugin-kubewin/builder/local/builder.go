@@ -17,7 +17,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/packer/packer-plugin-kubewin/provisioner/node"
 )
 

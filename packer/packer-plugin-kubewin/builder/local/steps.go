@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/nodecmd"
-	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
 )
 
 func halt(state multistep.StateBag, err error) multistep.StepAction {

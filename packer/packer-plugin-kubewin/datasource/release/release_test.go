@@ -11,8 +11,8 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/ociimage"
-	"github.com/kubewin/kubewin/internal/ociimage/registrytest"
-	"github.com/kubewin/kubewin/internal/releasemirror"
+	"github.com/kubewin/kubewin/internal/testkit/ociregistry"
+	"github.com/kubewin/kubewin/internal/testkit/releasemirror"
 )
 
 func mirror(t *testing.T) (*releasemirror.Mirror, string) {
@@ -36,7 +36,7 @@ func testConfig(base, pause string) Config {
 
 func TestResolve(t *testing.T) {
 	m, base := mirror(t)
-	reg := registrytest.Serve(t)
+	reg := ociregistry.Serve(t)
 	pause, digests := reg.PushPause(t, "pause:3.10.2", 20348, 26100)
 	c := testConfig(base, pause)
 	if err := c.prepare(); err != nil {

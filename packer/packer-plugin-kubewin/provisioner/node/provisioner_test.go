@@ -21,7 +21,7 @@ import (
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/guest"
-	"github.com/kubewin/kubewin/internal/guest/guesttest"
+	"github.com/kubewin/kubewin/internal/testkit/guesttest"
 )
 
 func TestMain(m *testing.M) {

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/internal/armtest"
 	"github.com/kubewin/kubewin/internal/kubeadmboot"
 	"github.com/kubewin/kubewin/internal/proc"
-	"github.com/kubewin/kubewin/internal/simmachine"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/internal/testkit/armtest"
 )
 
 // Booter runs instances as simulated machines under Dir.

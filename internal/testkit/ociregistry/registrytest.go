@@ -1,6 +1,6 @@
-// Package registrytest serves a real OCI registry (go-containerregistry's registry package)
+// Package ociregistry serves a real OCI registry (go-containerregistry's registry package)
 // on 127.0.0.1 holding a multi-platform Windows pause image, for tests that pull one.
-package registrytest
+package ociregistry
 
 import (
 	"context"

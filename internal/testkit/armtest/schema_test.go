@@ -18,7 +18,7 @@ func schemasDir(t *testing.T) string {
 	if dir := os.Getenv(EnvSchemas); dir != "" {
 		return dir
 	}
-	dir, err := filepath.Abs("../../../shared/azure-schemas")
+	dir, err := filepath.Abs("../../../../shared/azure-schemas")
 	if err != nil {
 		t.Fatal(err)
 	}

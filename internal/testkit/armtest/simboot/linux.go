@@ -18,11 +18,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubewin/kubewin/internal/armtest"
 	"github.com/kubewin/kubewin/internal/controlplane"
 	"github.com/kubewin/kubewin/internal/kubeadmboot"
-	"github.com/kubewin/kubewin/internal/simkubelet"
-	"github.com/kubewin/kubewin/internal/simlinux"
+	"github.com/kubewin/kubewin/internal/sim/simkubelet"
+	"github.com/kubewin/kubewin/internal/testkit/armtest"
+	"github.com/kubewin/kubewin/internal/testkit/simlinux"
 	"github.com/kubewin/kubewin/internal/tlsbootstrap"
 )
 

@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/kubewin/kubewin/internal/armtest"
+	"github.com/kubewin/kubewin/internal/testkit/armtest"
 )
 
 // A provider test: a server whose instances boot through the test's Booter, seeded with a network

@@ -1,4 +1,4 @@
-package registrytest
+package tfregistry
 
 import (
 	"bytes"

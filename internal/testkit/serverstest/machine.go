@@ -1,4 +1,4 @@
-package hoststest
+package serverstest
 
 import (
 	"crypto/sha256"

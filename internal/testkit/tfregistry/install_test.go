@@ -1,4 +1,4 @@
-package registrytest_test
+package tfregistry_test
 
 import (
 	"archive/zip"
@@ -18,8 +18,8 @@ import (
 	"golang.org/x/mod/sumdb/dirhash"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubewin/kubewin/internal/registrytest"
-	"github.com/kubewin/kubewin/internal/testenv"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
+	"github.com/kubewin/kubewin/internal/testkit/tfregistry"
 )
 
 // providerRelease is a snapshot release of the provider for this machine's platform.
@@ -51,10 +51,10 @@ func (r providerRelease) installed(dir, host, namespace string) string {
 // buildRelease runs `goreleaser release --snapshot` with the repository's .goreleaser.yml,
 // limited to this machine's platform and writing into a temporary directory, and signing with
 // key, and checks that it produced the files a provider registry takes in.
-func buildRelease(t *testing.T, keyring *registrytest.Keyring, key registrytest.Key) providerRelease {
+func buildRelease(t *testing.T, keyring *tfregistry.Keyring, key tfregistry.Key) providerRelease {
 	t.Helper()
 	goreleaser := testenv.MustBinary(t, "goreleaser")
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ type cli struct {
 	env       []string
 }
 
-func newCLI(t *testing.T, name string, reg *registrytest.Registry) *cli {
+func newCLI(t *testing.T, name string, reg *tfregistry.Registry) *cli {
 	t.Helper()
 	home := t.TempDir()
 	conf := filepath.Join(home, "cli.tfrc")
@@ -290,7 +290,7 @@ func TestProviderInstall(t *testing.T) {
 	for _, name := range []string{"terraform", "tofu"} { // fail early when one is missing
 		testenv.MustBinary(t, name)
 	}
-	keyring := registrytest.NewKeyring(t)
+	keyring := tfregistry.NewKeyring(t)
 	key := keyring.Generate(t, "kubewin release test", "release-test@kubewin.invalid")
 	other := keyring.Generate(t, "another publisher", "another@kubewin.invalid")
 	rel := buildRelease(t, keyring, key)
@@ -325,7 +325,7 @@ func TestProviderInstall(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			reg := registrytest.Serve(t)
+			reg := tfregistry.Serve(t)
 			for ns, r := range map[string]providerRelease{"kubewin": rel, "tampered": tampered, "otherkey": otherKey, "corrupted": corrupted} {
 				if err := reg.Publish(ns, "kubewin", r.dir, key.Advertised); err != nil {
 					t.Fatal(err)

@@ -1,9 +1,9 @@
-// Package hosts turns an existing Windows server into a Kubernetes node and back, over a
+// Package servers turns an existing Windows server into a Kubernetes node and back, over a
 // guest.Shell (SSH or WinRM): it checks the server before changing anything, records what the
 // server holds, installs the payload (or uses the image the server was baked from), joins the
 // node with a short-lived token of its own, waits until it is Ready, and on removal drains it,
 // resets it and leaves the server as it was before.
-package hosts
+package servers
 
 import (
 	"context"

@@ -39,7 +39,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubewin/kubewin/internal/loopbackca"
+	"github.com/kubewin/kubewin/internal/testkit/loopbackca"
 )
 
 // Environment variables the server reads.

@@ -1,4 +1,4 @@
-package hosts
+package servers
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/guest"
 	"github.com/kubewin/kubewin/internal/remote"
-	"github.com/kubewin/kubewin/provider/internal/hosts/hoststest"
+	"github.com/kubewin/kubewin/internal/testkit/serverstest"
 )
 
 const (
@@ -20,7 +20,7 @@ const (
 
 // winrmShell connects to the test server with masterzen/winrm: HTTPS, its certificate checked
 // against its CA, Basic authentication.
-func winrmShell(t *testing.T, srv *hoststest.WinRM, password string, ca string) guest.Shell {
+func winrmShell(t *testing.T, srv *serverstest.WinRM, password string, ca string) guest.Shell {
 	t.Helper()
 	c, err := remote.WinRM{Host: srv.Host, Port: srv.Port, User: testUser, Password: password, Auth: remote.AuthBasic, CACertificates: []byte(ca)}.Client()
 	if err != nil {
@@ -33,9 +33,9 @@ func winrmShell(t *testing.T, srv *hoststest.WinRM, password string, ca string) 
 // command line) and is verified, a file comes back, and a failing command's exit code and
 // output reach the error. The test server's limits (no stderr, no NTLM) are in its package.
 func TestWinRMShell(t *testing.T) {
-	srv := hoststest.NewWinRM(t, testUser, testPassword)
-	m := &hoststest.Machine{Facts: guest.Facts{ComputerName: "WIN-7", Build: 20348, ContainersFeature: true, Files: []string{`C:\ProgramData\kubewin\image-manifest.json`}},
-		Fail: map[string]hoststest.Failure{"'reset'": {Exit: 7, Output: "[reset] node win-7: remove service kubelet: access denied\r\n"}}}
+	srv := serverstest.NewWinRM(t, testUser, testPassword)
+	m := &serverstest.Machine{Facts: guest.Facts{ComputerName: "WIN-7", Build: 20348, ContainersFeature: true, Files: []string{`C:\ProgramData\kubewin\image-manifest.json`}},
+		Fail: map[string]serverstest.Failure{"'reset'": {Exit: 7, Output: "[reset] node win-7: remove service kubelet: access denied\r\n"}}}
 	srv.Answer = m.Answer
 	s := winrmShell(t, srv, testPassword, srv.CA)
 	ctx := context.Background()
@@ -81,7 +81,7 @@ func TestWinRMShell(t *testing.T) {
 // A wrong password, an untrusted certificate and an address nothing answers at are each a
 // connection failure of their own kind, and no command reaches the server.
 func TestWinRMConnectionFailures(t *testing.T) {
-	srv := hoststest.NewWinRM(t, testUser, testPassword)
+	srv := serverstest.NewWinRM(t, testUser, testPassword)
 	ctx := context.Background()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,4 +1,4 @@
-// Package registrytest serves Terraform providers the way a provider registry does, for tests
+// Package tfregistry serves Terraform providers the way a provider registry does, for tests
 // that install them with the real terraform and tofu CLIs: the provider registry protocol
 // (service discovery, available versions, package metadata with signing keys) and the release
 // files, over HTTPS on 127.0.0.1 with a throwaway CA, and throwaway GPG keys to sign releases.
@@ -6,7 +6,7 @@
 // The protocol is the one documented by Terraform
 // (https://developer.hashicorp.com/terraform/internals/provider-registry-protocol) and OpenTofu
 // (https://opentofu.org/docs/internals/provider-registry-protocol/).
-package registrytest
+package tfregistry
 
 import (
 	"bufio"
@@ -24,7 +24,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kubewin/kubewin/internal/loopbackca"
+	"github.com/kubewin/kubewin/internal/testkit/loopbackca"
 )
 
 // Registry is a provider registry serving on 127.0.0.1.

@@ -1,4 +1,4 @@
-// Package hoststest is a WinRM server on 127.0.0.1 for tests: github.com/dylanmei/winrmtest
+// Package serverstest is a WinRM server on 127.0.0.1 for tests: github.com/dylanmei/winrmtest
 // answers the commands, behind an HTTPS proxy of this package that enforces HTTP Basic
 // authentication and records every command, with its standard input.
 //
@@ -8,7 +8,7 @@
 // PowerShell (Answer plays the server). winrmtest also predates the WS-Addressing actions that
 // masterzen/winrm checks in the answers to Create and Command, and has no shell/Send: the proxy
 // adds the actions, and takes standard input itself, handing it to Answer.
-package hoststest
+package serverstest
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ import (
 
 	"github.com/dylanmei/winrmtest"
 
-	"github.com/kubewin/kubewin/internal/guest/guesttest"
+	"github.com/kubewin/kubewin/internal/testkit/guesttest"
 )
 
 // Command is a command the server received: its PowerShell script (decoded) or command line,
