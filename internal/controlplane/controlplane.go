@@ -20,9 +20,10 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-
-	"github.com/kubewin/kubewin/internal/proc"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/proc"
 )
 
 // Config says where and how to run a control plane.
@@ -33,9 +34,9 @@ type Config struct {
 	BinDir string
 	// ClusterName names the cluster in kubeconfigs and certificates. Default: kubewin.
 	ClusterName string
-	// ClusterCIDR is the pod network that node IPAM splits. Default: 10.244.0.0/16.
+	// ClusterCIDR is the pod network that node IPAM splits. Default: v1alpha1.DefaultClusterCIDR.
 	ClusterCIDR string
-	// ServiceCIDR is the service network. Default: 10.96.0.0/12.
+	// ServiceCIDR is the service network. Default: v1alpha1.DefaultServiceCIDR.
 	ServiceCIDR string
 	// NodeCIDRMaskSize is the size of each node's pod CIDR. Default: 24.
 	NodeCIDRMaskSize int
@@ -51,10 +52,10 @@ func (c *Config) setDefaults() {
 		c.ClusterName = "kubewin"
 	}
 	if c.ClusterCIDR == "" {
-		c.ClusterCIDR = "10.244.0.0/16"
+		c.ClusterCIDR = v1alpha1.DefaultClusterCIDR
 	}
 	if c.ServiceCIDR == "" {
-		c.ServiceCIDR = "10.96.0.0/12"
+		c.ServiceCIDR = v1alpha1.DefaultServiceCIDR
 	}
 	if c.NodeCIDRMaskSize == 0 {
 		c.NodeCIDRMaskSize = 24

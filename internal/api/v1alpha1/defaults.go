@@ -2,8 +2,14 @@ package v1alpha1
 
 import "github.com/kubewin/kubewin/internal/ipam"
 
-// Defaults that Default fills in.
+// Defaults that Default fills in, and the cluster networks every kubewin cluster defaults to.
 const (
+	// DefaultClusterCIDR is a cluster's pod network when none is set (flannel's and kubeadm
+	// guides' usual 10.244.0.0/16).
+	DefaultClusterCIDR = "10.244.0.0/16"
+	// DefaultServiceCIDR is a cluster's service network when none is set (kubeadm's default
+	// serviceSubnet).
+	DefaultServiceCIDR = "10.96.0.0/12"
 	DefaultClusterDomain      = "cluster.local"
 	DefaultMaxPods            = 110
 	DefaultInterfaceName      = "Ethernet"

@@ -26,6 +26,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/internal/winname"
@@ -591,7 +592,7 @@ func (c *converter) cidr(v any, path string) string {
 func (c *converter) checkDNSIP(ip, path string) {
 	svc := c.res.Cluster.ServiceCIDR
 	if svc == "" {
-		svc = DefaultServiceCIDR
+		svc = v1alpha1.DefaultServiceCIDR
 	}
 	p, err := ipam.ParsePrefix(svc)
 	if err != nil {
@@ -602,9 +603,6 @@ func (c *converter) checkDNSIP(ip, path string) {
 		c.reject(path, "is %s: kubeadm's cluster DNS address is the service network's tenth address, %s; remove it (or set serviceCidr to match)", ip, want)
 	}
 }
-
-// DefaultServiceCIDR is the service network of a kubewin cluster whose model names none.
-const DefaultServiceCIDR = "10.96.0.0/12"
 
 var nameRE = regexp.MustCompile(`[^a-z0-9-]+`)
 
