@@ -5,9 +5,10 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubewin/kubewin/internal/nodestatus"
 )
 
 // Credential files in the kubelet's certificate directory. The bootstrap pair is written by the
@@ -20,23 +21,6 @@ func (n *Node) bootstrapCertFile() string {
 	return n.Paths.KubeletCertDir + `\kubelet-client-bootstrap.crt`
 }
 func (n *Node) currentPEM() string { return n.Paths.KubeletCertDir + `\kubelet-client-current.pem` }
-
-// writeKubeletKubeconfig writes the kubelet's credential and kubeconfig.
-func (n *Node) writeKubeletKubeconfig(server string, ca, certPEM, keyPEM []byte) error {
-	if err := n.Platform.WriteSecret(n.currentPEM(), append(append([]byte{}, certPEM...), keyPEM...)); err != nil {
-		return err
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["default"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	kc.AuthInfos["default"] = &clientcmdapi.AuthInfo{ClientCertificate: n.currentPEM(), ClientKey: n.currentPEM()}
-	kc.Contexts["default"] = &clientcmdapi.Context{Cluster: "default", AuthInfo: "default"}
-	kc.CurrentContext = "default"
-	b, err := clientcmd.Write(*kc)
-	if err != nil {
-		return err
-	}
-	return n.Platform.WriteSecret(n.Paths.KubeletKubeconfig, b)
-}
 
 // NodeRESTConfig is a client configuration with the node's own credential.
 func (n *Node) NodeRESTConfig() (*rest.Config, error) {
@@ -56,4 +40,56 @@ func (n *Node) NodeRESTConfig() (*rest.Config, error) {
 		QPS:             20,
 		Burst:           40,
 	}, nil
+}
+
+// setBootstrapClient makes the client with the bootstrap token, with which the report is
+// written until the node has its own credential.
+func (n *Node) setBootstrapClient(server string, ca []byte) error {
+	c, err := kubernetes.NewForConfig(&rest.Config{
+		Host: server, BearerToken: n.Config.Cluster.BootstrapToken, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, Timeout: 30 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.bootstrapClient = c
+	n.mu.Unlock()
+	return nil
+}
+
+// trusted returns the discovered server and CA, re-reading them after a restart.
+func (n *Node) trusted() (string, []byte, error) {
+	ca, err := os.ReadFile(n.Platform.Path(n.Paths.ClusterCA))
+	server := n.state.Data.Server
+	if err != nil || server == "" {
+		return "", nil, nodestatus.Errorf(nodestatus.CodeInternal, "the cluster is not discovered yet: run the discovery phase")
+	}
+	n.mu.Lock()
+	missing := n.bootstrapClient == nil
+	n.mu.Unlock()
+	if missing && n.Config.Cluster.BootstrapToken != "" {
+		if err := n.setBootstrapClient(server, ca); err != nil {
+			return "", nil, err
+		}
+	}
+	return server, ca, nil
+}
+
+// NodeClient returns a client with the node's own credentials.
+func (n *Node) NodeClient() (kubernetes.Interface, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.nodeClient != nil {
+		return n.nodeClient, nil
+	}
+	cfg, err := n.NodeRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n.nodeClient = c
+	return c, nil
 }

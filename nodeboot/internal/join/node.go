@@ -7,7 +7,6 @@ package join
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -15,12 +14,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/nodecmd"
-	"github.com/kubewin/kubewin/internal/nodestatus"
-	"github.com/kubewin/kubewin/internal/version"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 	"github.com/kubewin/kubewin/nodeboot/internal/workflow"
 )
@@ -38,7 +34,10 @@ type Timeouts struct {
 // DefaultTimeouts are generous enough for a cloud control plane under load.
 var DefaultTimeouts = Timeouts{Discovery: 2 * time.Minute, CSR: 5 * time.Minute, PodCIDR: 2 * time.Minute}
 
-// Node is a machine joining a cluster. It implements the phases' Data.
+// Node is a machine joining a cluster: its configuration, image, machine and paths, the
+// recorded state of its join, its clients to the cluster and the writer of its report. Each
+// phase takes it through an interface of what that phase uses, declared next to the phase
+// (data.go lists them); Node implements them all.
 type Node struct {
 	Config   *v1alpha1.NodeConfig
 	Manifest *v1alpha1.ImageManifest
@@ -59,15 +58,12 @@ type Node struct {
 	state  *workflow.State[Learned]
 	runner *workflow.Runner[Learned]
 
+	// mu guards the clients.
 	mu              sync.Mutex
 	bootstrapClient kubernetes.Interface
 	nodeClient      kubernetes.Interface
-	reportWarned    bool
-	// vtepMAC is the overlay network's VTEP (distributed router) MAC, as its last Ensure
-	// reported it.
-	vtepMAC string
-	reports chan struct{}
-	flushed chan struct{}
+
+	reporter reporter
 }
 
 // Learned is what the phases learn that later phases, `nodeboot run` and a restarted join need;
@@ -135,125 +131,4 @@ func (n *Node) RunPhase(ctx context.Context, name string) error {
 		}
 	}
 	return n.runner.RunPhase(ctx, name)
-}
-
-// Report builds the node's report from its state.
-func (n *Node) Report() *nodestatus.Report {
-	r := &nodestatus.Report{Node: n.Name, State: nodestatus.StateDone, Phases: n.state.Phases, NodebootVersion: version.Version, Updated: time.Now().UTC()}
-	for _, p := range n.state.Phases {
-		switch p.State {
-		case nodestatus.StateFailed:
-			r.State, r.Phase, r.Code, r.Message = nodestatus.StateFailed, p.Name, p.Code, p.Message
-			return r
-		case nodestatus.StateRunning:
-			r.State, r.Phase = nodestatus.StateRunning, p.Name
-		}
-	}
-	if !n.Joined() && r.State == nodestatus.StateDone {
-		r.State = nodestatus.StateRunning
-	}
-	return r
-}
-
-// report asks the reporter to write the current report. Writing happens in the background,
-// coalescing changes, so that reporting costs the join no round trips; Join flushes it.
-func (n *Node) report(*workflow.State[Learned]) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.reports == nil {
-		n.reports = make(chan struct{}, 1)
-		n.flushed = make(chan struct{})
-		go n.reportLoop(n.reports, n.flushed)
-	}
-	select {
-	case n.reports <- struct{}{}:
-	default: // a write is already pending; it will carry this change too
-	}
-}
-
-// flushReports waits until the last change is written and stops the reporter.
-func (n *Node) flushReports() {
-	n.mu.Lock()
-	reports, flushed := n.reports, n.flushed
-	n.reports = nil
-	n.mu.Unlock()
-	if reports == nil {
-		return
-	}
-	close(reports)
-	<-flushed
-}
-
-func (n *Node) reportLoop(reports <-chan struct{}, flushed chan<- struct{}) {
-	defer close(flushed)
-	for range reports {
-		n.writeReport()
-	}
-}
-
-// writeReport writes the report to the serial console and with the best credential at hand;
-// before the cluster is trusted there is none, and the state file and consoles are the only
-// record.
-func (n *Node) writeReport() {
-	n.mu.Lock()
-	c := n.nodeClient
-	if c == nil {
-		c = n.bootstrapClient
-	}
-	report := n.Report()
-	n.mu.Unlock()
-	if n.Serial != nil {
-		if line, err := nodestatus.SerialLine(report); err == nil {
-			_, _ = n.Serial.Write(line)
-		}
-	}
-	if c == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := nodestatus.Write(ctx, c, report)
-	if err == nil {
-		return
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.reportWarned {
-		n.reportWarned = true
-		if errors.Is(err, nodestatus.ErrNotPrepared) {
-			fmt.Fprintf(n.Out, "[report] no report object %s/%s: progress is recorded locally only\n", nodestatus.Namespace, nodestatus.ObjectName(n.Name))
-			return
-		}
-		fmt.Fprintf(n.Out, "[report] cannot write the report: %v\n", err)
-	}
-}
-
-func (n *Node) setBootstrapClient(server string, ca []byte) error {
-	c, err := kubernetes.NewForConfig(&rest.Config{Host: server, BearerToken: n.Config.Cluster.BootstrapToken, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, Timeout: 30 * time.Second})
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.bootstrapClient = c
-	n.mu.Unlock()
-	return nil
-}
-
-// NodeClient returns a client with the node's own credentials.
-func (n *Node) NodeClient() (kubernetes.Interface, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.nodeClient != nil {
-		return n.nodeClient, nil
-	}
-	cfg, err := n.NodeRESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	n.nodeClient = c
-	return c, nil
 }

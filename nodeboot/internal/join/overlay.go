@@ -61,28 +61,27 @@ func vtepAnnotations(node *corev1.Node, vni int32, mac string, ip netip.Addr) ma
 	}
 }
 
-// publishVTEP writes the overlay network's VTEP into the node's own Node (which the node's
-// credential may patch: the Node authorizer and NodeRestriction let a node change its own
-// Node object), unless the annotations already say so.
-func (n *Node) publishVTEP(ctx context.Context) error {
-	if n.Config.Network.Mode != v1alpha1.NetworkModeOverlay {
+// publishVTEP writes the overlay network's VTEP (vtepMAC, as ensureNetwork returned it) into
+// the node's own Node (which the node's credential may patch: the Node authorizer and
+// NodeRestriction let a node change its own Node object), unless the annotations already say so.
+func publishVTEP(ctx context.Context, d networkData, vtepMAC string) error {
+	network := d.config().Network
+	if network.Mode != v1alpha1.NetworkModeOverlay {
 		return nil
 	}
-	n.mu.Lock()
-	mac := n.vtepMAC
-	n.mu.Unlock()
-	if mac == "" {
-		return fmt.Errorf("the overlay network %s reported no VTEP MAC", n.Config.Network.Name)
+	if vtepMAC == "" {
+		return fmt.Errorf("the overlay network %s reported no VTEP MAC", network.Name)
 	}
-	c, err := n.NodeClient()
+	c, err := d.NodeClient()
 	if err != nil {
 		return err
 	}
-	node, err := c.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	name := d.nodeName()
+	node, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("read Node %s: %w", n.Name, err)
+		return fmt.Errorf("read Node %s: %w", name, err)
 	}
-	want := vtepAnnotations(node, n.Config.Network.VNI, mac, n.state.Data.NodeIP)
+	want := vtepAnnotations(node, network.VNI, vtepMAC, d.learned().NodeIP)
 	same := true
 	for k, v := range want {
 		same = same && node.Annotations[k] == v
@@ -91,10 +90,10 @@ func (n *Node) publishVTEP(ctx context.Context) error {
 		return nil
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": want}})
-	if _, err := c.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("publish the VTEP on Node %s: %w", n.Name, err)
+	if _, err := c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("publish the VTEP on Node %s: %w", name, err)
 	}
-	fmt.Fprintf(n.Out, "[network] VTEP %s at %s published on Node %s\n", mac, want[AnnotationPublicIP], n.Name)
+	fmt.Fprintf(d.out(), "[network] VTEP %s at %s published on Node %s\n", vtepMAC, want[AnnotationPublicIP], name)
 	return nil
 }
 

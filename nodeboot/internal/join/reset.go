@@ -20,7 +20,7 @@ import (
 // and the join state). What the bake installed stays. The cluster is not touched.
 func (n *Node) Reset(ctx context.Context) error {
 	var errs []error
-	if specs, err := n.ServiceSpecs(); err == nil {
+	if specs, err := serviceSpecs(n); err == nil {
 		slices.Reverse(specs)
 		for _, s := range specs {
 			if err := n.Platform.Services().Delete(ctx, s.Name); err != nil {
@@ -64,8 +64,8 @@ func (n *Node) Reset(ctx context.Context) error {
 // the kubeconfig, the cluster CA and the join state.
 func (n *Node) joinFiles() []string {
 	files := []string{n.Paths.KubeletKubeconfig, n.Paths.ClusterCA, n.statePath()}
-	if plan, err := n.plan(); err == nil {
-		for f := range plan.Files {
+	if p, err := plan(n); err == nil {
+		for f := range p.Files {
 			files = append(files, f)
 		}
 	}

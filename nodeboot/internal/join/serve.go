@@ -23,16 +23,17 @@ func (n *Node) Serve(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := n.EnsureNetwork(ctx); err != nil {
+	vtepMAC, err := ensureNetwork(ctx, n)
+	if err != nil {
 		return err
 	}
-	if err := n.services(ctx); err != nil {
+	if err := runServices(ctx, n); err != nil {
 		return err
 	}
 	fmt.Fprintf(n.Out, "[run] node %s is up\n", n.Name)
 	switch n.Config.Network.Mode {
 	case v1alpha1.NetworkModeHostGateway, v1alpha1.NetworkModeOverlay:
-		return n.reconcilePeers(ctx)
+		return n.reconcilePeers(ctx, vtepMAC)
 	}
 	<-ctx.Done()
 	return nil
@@ -41,10 +42,11 @@ func (n *Node) Serve(ctx context.Context) error {
 // peerRetry is how soon a failed reconciliation is tried again.
 const peerRetry = 5 * time.Second
 
-// reconcilePeers publishes this node's VTEP (overlay) and reprograms the way to the peers
-// whenever a Node's pod CIDR, address or VTEP changes (not on every status heartbeat: on
-// Windows each reconciliation runs PowerShell), and again after a failure.
-func (n *Node) reconcilePeers(ctx context.Context) error {
+// reconcilePeers publishes this node's VTEP (overlay: vtepMAC, as ensureNetwork returned it)
+// and reprograms the way to the peers whenever a Node's pod CIDR, address or VTEP changes (not
+// on every status heartbeat: on Windows each reconciliation runs PowerShell), and again after
+// a failure.
+func (n *Node) reconcilePeers(ctx context.Context, vtepMAC string) error {
 	c, err := n.NodeClient()
 	if err != nil {
 		return err
@@ -84,9 +86,9 @@ func (n *Node) reconcilePeers(ctx context.Context) error {
 		for _, obj := range informer.GetStore().List() {
 			nodes = append(nodes, *obj.(*corev1.Node))
 		}
-		err := n.publishVTEP(ctx)
+		err := publishVTEP(ctx, n, vtepMAC)
 		if err == nil {
-			err = n.ReconcilePeers(ctx, nodes)
+			err = programPeers(ctx, n, nodes)
 		}
 		switch {
 		case err == nil:
@@ -106,5 +108,6 @@ func peerKey(obj any) string {
 		return ""
 	}
 	a := node.Annotations
-	return fmt.Sprint(node.Name, node.Spec.PodCIDR, node.Status.Addresses, a[AnnotationKubeSubnetManager], a[AnnotationBackendType], a[AnnotationBackendData], a[AnnotationPublicIP])
+	return fmt.Sprint(node.Name, node.Spec.PodCIDR, node.Status.Addresses,
+		a[AnnotationKubeSubnetManager], a[AnnotationBackendType], a[AnnotationBackendData], a[AnnotationPublicIP])
 }

@@ -1,0 +1,58 @@
+package join
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/nodeboot/internal/nodefiles"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+)
+
+// renderData is what rendering the node's files reads: the network, kubelet-config and
+// services phases and the reset render them.
+type renderData interface {
+	config() *v1alpha1.NodeConfig
+	manifest() *v1alpha1.ImageManifest
+	paths() nodecmd.Paths
+	nodeName() string
+	learned() *Learned
+}
+
+// facts are what the network phase learned about the node.
+func facts(d renderData) (nodefiles.Facts, error) {
+	l := d.learned()
+	if !l.NodeIP.IsValid() || !l.PodCIDR.IsValid() {
+		return nodefiles.Facts{}, fmt.Errorf("the node's address and pod CIDR are not known yet: run the network phase")
+	}
+	return nodefiles.Facts{NodeName: d.nodeName(), NodeIP: l.NodeIP, PodCIDR: l.PodCIDR}, nil
+}
+
+// plan renders the node's files and service command lines.
+func plan(d renderData) (*nodefiles.Plan, error) {
+	f, err := facts(d)
+	if err != nil {
+		return nil, err
+	}
+	return nodefiles.Render(d.config(), d.manifest(), f, d.paths())
+}
+
+// writeFiles writes the plan's CNI files (cni=true) or the others.
+func writeFiles(p platform.Platform, paths nodecmd.Paths, plan *nodefiles.Plan, cni bool, code nodestatus.Code) error {
+	files := make([]string, 0, len(plan.Files))
+	for path := range plan.Files {
+		if strings.HasPrefix(path, paths.CNIConfDir+`\`) == cni {
+			files = append(files, path)
+		}
+	}
+	slices.Sort(files)
+	for _, path := range files {
+		if err := p.WriteFile(path, plan.Files[path]); err != nil {
+			return nodestatus.Errorf(code, "write %s: %w", path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+package join
+
+import (
+	"context"
+	"time"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/nodeboot/internal/discovery"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+)
+
+// discoveryData is what the discovery phase reads and sets.
+type discoveryData interface {
+	config() *v1alpha1.NodeConfig
+	machine() platform.Platform
+	paths() nodecmd.Paths
+	timeouts() Timeouts
+	clock() func() time.Time
+	learned() *Learned
+	setBootstrapClient(server string, ca []byte) error
+}
+
+// runDiscovery finds the cluster, pins its CA and keeps the server it trusted.
+func runDiscovery(ctx context.Context, d discoveryData) error {
+	c := d.config().Cluster
+	res, err := discovery.Discover(ctx, discovery.Options{
+		Endpoint: c.APIServerEndpoint, Token: c.BootstrapToken,
+		CACertHashes: c.CACertHashes, UnsafeSkipCAVerification: c.UnsafeSkipCAVerification,
+		Timeout: d.timeouts().Discovery, Now: d.clock(),
+	})
+	if err != nil {
+		return err
+	}
+	if err := d.machine().WriteFile(d.paths().ClusterCA, res.CACert); err != nil {
+		return nodestatus.Errorf(nodestatus.CodeInternal, "write the cluster CA: %w", err)
+	}
+	d.learned().Server = res.Server
+	return d.setBootstrapClient(res.Server, res.CACert)
+}

@@ -1,0 +1,83 @@
+package join
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodestatus"
+)
+
+// registerData is what the register phase reads.
+type registerData interface {
+	config() *v1alpha1.NodeConfig
+	manifest() *v1alpha1.ImageManifest
+	nodeName() string
+	NodeClient() (kubernetes.Interface, error)
+}
+
+// NodeObject is the Node a kubewin node registers: the NodeConfig's labels and taints, and the
+// labels a Windows kubelet sets on itself.
+func NodeObject(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, name string) *corev1.Node {
+	labels := map[string]string{
+		corev1.LabelOSStable:         "windows",
+		corev1.LabelArchStable:       "amd64",
+		corev1.LabelHostname:         name,
+		corev1.LabelWindowsBuild:     m.WindowsBuild.OSVersion(),
+		"node.kubernetes.io/kubewin": "true",
+	}
+	for k, v := range c.Node.Labels {
+		labels[k] = v
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	for _, t := range c.Node.Taints {
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	if c.Node.PodCIDR != "" {
+		node.Spec.PodCIDR, node.Spec.PodCIDRs = c.Node.PodCIDR, []string{c.Node.PodCIDR}
+	}
+	return node
+}
+
+// runRegister creates the node's Node object, or adopts one of its name that is not Ready.
+func runRegister(ctx context.Context, d registerData) error {
+	c, err := d.NodeClient()
+	if err != nil {
+		return nodestatus.Errorf(nodestatus.CodeRegisterFailed, "%w", err)
+	}
+	name := d.nodeName()
+	_, err = c.CoreV1().Nodes().Create(ctx, NodeObject(d.config(), d.manifest(), name), metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return nodestatus.Errorf(nodestatus.CodeRegisterFailed, "create Node %s: %w", name, err)
+		}
+		return nil
+	}
+	// A Node of this name exists. One that is not Ready is this machine's own, registered before
+	// a restart, or a dead machine's whose name this one inherits: it is adopted. A Ready one is
+	// another live machine's: joining would take its name over, so the join stops, as kubeadm's
+	// does.
+	existing, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nodestatus.Errorf(nodestatus.CodeRegisterFailed, "read the existing Node %s: %w", name, err)
+	}
+	if nodeReady(existing) {
+		return nodestatus.Errorf(nodestatus.CodeNodeNameTaken,
+			"a Ready Node named %s already exists in the cluster: delete it (kubectl delete node %s) or give this machine another computer name", name, name)
+	}
+	return nil
+}
+
+// nodeReady reports whether a Node's Ready condition is True.
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

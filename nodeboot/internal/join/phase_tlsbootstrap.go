@@ -1,0 +1,75 @@
+package join
+
+import (
+	"context"
+	"os"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/tlsbootstrap"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
+)
+
+// tlsBootstrapData is what the TLS bootstrap phase reads and sets.
+type tlsBootstrapData interface {
+	config() *v1alpha1.NodeConfig
+	nodeName() string
+	machine() platform.Platform
+	paths() nodecmd.Paths
+	timeouts() Timeouts
+	learned() *Learned
+	trusted() (string, []byte, error)
+	bootstrapKeyFile() string
+	bootstrapCertFile() string
+	currentPEM() string
+	NodeClient() (kubernetes.Interface, error)
+}
+
+// runTLSBootstrap requests the kubelet's client certificate with the bootstrap token and
+// writes the kubelet's credential and kubeconfig.
+func runTLSBootstrap(ctx context.Context, d tlsBootstrapData) error {
+	server, ca, err := d.trusted()
+	if err != nil {
+		return err
+	}
+	p := d.machine()
+	res, err := tlsbootstrap.Run(ctx, tlsbootstrap.Options{
+		Server: server, CACert: ca, Token: d.config().Cluster.BootstrapToken, NodeName: d.nodeName(),
+		KeyFile: d.bootstrapKeyFile(), CertFile: d.bootstrapCertFile(), Timeout: d.timeouts().CSR,
+		ReadFile:  func(win string) ([]byte, error) { return os.ReadFile(p.Path(win)) },
+		WriteFile: p.WriteSecret,
+	})
+	if err != nil {
+		return err
+	}
+	if res.CSRName != "" {
+		d.learned().CSR = res.CSRName
+	}
+	if err := writeKubeletKubeconfig(d, server, ca, res.CertPEM, res.KeyPEM); err != nil {
+		return nodestatus.Errorf(nodestatus.CodeInternal, "write the kubelet kubeconfig: %w", err)
+	}
+	_, err = d.NodeClient()
+	return err
+}
+
+// writeKubeletKubeconfig writes the kubelet's credential and kubeconfig.
+func writeKubeletKubeconfig(d tlsBootstrapData, server string, ca, certPEM, keyPEM []byte) error {
+	if err := d.machine().WriteSecret(d.currentPEM(), append(append([]byte{}, certPEM...), keyPEM...)); err != nil {
+		return err
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["default"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	kc.AuthInfos["default"] = &clientcmdapi.AuthInfo{ClientCertificate: d.currentPEM(), ClientKey: d.currentPEM()}
+	kc.Contexts["default"] = &clientcmdapi.Context{Cluster: "default", AuthInfo: "default"}
+	kc.CurrentContext = "default"
+	b, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	return d.machine().WriteSecret(d.paths().KubeletKubeconfig, b)
+}

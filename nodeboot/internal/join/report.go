@@ -1,0 +1,119 @@
+package join
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/version"
+	"github.com/kubewin/kubewin/nodeboot/internal/workflow"
+)
+
+// reporter is the background writer of a Node's report.
+type reporter struct {
+	mu sync.Mutex
+	// pending asks the writer for a write; flushed closes when the writer stops.
+	pending chan struct{}
+	flushed chan struct{}
+	// warned is set once a failed write has been told on Out.
+	warned bool
+}
+
+// Report builds the node's report from its state.
+func (n *Node) Report() *nodestatus.Report {
+	r := &nodestatus.Report{
+		Node: n.Name, State: nodestatus.StateDone, Phases: n.state.Phases, NodebootVersion: version.Version, Updated: time.Now().UTC(),
+	}
+	for _, p := range n.state.Phases {
+		switch p.State {
+		case nodestatus.StateFailed:
+			r.State, r.Phase, r.Code, r.Message = nodestatus.StateFailed, p.Name, p.Code, p.Message
+			return r
+		case nodestatus.StateRunning:
+			r.State, r.Phase = nodestatus.StateRunning, p.Name
+		}
+	}
+	if !n.Joined() && r.State == nodestatus.StateDone {
+		r.State = nodestatus.StateRunning
+	}
+	return r
+}
+
+// report asks the reporter to write the current report. Writing happens in the background,
+// coalescing changes, so that reporting costs the join no round trips; Join flushes it.
+func (n *Node) report(*workflow.State[Learned]) {
+	r := &n.reporter
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil {
+		r.pending = make(chan struct{}, 1)
+		r.flushed = make(chan struct{})
+		go n.reportLoop(r.pending, r.flushed)
+	}
+	select {
+	case r.pending <- struct{}{}:
+	default: // a write is already pending; it will carry this change too
+	}
+}
+
+// flushReports waits until the last change is written and stops the reporter.
+func (n *Node) flushReports() {
+	r := &n.reporter
+	r.mu.Lock()
+	pending, flushed := r.pending, r.flushed
+	r.pending = nil
+	r.mu.Unlock()
+	if pending == nil {
+		return
+	}
+	close(pending)
+	<-flushed
+}
+
+func (n *Node) reportLoop(pending <-chan struct{}, flushed chan<- struct{}) {
+	defer close(flushed)
+	for range pending {
+		n.writeReport()
+	}
+}
+
+// writeReport writes the report to the serial console and with the best credential at hand;
+// before the cluster is trusted there is none, and the state file and consoles are the only
+// record.
+func (n *Node) writeReport() {
+	n.mu.Lock()
+	c := n.nodeClient
+	if c == nil {
+		c = n.bootstrapClient
+	}
+	report := n.Report()
+	n.mu.Unlock()
+	if n.Serial != nil {
+		if line, err := nodestatus.SerialLine(report); err == nil {
+			_, _ = n.Serial.Write(line)
+		}
+	}
+	if c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := nodestatus.Write(ctx, c, report)
+	if err == nil {
+		return
+	}
+	r := &n.reporter
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.warned {
+		r.warned = true
+		if errors.Is(err, nodestatus.ErrNotPrepared) {
+			fmt.Fprintf(n.Out, "[report] no report object %s/%s: progress is recorded locally only\n", nodestatus.Namespace, nodestatus.ObjectName(n.Name))
+			return
+		}
+		fmt.Fprintf(n.Out, "[report] cannot write the report: %v\n", err)
+	}
+}
