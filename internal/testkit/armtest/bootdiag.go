@@ -10,6 +10,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 )
 
+// Boot diagnostics: retrieveBootDiagnosticsData hands out a SAS-like URI of the serial log,
+// served by the server itself without a bearer token (as a storage blob URI with a SAS).
+
 const blobPrefix = "/bootdiagnostics/"
 
 type blob struct {
@@ -86,5 +89,3 @@ func storageError(w http.ResponseWriter, status int, code, message string) {
 	w.WriteHeader(status)
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="utf-8"?><Error><Code>%s</Code><Message>%s</Message></Error>`, code, message)
 }
-
-// Images.

@@ -102,6 +102,7 @@ func (s *Server) imageOf(ref *armcompute.ImageReference) (string, *apiError) {
 		"The platform image '%s:%s:%s:%s' is not available. Verify that all fields in the storage profile are correct (armtest knows %v).", *ref.Publisher, *ref.Offer, *ref.SKU, *ref.Version, marketplaceImages)
 }
 
+// The image kinds are read-only: images are seeded by AddImage.
 var managedImageKind = kind{
 	typ: typeImage, path: groupPath + "Microsoft.Compute/images/{}", version: ComputeAPIVersion,
 	find: findImage, view: func(_ *Server, r any, _ string) any { return r.(*image).view() },

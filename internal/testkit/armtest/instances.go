@@ -381,6 +381,3 @@ func macAddress() string {
 	u := newUUID()
 	return strings.ToUpper(fmt.Sprintf("00-0D-3A-%s-%s-%s", u[0:2], u[2:4], u[4:6]))
 }
-
-// Boot diagnostics: retrieveBootDiagnosticsData hands out a SAS-like URI of the serial log,
-// served by the server itself without a bearer token (as a storage blob URI with a SAS).

@@ -11,6 +11,8 @@ import (
 
 // Microsoft.Network Standard load balancers.
 
+// loadBalancerKind: Standard only; rules reference the balancer's own children; a pool in use is
+// not removed.
 var loadBalancerKind = netObjectRules{
 	typ: typeLoadBalancer, name: "loadBalancers", inUseCode: "LoadBalancerInUseByVirtualMachineScaleSet",
 	model: func() json.Unmarshaler { return &armnetwork.LoadBalancer{} },

@@ -2,6 +2,9 @@ package armtest
 
 import "context"
 
+// Machines boot (Booter.Boot) once their create operation ends and shut down once their delete
+// operation ends.
+
 // machine is what boots: a scale-set instance or a virtual machine.
 type machine struct {
 	info Instance

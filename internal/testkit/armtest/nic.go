@@ -12,6 +12,7 @@ import (
 
 // Microsoft.Network network interfaces, which virtual machines (vm.go) are attached to.
 
+// nicKind: IP configurations hold subnet addresses; a NIC attached to a virtual machine is in use.
 var nicKind = netObjectRules{
 	typ: typeNIC, name: "networkInterfaces", inUseCode: "NicInUse",
 	model: func() json.Unmarshaler { return &armnetwork.Interface{} },

@@ -12,6 +12,7 @@ import (
 
 // Microsoft.Network network security groups.
 
+// nsgKind: security rules need distinct priorities per direction.
 var nsgKind = netObjectRules{
 	typ: typeNSG, name: "networkSecurityGroups", inUseCode: "InUseNetworkSecurityGroupCannotBeDeleted",
 	model: func() json.Unmarshaler { return &armnetwork.SecurityGroup{} },

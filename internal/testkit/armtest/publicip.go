@@ -26,6 +26,7 @@ func (s *Server) allocatePublicIP() (netip.Addr, *apiError) {
 	return netip.Addr{}, newError(http.StatusBadRequest, "PublicIPCountLimitReached", "Cannot create more than 254 public IP addresses in this subscription in this region.")
 }
 
+// publicIPKind: Standard and static only; the address is allocated on create and kept.
 var publicIPKind = netObjectRules{
 	typ: typePublicIP, name: "publicIPAddresses", inUseCode: "PublicIPAddressCannotBeDeleted",
 	model: func() json.Unmarshaler { return &armnetwork.PublicIPAddress{} },

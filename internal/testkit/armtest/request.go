@@ -183,5 +183,3 @@ func deref(v *string) string {
 }
 
 func lastSegment(id string) string { return id[strings.LastIndex(id, "/")+1:] }
-
-// Route tables and routes.

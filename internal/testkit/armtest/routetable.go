@@ -29,6 +29,7 @@ type route struct {
 	state armnetwork.ProvisioningState
 }
 
+// routeTableKind: a PUT replaces the routes too; a table associated with subnets is not deleted.
 var routeTableKind = kind{
 	typ: typeRouteTable, path: tablePath, version: NetworkAPIVersion,
 	model: func() json.Unmarshaler { return &armnetwork.RouteTable{} },
@@ -120,6 +121,8 @@ func (s *Server) writeRouteTable(id string, m armnetwork.RouteTable, create bool
 	}}
 }
 
+// routeKind: routes are written alone or with their table; the table holds at most
+// Options.MaxRoutesPerTable.
 var routeKind = kind{
 	typ: typeRoute, path: tablePath + "/routes/{}", version: NetworkAPIVersion, parent: &routeTableKind, list: true,
 	model: func() json.Unmarshaler { return &armnetwork.Route{} },

@@ -11,6 +11,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 )
 
+// Actions of virtual machines: the run command and boot diagnostics.
+
 // maxRunCommandOutput is how much of a script's output and error a run command returns: the
 // last 4096 bytes of each, as Azure's.
 const maxRunCommandOutput = 4096

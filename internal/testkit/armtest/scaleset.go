@@ -72,6 +72,8 @@ func (ss *scaleSet) view(withUserData bool) armcompute.VirtualMachineScaleSet {
 	return *out
 }
 
+// scaleSetKind: a PUT or PATCH is checked as Compute checks it (checkScaleSet) and grows or shrinks
+// the instances; a DELETE deletes the instances with the scale set.
 var scaleSetKind = kind{
 	typ: typeScaleSet, path: scaleSetPath, version: ComputeAPIVersion, list: true, expand: []string{"userData"}, noun: "a scale set",
 	model:   func() json.Unmarshaler { return &armcompute.VirtualMachineScaleSet{} },

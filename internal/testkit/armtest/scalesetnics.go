@@ -7,6 +7,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 )
 
+// The network interfaces of scale-set instances, as Microsoft.Network lists them.
+
 // listScaleSetNICs lists the network interfaces of a scale set's instances, as
 // InterfacesClient.NewListVirtualMachineScaleSetNetworkInterfacesPager reads them.
 func (s *Server) listScaleSetNICs(w http.ResponseWriter, q *armRequest) *apiError {

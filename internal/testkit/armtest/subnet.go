@@ -89,6 +89,7 @@ func (s *Server) subnetNSG(id string, p *armnetwork.SubnetPropertiesFormat) (str
 	return nsg.id, nil
 }
 
+// subnetKind: subnets are written alone or with their virtual network, and deleted with it.
 var subnetKind = kind{
 	typ: typeSubnet, path: vnetPath + "/subnets/{}", version: NetworkAPIVersion, parent: &vnetKind,
 	model: func() json.Unmarshaler { return &armnetwork.Subnet{} },
@@ -189,8 +190,6 @@ func (s *Server) holdAddress(sn *subnet, method *armnetwork.IPAllocationMethod, 
 	sn.used[a] = owner
 	return a, nil
 }
-
-// Network interfaces.
 
 // parsePrefix parses a subnet or address-space prefix.
 func parsePrefix(v, field, owner string) (netip.Prefix, *apiError) {

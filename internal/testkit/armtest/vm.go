@@ -37,6 +37,7 @@ func (s *Server) vm(q *armRequest) (*virtualMachine, *apiError) {
 	return vm, nil
 }
 
+// vmKind: a PUT creates the machine (booted when the operation ends) or changes only its tags.
 var vmKind = kind{
 	typ: typeVM, path: vmPath, version: ComputeAPIVersion, expand: []string{"instanceView", "userData"},
 	model: func() json.Unmarshaler { return &armcompute.VirtualMachine{} },

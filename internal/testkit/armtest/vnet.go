@@ -151,6 +151,8 @@ func (s *Server) prepareVirtualNetwork(id string, m armnetwork.VirtualNetwork) (
 	}, nil
 }
 
+// vnetKind: a PUT replaces the subnets too; neither it nor a DELETE may drop or move a subnet in
+// use.
 var vnetKind = kind{
 	typ: typeVNet, path: vnetPath, version: NetworkAPIVersion,
 	model: func() json.Unmarshaler { return &armnetwork.VirtualNetwork{} },
