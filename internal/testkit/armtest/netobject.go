@@ -195,7 +195,8 @@ func (r netObjectRules) kind() kind {
 				users = append(users, o.vm)
 			}
 			if len(users) > 0 {
-				return newError(http.StatusBadRequest, r.inUseCode, "%s %s is in use by %s and cannot be deleted.", lastSegment(o.typ), q.resourceID(), strings.Join(users, ", "))
+				return newError(http.StatusBadRequest, r.inUseCode, "%s %s is in use by %s and cannot be deleted.",
+					lastSegment(o.typ), q.resourceID(), strings.Join(users, ", "))
 			}
 			return nil
 		},

@@ -43,7 +43,8 @@ var routeTableKind = kind{
 	inUse: func(s *Server, q *armRequest, r any) *apiError {
 		if subnets := s.subnetsOf(r.(*routeTable).id); len(subnets) > 0 {
 			return newError(http.StatusBadRequest, "InUseRouteTableCannotBeDeleted",
-				"Route table %s is in use by subnet(s) %s and cannot be deleted. Dissociate it from the subnets first.", q.resourceID(), strings.Join(subnets, ", "))
+				"Route table %s is in use by subnet(s) %s and cannot be deleted. Dissociate it from the subnets first.",
+				q.resourceID(), strings.Join(subnets, ", "))
 		}
 		return nil
 	},
