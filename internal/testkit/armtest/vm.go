@@ -1,8 +1,7 @@
 package armtest
 
 import (
-	"context"
-	"fmt"
+	"encoding/json"
 	"net/http"
 	"net/netip"
 	"regexp"
@@ -16,7 +15,7 @@ import (
 // Microsoft.Compute virtual machines: created from a marketplace, managed or gallery image with
 // network interfaces made before, booted (Booter.Boot) once provisioned, shut down when deleted;
 // their serial console through boot diagnostics, and shell scripts through the run command
-// action.
+// action (runcommand.go).
 
 type virtualMachine struct {
 	machine
@@ -38,14 +37,24 @@ func (s *Server) vm(q *armRequest) (*virtualMachine, *apiError) {
 	return vm, nil
 }
 
-func (s *Server) putVM(w http.ResponseWriter, q *armRequest) *apiError {
-	var m armcompute.VirtualMachine
-	if e := s.decodeBody(q, &m); e != nil {
-		return e
-	}
-	id := q.resourceID()
-	loc, e := locationOf(m.Location)
-	if e != nil {
+// vmKind: a PUT creates the machine (booted when the operation ends) or changes only its tags.
+var vmKind = kind{
+	typ: typeVM, path: vmPath, version: ComputeAPIVersion, expand: []string{"instanceView", "userData"},
+	model: func() json.Unmarshaler { return &armcompute.VirtualMachine{} },
+	check: checkVM,
+	find:  func(s *Server, id string) any { return found(s.vms[strings.ToLower(id)]) },
+	write: func(s *Server, q *armRequest, m, old any) (*change, *apiError) {
+		vm, _ := old.(*virtualMachine)
+		return s.writeVM(q, m.(*armcompute.VirtualMachine), vm)
+	},
+	remove: func(s *Server, _ *armRequest, r any) *change { return s.removeVM(r.(*virtualMachine)) },
+	view:   func(s *Server, r any, exp string) any { return s.vmView(r.(*virtualMachine), exp == "instanceView") },
+}
+
+// checkVM checks a virtual machine body before the store is read.
+func checkVM(_ *Server, _ *armRequest, v any) *apiError {
+	m := v.(*armcompute.VirtualMachine)
+	if _, e := locationOf(m.Location); e != nil {
 		return e
 	}
 	m.ID, m.Name, m.Type, m.Etag = nil, nil, nil, nil
@@ -55,49 +64,48 @@ func (s *Server) putVM(w http.ResponseWriter, q *armRequest) *apiError {
 		return invalidParameter("properties", "A virtual machine needs hardwareProfile.vmSize, storageProfile.imageReference, osProfile and networkProfile.networkInterfaces.")
 	}
 	p.ProvisioningState, p.VMID, p.TimeCreated, p.InstanceView = nil, nil, nil, nil
+	return nil
+}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if op := s.busy(id); op != nil {
-		return s.conflict(op, id)
-	}
-	if old := s.vms[strings.ToLower(id)]; old != nil {
+// writeVM creates a virtual machine, or changes the tags of an existing one (old); s.mu is held.
+func (s *Server) writeVM(q *armRequest, m *armcompute.VirtualMachine, old *virtualMachine) (*change, *apiError) {
+	id, loc, p := q.resourceID(), *m.Location, m.Properties
+	if old != nil {
 		// Only tags change in place here: the machine is made of the rest.
 		if !sameJSON(old.model.Properties.OSProfile.ComputerName, p.OSProfile.ComputerName) || !sameJSON(old.model.Properties.StorageProfile.ImageReference, p.StorageProfile.ImageReference) ||
 			!sameJSON(old.model.Properties.NetworkProfile, p.NetworkProfile) || (p.OSProfile.CustomData != nil && !sameJSON(old.model.Properties.OSProfile.CustomData, p.OSProfile.CustomData)) {
-			return changeNotAllowed("osProfile, storageProfile.imageReference or networkProfile")
+			return nil, changeNotAllowed("osProfile, storageProfile.imageReference or networkProfile")
 		}
 		old.model.Tags = m.Tags
-		writeJSON(w, http.StatusOK, s.vmView(old, false))
-		return nil
+		return &change{status: http.StatusOK, view: func() any { return s.vmView(old, false) }}, nil
 	}
 	osp := p.OSProfile
 	name := deref(osp.ComputerName)
 	linux := osp.LinuxConfiguration != nil
 	if !computerName.MatchString(name) || allDigits.MatchString(name) || (!linux && len(name) > 15) {
-		return invalidParameter("osProfile.computerName", "The computer name %q must be 1 to 64 letters, digits and '-' (15 on Windows), not only digits.", name)
+		return nil, invalidParameter("osProfile.computerName", "The computer name %q must be 1 to 64 letters, digits and '-' (15 on Windows), not only digits.", name)
 	}
 	if e := checkAdmin(deref(osp.AdminUsername), osp.AdminPassword, osp.LinuxConfiguration); e != nil {
-		return e
+		return nil, e
 	}
 	customData, e := decodeCustomData(osp.CustomData)
 	if e != nil {
-		return e
+		return nil, e
 	}
 	image, e := s.imageOf(p.StorageProfile.ImageReference)
 	if e != nil {
-		return e
+		return nil, e
 	}
-	vm := &virtualMachine{id: id, location: loc, model: m, state: stateCreating, vmID: newUUID(), created: time.Now().UTC()}
+	vm := &virtualMachine{id: id, location: loc, model: *m, state: stateCreating, vmID: newUUID(), created: time.Now().UTC()}
 	var primary netip.Addr
 	var forwarding bool
 	for i, ref := range p.NetworkProfile.NetworkInterfaces {
 		nic := s.object(deref(ref.ID), typeNIC)
 		if nic == nil || !strings.EqualFold(nic.location, loc) {
-			return errReference(deref(ref.ID), id)
+			return nil, errReference(deref(ref.ID), id)
 		}
 		if nic.vm != "" {
-			return newError(http.StatusBadRequest, "NicInUse", "Network interface %s is attached to virtual machine %s.", nic.id, nic.vm)
+			return nil, newError(http.StatusBadRequest, "NicInUse", "Network interface %s is attached to virtual machine %s.", nic.id, nic.vm)
 		}
 		if i == 0 || (ref.Properties != nil && ref.Properties.Primary != nil && *ref.Properties.Primary) {
 			primary, forwarding = nicAddress(nic)
@@ -109,31 +117,14 @@ func (s *Server) putVM(w http.ResponseWriter, q *armRequest) *apiError {
 	}
 	vm.info = Instance{ID: id, ComputerName: name, Linux: linux, PrivateIP: primary, IPForwarding: forwarding, CustomData: customData, ImageID: image}
 	s.vms[strings.ToLower(id)] = vm
-	op := s.startOperation(q, id, func(failure *apiError) func() {
+	return &change{status: http.StatusCreated, view: func() any { return s.vmView(vm, false) }, commit: func(failure *apiError) func() {
 		if failure != nil {
 			vm.state = stateFailed
 			return nil
 		}
 		vm.state = stateSucceeded
 		return func() { s.bootAll([]*machine{&vm.machine}) }
-	})
-	s.writeStarted(w, op, http.StatusCreated, s.vmView(vm, false))
-	return nil
-}
-
-func (s *Server) getVM(w http.ResponseWriter, q *armRequest) *apiError {
-	exp, e := expand(q, "instanceView", "userData")
-	if e != nil {
-		return e
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	vm, e := s.vm(q)
-	if e != nil {
-		return e
-	}
-	writeJSON(w, http.StatusOK, s.vmView(vm, exp == "instanceView"))
-	return nil
+	}}, nil
 }
 
 // vmView is a VM as GET returns it: never its password or custom data.
@@ -149,20 +140,11 @@ func (s *Server) vmView(vm *virtualMachine, withInstanceView bool) armcompute.Vi
 	return out
 }
 
-func (s *Server) deleteVM(w http.ResponseWriter, q *armRequest) *apiError {
-	id := q.resourceID()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	vm := s.vms[strings.ToLower(id)]
-	if vm == nil {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	if op := s.busy(id); op != nil {
-		return s.conflict(op, id)
-	}
+// removeVM starts the deletion of a virtual machine, which detaches its network interfaces and
+// shuts the machine down; s.mu is held.
+func (s *Server) removeVM(vm *virtualMachine) *change {
 	vm.state = stateDeleting
-	op := s.startOperation(q, id, func(failure *apiError) func() {
+	return &change{commit: func(failure *apiError) func() {
 		if failure != nil {
 			vm.state = stateFailed
 			return nil
@@ -172,93 +154,7 @@ func (s *Server) deleteVM(w http.ResponseWriter, q *armRequest) *apiError {
 				nic.vm = ""
 			}
 		}
-		delete(s.vms, strings.ToLower(id))
+		delete(s.vms, strings.ToLower(vm.id))
 		return func() { s.shutdownAll([]*machine{&vm.machine}) }
-	})
-	s.writeStarted(w, op, http.StatusAccepted, nil)
-	return nil
-}
-
-// maxRunCommandOutput is how much of a script's output and error a run command returns: the
-// last 4096 bytes of each, as Azure's.
-const maxRunCommandOutput = 4096
-
-// runCommand runs a RunShellScript command on a Linux VM: the script is run by the machine
-// (Booter.RunCommand) while the operation is in progress, and its result is the operation's.
-func (s *Server) runCommand(w http.ResponseWriter, q *armRequest) *apiError {
-	var in armcompute.RunCommandInput
-	if e := decodeStrict(q.body, &in); e != nil {
-		return e
-	}
-	if deref(in.CommandID) != "RunShellScript" {
-		return invalidParameter("commandId", "commandId %q: armtest runs RunShellScript only.", deref(in.CommandID))
-	}
-	if len(in.Parameters) > 0 {
-		return invalidParameter("parameters", "armtest passes no parameters to scripts: put the values in the script.")
-	}
-	var lines []string
-	for _, l := range in.Script {
-		lines = append(lines, deref(l))
-	}
-	script := strings.Join(lines, "\n")
-	id := q.id(8)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	vm, e := s.vm(q)
-	if e != nil {
-		return e
-	}
-	if !vm.info.Linux {
-		return invalidParameter("commandId", "RunShellScript needs a Linux virtual machine.")
-	}
-	if vm.state != stateSucceeded || vm.bootDone == nil {
-		return newError(http.StatusConflict, "OperationNotAllowed", "The operation requires the VM to be running (or set to run).")
-	}
-	if op := s.busy(id); op != nil {
-		return s.conflict(op, id)
-	}
-	op := s.startOperation(q, id, func(*apiError) func() { return nil })
-	op.working = make(chan struct{})
-	m := vm.machine
-	go func() {
-		defer close(op.working)
-		<-m.bootDone
-		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Minute)
-		defer cancel()
-		stdout, stderr, exit, err := s.opts.Booter.RunCommand(ctx, m.info, script)
-		code, message := "ProvisioningState/succeeded", "Enable succeeded: \n"
-		switch {
-		case err != nil:
-			code, message = "ProvisioningState/failed", fmt.Sprintf("Enable failed: %v\n", err)
-		case exit != 0:
-			code, message = fmt.Sprintf("ProvisioningState/failed/%d", exit), fmt.Sprintf("Enable failed: failed to execute command: command terminated with exit status=%d\n", exit)
-		}
-		message += "[stdout]\n" + lastBytes(stdout) + "\n[stderr]\n" + lastBytes(stderr) + "\n"
-		s.mu.Lock()
-		op.result = armcompute.RunCommandResult{Value: []*armcompute.InstanceViewStatus{{
-			Code: to.Ptr(code), Level: to.Ptr(armcompute.StatusLevelTypesInfo), DisplayStatus: to.Ptr("Provisioning succeeded"), Message: to.Ptr(message),
-		}}}
-		s.mu.Unlock()
-	}()
-	s.writeStarted(w, op, http.StatusAccepted, nil)
-	return nil
-}
-
-func lastBytes(b []byte) string {
-	return string(b[max(0, len(b)-maxRunCommandOutput):])
-}
-
-func (s *Server) retrieveVMBootDiagnostics(w http.ResponseWriter, q *armRequest) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	vm, e := s.vm(q)
-	if e != nil {
-		return e
-	}
-	res, e := s.serialLogURI(q, blob{vm: strings.ToLower(vm.id)}, vm.info.ComputerName)
-	if e != nil {
-		return e
-	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	}}
 }

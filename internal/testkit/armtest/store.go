@@ -1,0 +1,299 @@
+package armtest
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// The resource store: one PUT, PATCH, GET, DELETE and list path for every resource type the
+// server keeps, driven by the type's kind (its route, SDK model and rules). A request goes
+//
+//	PUT:    decode (schemas, SDK model) → check → lock → parent exists → not busy → write → answer
+//	PATCH:  decode (update model) → lock → parent exists → exists → merge → check → not busy → write → answer
+//	GET:    $expand → lock → parent exists → exists → view
+//	DELETE: lock → parent exists → exists (else 204) → not in use → not busy → remove → answer
+//	list:   lock → parent exists → items → page
+//
+// and the answer is a long-running operation (lro.go) unless the write says otherwise.
+
+// kind is a resource type of the store and its rules. Stored resources are the types' own
+// structs (*scaleSet, *virtualNetwork, ...), passed as any; find returns a nil interface for none.
+type kind struct {
+	typ     string // resource type, e.g. Microsoft.Network/routeTables
+	path    string // route of one resource, "{}" standing for names
+	version string // the api-version served
+	parent  *kind  // the kind of the resource this one lives in; nil: a resource group
+	list    bool   // the collection route (path without its last name) lists the kind
+	expand  []string
+	// noun names the kind in the PATCH merge error, e.g. "a scale set".
+	noun string
+
+	// model returns a new SDK model for a PUT body; nil: the kind is read-only.
+	model func() json.Unmarshaler
+	// patch returns a new SDK update model for a PATCH body; nil: PATCH is not allowed.
+	patch func() json.Unmarshaler
+	// current returns the stored model of r, into which a PATCH body is merged.
+	current func(r any) any
+	// check applies the rules that read the body alone; it may complete the model. For PUT it runs
+	// before s.mu is taken, for PATCH on the merged model with s.mu held. Nil: none.
+	check func(s *Server, q *armRequest, m any) *apiError
+	// find returns the stored resource with this ID, nil when there is none; s.mu is held.
+	find func(s *Server, id string) any
+	// write applies the rules that read the store and stores m (old is nil on create); s.mu is held.
+	write func(s *Server, q *armRequest, m any, old any) (*change, *apiError)
+	// inUse refuses the deletion of r while other resources use it (nil: never); s.mu is held.
+	inUse func(s *Server, q *armRequest, r any) *apiError
+	// remove starts the deletion of r; s.mu is held. Nil: DELETE is not allowed.
+	remove func(s *Server, q *armRequest, r any) *change
+	// view is r as GET returns it, with the $expand value; s.mu is held.
+	view func(s *Server, r any, expand string) any
+	// items are the resources a list request returns, in order; s.mu is held.
+	items func(s *Server, q *armRequest) []any
+}
+
+// change is a write the store answers: with an operation that commits it (commit non-nil), or at
+// once (commit nil: the write is already applied).
+type change struct {
+	status int        // of a PUT or PATCH answer; DELETE answers 202
+	view   func() any // the answer's body, nil for none (DELETE)
+	commit func(failure *apiError) (after func())
+}
+
+// found returns r as a stored resource, or a nil interface when r is nil.
+func found[T any](r *T) any {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
+// parentMissing answers a request below a parent resource that does not exist; s.mu is held.
+// A write gets ParentResourceNotFound, a read or delete the parent's ResourceNotFound.
+func (s *Server) parentMissing(q *armRequest, write bool) *apiError {
+	k := q.route.kind
+	if k.parent == nil {
+		return nil
+	}
+	pid := q.id(len(split(k.parent.path)))
+	if k.parent.find(s, pid) != nil {
+		return nil
+	}
+	if write {
+		return errParentNotFound(k.typ, pid)
+	}
+	return errResourceNotFound(k.parent.typ, q.name(2), q.group)
+}
+
+func (s *Server) notFound(q *armRequest) *apiError {
+	return errResourceNotFound(q.route.kind.typ, q.templateName(), q.group)
+}
+
+func (s *Server) putResource(w http.ResponseWriter, q *armRequest) *apiError {
+	k := q.route.kind
+	m := k.model()
+	if e := s.decodeBody(q, m); e != nil {
+		return e
+	}
+	if k.check != nil {
+		if e := k.check(s, q, m); e != nil {
+			return e
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.parentMissing(q, true); e != nil {
+		return e
+	}
+	return s.store(w, q, m, k.find(s, q.resourceID()))
+}
+
+func (s *Server) patchResource(w http.ResponseWriter, q *armRequest) *apiError {
+	k := q.route.kind
+	if e := s.decodeBody(q, k.patch()); e != nil {
+		return e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.parentMissing(q, true); e != nil {
+		return e
+	}
+	old := k.find(s, q.resourceID())
+	if old == nil {
+		return s.notFound(q)
+	}
+	var doc, p any
+	current, err := json.Marshal(k.current(old))
+	if err != nil || json.Unmarshal(current, &doc) != nil || json.Unmarshal(q.body, &p) != nil {
+		return newError(http.StatusInternalServerError, "InternalServerError", "merging the PATCH body: %v", err)
+	}
+	merged, err := json.Marshal(mergePatch(doc, p))
+	if err != nil {
+		return newError(http.StatusInternalServerError, "InternalServerError", "merging the PATCH body: %v", err)
+	}
+	m := k.model()
+	if err := json.Unmarshal(merged, m); err != nil {
+		return newError(http.StatusBadRequest, "InvalidRequestContent", "The PATCH body does not merge into %s: %v", k.noun, err)
+	}
+	if k.check != nil {
+		if e := k.check(s, q, m); e != nil {
+			return e
+		}
+	}
+	return s.store(w, q, m, old)
+}
+
+// store writes a checked model unless an operation is under way; s.mu is held.
+func (s *Server) store(w http.ResponseWriter, q *armRequest, m, old any) *apiError {
+	id := q.resourceID()
+	if op := s.busy(id); op != nil {
+		return s.conflict(op, id)
+	}
+	c, e := q.route.kind.write(s, q, m, old)
+	if e != nil {
+		return e
+	}
+	s.answer(w, q, id, c)
+	return nil
+}
+
+// answer answers a write: at once, or with the operation that commits it; s.mu is held.
+func (s *Server) answer(w http.ResponseWriter, q *armRequest, id string, c *change) {
+	if c.commit == nil {
+		writeJSON(w, c.status, c.view())
+		return
+	}
+	op := s.startOperation(q, id, c.commit)
+	var body any
+	if c.view != nil {
+		body = c.view()
+	}
+	s.writeStarted(w, op, c.status, body)
+}
+
+func (s *Server) getResource(w http.ResponseWriter, q *armRequest) *apiError {
+	k := q.route.kind
+	var exp string
+	if len(k.expand) > 0 {
+		var e *apiError
+		if exp, e = expand(q, k.expand...); e != nil {
+			return e
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.parentMissing(q, false); e != nil {
+		return e
+	}
+	r := k.find(s, q.resourceID())
+	if r == nil {
+		return s.notFound(q)
+	}
+	writeJSON(w, http.StatusOK, k.view(s, r, exp))
+	return nil
+}
+
+func (s *Server) deleteResource(w http.ResponseWriter, q *armRequest) *apiError {
+	k := q.route.kind
+	id := q.resourceID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.parentMissing(q, false); e != nil {
+		return e
+	}
+	r := k.find(s, id)
+	if r == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	if k.inUse != nil {
+		if e := k.inUse(s, q, r); e != nil {
+			return e
+		}
+	}
+	if op := s.busy(id); op != nil {
+		return s.conflict(op, id)
+	}
+	c := k.remove(s, q, r)
+	c.status = http.StatusAccepted
+	s.answer(w, q, id, c)
+	return nil
+}
+
+func (s *Server) listResources(w http.ResponseWriter, q *armRequest) *apiError {
+	k := q.route.kind
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.parentMissing(q, false); e != nil {
+		return e
+	}
+	items := k.items(s, q)
+	start, end, next, e := s.page(q, len(items))
+	if e != nil {
+		return e
+	}
+	writeJSON(w, http.StatusOK, listResult(items[start:end], next))
+	return nil
+}
+
+// listResult is a page of a list answer as the SDK models encode it: nextLink (when there is a
+// next page) and value.
+func listResult(items []any, next *string) map[string]any {
+	res := map[string]any{"value": append([]any{}, items...)}
+	if next != nil {
+		res["nextLink"] = next
+	}
+	return res
+}
+
+// topLevelItems lists the resources of a map keyed by lower-case ID below the collection a
+// request addresses, in ID order, as view shows them; s.mu is held.
+func topLevelItems[T any](q *armRequest, m map[string]*T, view func(*T) any) []any {
+	prefix := strings.ToLower(q.id(len(q.route.segs))) + "/"
+	var out []any
+	for _, key := range sortedKeys(m) {
+		if strings.HasPrefix(key, prefix) {
+			out = append(out, view(m[key]))
+		}
+	}
+	return out
+}
+
+// ResourceIDs lists the resources of a resource group (virtual networks, route tables, network
+// security groups, public IP addresses, load balancers, network interfaces, virtual machines,
+// scale sets and images), sorted: what a test checks a destroy left behind.
+func (s *Server) ResourceIDs(group string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prefix := strings.ToLower(s.ResourceGroupID(group)) + "/"
+	var out []string
+	add := func(id string) {
+		if strings.HasPrefix(strings.ToLower(id), prefix) {
+			out = append(out, id)
+		}
+	}
+	for _, v := range s.vnets {
+		add(v.id)
+	}
+	for _, t := range s.tables {
+		add(t.id)
+		for _, r := range t.routes {
+			add(r.id)
+		}
+	}
+	for _, o := range s.objects {
+		add(o.id)
+	}
+	for _, vm := range s.vms {
+		add(vm.id)
+	}
+	for _, ss := range s.scaleSets {
+		add(ss.id)
+	}
+	for _, im := range s.images {
+		add(im.id)
+	}
+	sort.Strings(out)
+	return out
+}
