@@ -89,10 +89,13 @@ type RecoveryAction struct {
 
 // Recovery is what the SCM does when a service fails: the Nth failure within ResetPeriod runs
 // the Nth action, and "if N is greater than cActions, the service controller repeats the last
-// action in the array" ([MS-SCMR] 2.2.40 SERVICE_FAILURE_ACTIONSW).
+// action in the array" ([MS-SCMR] 2.2.40 SERVICE_FAILURE_ACTIONSW). A failure is a crash, a
+// service process that ends without reporting SERVICE_STOPPED; with OnNonCrashFailures it is
+// also a stop with a non-zero exit code ([MS-SCMR] 2.2.41 SERVICE_FAILURE_ACTIONS_FLAG).
 type Recovery struct {
-	Actions     []RecoveryAction `json:"actions"`
-	ResetPeriod time.Duration    `json:"resetPeriod"`
+	Actions            []RecoveryAction `json:"actions"`
+	ResetPeriod        time.Duration    `json:"resetPeriod"`
+	OnNonCrashFailures bool             `json:"onNonCrashFailures,omitempty"`
 }
 
 // ServiceState is a service's state.

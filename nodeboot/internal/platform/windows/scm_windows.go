@@ -123,7 +123,10 @@ func (scmAPI) SetRecovery(name string, r Recovery) error {
 				actions[i].Type = mgr.ServiceRestart
 			}
 		}
-		return s.SetRecoveryActions(actions, uint32(r.ResetPeriod/time.Second))
+		if err := s.SetRecoveryActions(actions, uint32(r.ResetPeriod/time.Second)); err != nil {
+			return err
+		}
+		return s.SetRecoveryActionsOnNonCrashFailures(r.OnNonCrashFailures)
 	})
 }
 

@@ -18,7 +18,9 @@
 //   - at reboot, non-persistent networks and every endpoint are gone (GCE
 //     k8s-node-setup.psm1: "the HNS network does seem to persist across reboots, the HNS
 //     endpoints do not"), so are active-store routes, and automatic services start;
-//   - services start their dependencies first and cannot stop while dependents run;
+//   - services start their dependencies first and cannot stop while dependents run; a service
+//     that fails runs its recovery actions on a crash, and on a stop with an error only with
+//     the failure actions flag ([MS-SCMR] 2.2.40, 2.2.41);
 //   - containerd.exe and dockerd.exe --register-service register themselves as their code does.
 package winfake
 
@@ -33,6 +35,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
@@ -57,6 +60,9 @@ type Config struct {
 	// Alive reports whether a process runs; with it, a service whose program's process (see
 	// Hosted) has ended is stopped, as the SCM notices a service process that exits.
 	Alive func(pid int) bool
+	// Now is the machine's clock (time.Now when nil): a restart the SCM's recovery queued runs
+	// once its delay has passed on it.
+	Now func() time.Time
 }
 
 // Op is one recorded request.
@@ -103,6 +109,11 @@ type Service struct {
 	State    windows.ServiceState  `json:"state"`
 	// PID is the process the service's program runs in, when one was recorded (Hosted).
 	PID int `json:"pid,omitempty"`
+	// Failures counts the service's failures since the last reset of the count, the last of
+	// them at LastFailure; RestartAt is when a restart its recovery queued is due.
+	Failures    int       `json:"failures,omitempty"`
+	LastFailure time.Time `json:"lastFailure,omitzero"`
+	RestartAt   time.Time `json:"restartAt,omitzero"`
 }
 
 // Route is a route of the IPv4 routing table.
@@ -328,8 +339,9 @@ func (m *Machine) do(op Op, record bool, f func(*State) (bool, error)) error {
 		}
 	}
 	reaped := m.reap()
+	recovered := m.recover(m.st)
 	changed, err := f(m.st)
-	if err == nil && (changed || reaped) && m.cfg.StateFile != "" {
+	if err == nil && (changed || reaped || recovered) && m.cfg.StateFile != "" {
 		err = m.save()
 	}
 	if m.cfg.StateFile != "" {
