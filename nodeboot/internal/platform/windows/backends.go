@@ -34,6 +34,10 @@ type HNS interface {
 	// CreateNetwork creates a network (hcn HostComputeNetwork.Create) and returns it as HNS
 	// reports it, with its ID and the policies HNS adds.
 	CreateNetwork(n *hcnjson.HostComputeNetwork) (*hcnjson.HostComputeNetwork, error)
+	// ManagementIP returns the network's management address as HNS's v1 API reports it
+	// (hcsshim HNSNetwork.ManagementIP), empty until HNS has set it: the one report of an
+	// L2Bridge network's management address (flannel pkg/backend/hostgw/hostgw_windows.go).
+	ManagementIP(networkID string) (string, error)
 	// DeleteNetwork deletes a network by ID.
 	DeleteNetwork(id string) error
 	// AddNetworkPolicy and RemoveNetworkPolicy modify a network's policies (hcn

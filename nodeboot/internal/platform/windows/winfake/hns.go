@@ -102,8 +102,12 @@ func (h hns) CreateNetwork(req *hcnjson.HostComputeNetwork) (*hcnjson.HostComput
 		}
 		n := clone(*req)
 		n.Id = h.m.nextID(st)
+		// HNS reports the management address of an overlay network as its ProviderAddress
+		// policy, which flannel reads for Overlay only (pkg/backend/vxlan/device_windows.go
+		// getManagementIP); for L2Bridge, flannel reads the v1 network's ManagementIP
+		// (pkg/backend/hostgw/hostgw_windows.go), which ManagementIP answers.
 		mgmt := adapterByName(st, "vEthernet ("+adapter+")")
-		if len(mgmt.Addrs) > 0 {
+		if len(mgmt.Addrs) > 0 && n.Type == hcnjson.Overlay {
 			n.Policies = append(n.Policies, hcnjson.NetworkPolicy{Type: hcnjson.ProviderAddress,
 				Settings: json.RawMessage(toJSON(hcnjson.ProviderAddressEndpointPolicySetting{ProviderAddress: mgmt.Addrs[0].Addr().String()}))})
 		}
@@ -118,6 +122,23 @@ func (h hns) CreateNetwork(req *hcnjson.HostComputeNetwork) (*hcnjson.HostComput
 		return true, nil
 	})
 	return out, err
+}
+
+// ManagementIP is the address of the management vNIC of the network's adapter, which HNS's
+// v1 API reports for a network of any type.
+func (h hns) ManagementIP(networkID string) (string, error) {
+	var ip string
+	err := h.m.do(Op{Backend: "hns", Call: "ManagementIP", Target: networkID}, true, func(st *State) (bool, error) {
+		n := findNetwork(st, func(n *hcnjson.HostComputeNetwork) bool { return n.Id == networkID })
+		if n == nil {
+			return false, errNotFound("network " + networkID)
+		}
+		if mgmt := adapterByName(st, "vEthernet ("+networkAdapter(n, h.m.cfg.Adapter)+")"); mgmt != nil && len(mgmt.Addrs) > 0 {
+			ip = mgmt.Addrs[0].Addr().String()
+		}
+		return false, nil
+	})
+	return ip, err
 }
 
 func (h hns) DeleteNetwork(id string) error {

@@ -11,8 +11,10 @@
 //   - creating the first network on an adapter builds a vSwitch: the adapter's address moves to
 //     the management vNIC "vEthernet (<adapter>)" and the routes to the metadata endpoints are
 //     lost (hcsshim issue 299); deleting the adapter's last network removes the vSwitch;
-//   - HNS reports a network's management address as a ProviderAddress policy and an overlay's
-//     distributed router MAC as a DrMacAddress policy (flannel pkg/backend/vxlan);
+//   - HNS reports an overlay network's management address as a ProviderAddress policy and its
+//     distributed router MAC as a DrMacAddress policy (flannel pkg/backend/vxlan); an L2Bridge
+//     network's management address is the v1 network's ManagementIP only (flannel
+//     pkg/backend/hostgw/hostgw_windows.go);
 //   - a subnet needs a default route (hcn's "no default gateway"); a network with endpoints
 //     cannot be deleted; names are unique;
 //   - at reboot, non-persistent networks and every endpoint are gone (GCE
