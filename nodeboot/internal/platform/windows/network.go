@@ -144,20 +144,26 @@ func (p *Platform) waitHostNetwork(ctx context.Context, n *hcnjson.HostComputeNe
 		return nil, err
 	}
 	err = p.waitFor(ctx, 45*time.Second, fmt.Sprintf("no host interface holds %s, the management address of network %s", mgmt, n.Name), func() (bool, error) {
-		ifs, err := p.b.System.Interfaces()
-		if err != nil {
-			return false, err
-		}
-		for _, ifc := range ifs {
-			for _, a := range ifc.Addrs {
-				if a.Addr() == mgmt {
-					return true, nil
-				}
-			}
-		}
-		return false, nil
+		name, err := p.interfaceWith(mgmt)
+		return name != "", err
 	})
 	return n, err
+}
+
+// interfaceWith is the name of the host interface that holds addr, or "" when none does.
+func (p *Platform) interfaceWith(addr netip.Addr) (string, error) {
+	ifs, err := p.b.System.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, ifc := range ifs {
+		for _, a := range ifc.Addrs {
+			if a.Addr() == addr {
+				return ifc.Name, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // deleteNetwork deletes a network after the endpoints on it (a network with endpoints left
@@ -398,7 +404,18 @@ func (p *Platform) ensureHostEndpoint(ctx context.Context, pod *hcnjson.HostComp
 	}); err != nil {
 		return fmt.Errorf("attach the host endpoint %s to the host: %w", name, err)
 	}
-	s := forwardingScript([]string{managementAdapter(name), managementAdapter(spec.Adapter)})
+	// HNS creates the endpoint's host vNIC after HostAttach returns: find it by the endpoint's
+	// address, as flannel does (pkg/backend/hostgw/hostgw_windows.go step 7,
+	// ip.GetInterfaceByIP), waiting for it as flannel waits for the management vNIC.
+	var vnic string
+	if err := p.waitFor(ctx, 45*time.Second, fmt.Sprintf("no host interface holds %s, the address of the host endpoint %s", spec.HostEndpoint, name), func() (bool, error) {
+		var err error
+		vnic, err = p.interfaceWith(spec.HostEndpoint)
+		return vnic != "", err
+	}); err != nil {
+		return err
+	}
+	s := forwardingScript([]string{vnic, managementAdapter(spec.Adapter)})
 	if _, err := p.b.Shell.Run(ctx, s); err != nil {
 		return fmt.Errorf("enable forwarding: %w", err)
 	}

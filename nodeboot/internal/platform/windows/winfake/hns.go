@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/hcnjson"
@@ -283,8 +284,8 @@ func (h hns) DeleteEndpoint(id string) error {
 	})
 }
 
-// AttachHost attaches the endpoint to the host: its vNIC "vEthernet (<name>)" appears with the
-// endpoint's address on the network's prefix.
+// AttachHost attaches the endpoint to the host: its vNIC "vEthernet (<name>)" appears, with the
+// endpoint's address on the network's prefix, HostVNICDelay later (hostVNICs).
 func (h hns) AttachHost(id string) error {
 	return h.m.do(Op{Backend: "hns", Call: "AttachHost", Target: id}, true, func(st *State) (bool, error) {
 		i := slices.IndexFunc(st.Endpoints, func(ep Endpoint) bool { return ep.Id == id })
@@ -295,6 +296,24 @@ func (h hns) AttachHost(id string) error {
 		if ep.Attached {
 			return false, fmt.Errorf("This endpoint is already attached to the switch.: %w", windows.ErrAlreadyAttached)
 		}
+		delay := h.m.cfg.HostVNICDelay
+		if delay == 0 {
+			delay = 100 * time.Millisecond
+		}
+		ep.Attached, ep.VNICAt = true, h.m.now().Add(delay)
+		return true, nil
+	})
+}
+
+// hostVNICs adds the host vNICs of the attached endpoints whose time has come.
+func (m *Machine) hostVNICs(st *State) bool {
+	added := false
+	for i := range st.Endpoints {
+		ep := &st.Endpoints[i]
+		if ep.VNICAt.IsZero() || m.now().Before(ep.VNICAt) {
+			continue
+		}
+		ep.VNICAt = time.Time{}
 		n := findNetwork(st, func(n *hcnjson.HostComputeNetwork) bool { return n.Id == ep.HostComputeNetwork })
 		prefix, _ := netip.ParsePrefix(n.Ipams[0].Subnets[0].IpAddressPrefix)
 		var addrs []netip.Prefix
@@ -302,8 +321,8 @@ func (h hns) AttachHost(id string) error {
 			a, _ := netip.ParseAddr(ipc.IpAddress)
 			addrs = append(addrs, netip.PrefixFrom(a, prefix.Bits()))
 		}
-		ep.Attached = true
 		addAdapter(st, "vEthernet ("+ep.Name+")", addrs)
-		return true, nil
-	})
+		added = true
+	}
+	return added
 }

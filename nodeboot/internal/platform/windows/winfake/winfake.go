@@ -62,6 +62,10 @@ type Config struct {
 	// Alive reports whether a process runs; with it, a service whose program's process (see
 	// Hosted) has ended is stopped, as the SCM notices a service process that exits.
 	Alive func(pid int) bool
+	// HostVNICDelay is how long after HostAttach an endpoint's host vNIC appears (100 ms when
+	// zero): HNS creates it asynchronously, so flannel finds it by its address, once the attach
+	// has succeeded (pkg/backend/hostgw/hostgw_windows.go, ip.GetInterfaceByIP).
+	HostVNICDelay time.Duration
 	// Now is the machine's clock (time.Now when nil): a restart the SCM's recovery queued runs
 	// once its delay has passed on it.
 	Now func() time.Time
@@ -98,10 +102,12 @@ func (o Op) String() string {
 	return s
 }
 
-// Endpoint is an HNS endpoint and whether it is attached to the host.
+// Endpoint is an HNS endpoint and whether it is attached to the host; an attached endpoint's
+// host vNIC appears at VNICAt.
 type Endpoint struct {
 	hcnjson.HostComputeEndpoint
-	Attached bool `json:"attached"`
+	Attached bool      `json:"attached"`
+	VNICAt   time.Time `json:"vnicAt,omitzero"`
 }
 
 // Service is a registered service.
@@ -342,8 +348,9 @@ func (m *Machine) do(op Op, record bool, f func(*State) (bool, error)) error {
 	}
 	reaped := m.reap()
 	recovered := m.recover(m.st)
+	attached := m.hostVNICs(m.st)
 	changed, err := f(m.st)
-	if err == nil && (changed || reaped || recovered) && m.cfg.StateFile != "" {
+	if err == nil && (changed || reaped || recovered || attached) && m.cfg.StateFile != "" {
 		err = m.save()
 	}
 	if m.cfg.StateFile != "" {
