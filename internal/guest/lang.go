@@ -141,10 +141,15 @@ func (Windows) Restart() string {
 	return `shutdown /r /f /t 5 /c "kubewin: finishing the Containers feature"`
 }
 
+// Fetch sets TLS 1.2 before the download: Windows PowerShell 5.1 offers SSL 3 and TLS 1.0 only
+// by default, as Kubernetes' GCE node setup notes (cluster/gce/windows/k8s-node-setup.psm1
+// Set-PrerequisiteOptions: "Use TLS 1.2: needed for Invoke-WebRequest downloads from
+// github.com").
 func (Windows) Fetch(url, sha256, node string) string {
 	return PowerShell(fmt.Sprintf(`$dst = %s; $want = %s; $url = %s
 if ((Test-Path -LiteralPath $dst) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $dst).Hash.ToLower() -eq $want)) { Write-Output "$dst present and verified"; exit 0 }
 New-Item -ItemType Directory -Force -Path (Split-Path -Parent $dst) | Out-Null
+[Net.ServicePointManager]::SecurityProtocol = [Net.SecurityProtocolType]::Tls12
 Invoke-WebRequest -UseBasicParsing -Uri $url -OutFile "$dst.part"
 $got = (Get-FileHash -Algorithm SHA256 -LiteralPath "$dst.part").Hash.ToLower()
 if ($got -ne $want) { Remove-Item -Force -LiteralPath "$dst.part"; Write-Error "$dst from $url has sha256 $got, the release says $want"; exit 1 }

@@ -76,3 +76,29 @@ func TestWindowsScriptsParse(t *testing.T) {
 		}
 	}
 }
+
+// Windows PowerShell 5.1 on Server 2019 offers SSL 3 and TLS 1.0 only, which HTTPS servers
+// refuse: the download sets TLS 1.2 first, as Kubernetes' GCE node setup does
+// (cluster/gce/windows/k8s-node-setup.psm1 Set-PrerequisiteOptions).
+func TestWindowsFetchForcesTLS12(t *testing.T) {
+	cmd := Windows{}.Fetch("https://mirror.example.test/k/kubelet.exe", "ab", `C:\k\kubelet.exe`)
+	script, err := powershell.Decode(strings.TrimPrefix(cmd, "powershell -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := pwshparse.Parse(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	const set = "[Net.ServicePointManager]::SecurityProtocol = [Net.SecurityProtocolType]::Tls12"
+	var order []string
+	for _, p := range tree.Nodes("pipeline") {
+		if p == set || strings.HasPrefix(p, "Invoke-WebRequest") {
+			order = append(order, p)
+		}
+	}
+	if len(order) < 2 || order[0] != set {
+		t.Errorf("the download does not set TLS 1.2 before Invoke-WebRequest (statements %q):\n%s", order, script)
+	}
+}

@@ -40,6 +40,8 @@ func (h *handler) Execute(_ []string, req <-chan svc.ChangeRequest, status chan<
 		select {
 		case err := <-done:
 			h.err = err
+			// A stop with a non-zero exit code: the service's recovery restarts it, as its
+			// failure actions flag is set (platform/windows restartAlways).
 			if err != nil {
 				return true, 1
 			}

@@ -34,6 +34,10 @@ type HNS interface {
 	// CreateNetwork creates a network (hcn HostComputeNetwork.Create) and returns it as HNS
 	// reports it, with its ID and the policies HNS adds.
 	CreateNetwork(n *hcnjson.HostComputeNetwork) (*hcnjson.HostComputeNetwork, error)
+	// ManagementIP returns the network's management address as HNS's v1 API reports it
+	// (hcsshim HNSNetwork.ManagementIP), empty until HNS has set it: the one report of an
+	// L2Bridge network's management address (flannel pkg/backend/hostgw/hostgw_windows.go).
+	ManagementIP(networkID string) (string, error)
 	// DeleteNetwork deletes a network by ID.
 	DeleteNetwork(id string) error
 	// AddNetworkPolicy and RemoveNetworkPolicy modify a network's policies (hcn
@@ -89,10 +93,13 @@ type RecoveryAction struct {
 
 // Recovery is what the SCM does when a service fails: the Nth failure within ResetPeriod runs
 // the Nth action, and "if N is greater than cActions, the service controller repeats the last
-// action in the array" ([MS-SCMR] 2.2.40 SERVICE_FAILURE_ACTIONSW).
+// action in the array" ([MS-SCMR] 2.2.40 SERVICE_FAILURE_ACTIONSW). A failure is a crash, a
+// service process that ends without reporting SERVICE_STOPPED; with OnNonCrashFailures it is
+// also a stop with a non-zero exit code ([MS-SCMR] 2.2.41 SERVICE_FAILURE_ACTIONS_FLAG).
 type Recovery struct {
-	Actions     []RecoveryAction `json:"actions"`
-	ResetPeriod time.Duration    `json:"resetPeriod"`
+	Actions            []RecoveryAction `json:"actions"`
+	ResetPeriod        time.Duration    `json:"resetPeriod"`
+	OnNonCrashFailures bool             `json:"onNonCrashFailures,omitempty"`
 }
 
 // ServiceState is a service's state.

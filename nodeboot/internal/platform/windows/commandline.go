@@ -1,6 +1,9 @@
 package windows
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf16"
+)
 
 // escapeArg quotes one argument of a Windows command line so that CommandLineToArgvW (and the
 // Go runtime on Windows) reads it back unchanged. It is the algorithm of
@@ -105,4 +108,19 @@ func SplitCommandLine(line string) []string {
 		args = append(args, b.String())
 	}
 	return args
+}
+
+// dependencyList is a service's dependencies as CreateService and ChangeServiceConfig take them:
+// each name NUL-terminated, then a NUL; no names make the empty list, which removes a service's
+// dependencies, where a NULL list leaves them unchanged (ChangeServiceConfigW, lpDependencies).
+func dependencyList(deps []string) []uint16 {
+	var b []uint16
+	for _, d := range deps {
+		b = append(b, utf16.Encode([]rune(d))...)
+		b = append(b, 0)
+	}
+	if len(b) == 0 {
+		b = append(b, 0)
+	}
+	return append(b, 0)
 }

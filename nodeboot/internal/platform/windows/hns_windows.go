@@ -63,6 +63,14 @@ func (hnsAPI) CreateNetwork(req *hcnjson.HostComputeNetwork) (*hcnjson.HostCompu
 	return convert[hcnjson.HostComputeNetwork](made)
 }
 
+func (hnsAPI) ManagementIP(networkID string) (string, error) {
+	n, err := hcsshim.GetHNSNetworkByID(networkID)
+	if err != nil {
+		return "", notFound(err)
+	}
+	return n.ManagementIP, nil
+}
+
 func (hnsAPI) DeleteNetwork(id string) error {
 	return notFound((&hcn.HostComputeNetwork{Id: id}).Delete())
 }

@@ -111,38 +111,59 @@ func (p *Platform) ensureNetwork(ctx context.Context, req *hcnjson.HostComputeNe
 	return ready, true, nil
 }
 
-// waitHostNetwork waits for a new network's management address (its ProviderAddress policy)
-// and for the host interface that holds it, as flannel does before using a network it created
-// (pkg/backend/vxlan/device_windows.go: 5 s for the address, 45 s for the interface).
+// waitHostNetwork waits for a new network's management address and for the host interface
+// that holds it, as flannel does before using a network it created. HNS reports the address of
+// an Overlay network as its ProviderAddress policy (pkg/backend/vxlan/device_windows.go: 5 s
+// for the address, getManagementIP), and that of an L2Bridge network as the v1 network's
+// ManagementIP only (pkg/backend/hostgw/hostgw_windows.go: 30 s for the address); flannel
+// waits 25 s and 5 s for the interface, nodeboot 45 s.
 func (p *Platform) waitHostNetwork(ctx context.Context, n *hcnjson.HostComputeNetwork) (*hcnjson.HostComputeNetwork, error) {
 	var mgmt netip.Addr
-	err := p.waitFor(ctx, 5*time.Second, "HNS reports no management address for network "+n.Name, func() (bool, error) {
+	wait := 5 * time.Second
+	if n.Type == hcnjson.L2Bridge {
+		wait = 30 * time.Second
+	}
+	err := p.waitFor(ctx, wait, "HNS reports no management address for network "+n.Name, func() (bool, error) {
 		got, err := p.b.HNS.NetworkByID(n.Id)
 		if err != nil {
 			return false, err
 		}
 		n = got
-		mgmt = providerAddress(got)
+		if n.Type != hcnjson.L2Bridge {
+			mgmt = providerAddress(got)
+			return mgmt.IsValid(), nil
+		}
+		ip, err := p.b.HNS.ManagementIP(n.Id)
+		if err != nil {
+			return false, err
+		}
+		mgmt, _ = netip.ParseAddr(ip)
 		return mgmt.IsValid(), nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	err = p.waitFor(ctx, 45*time.Second, fmt.Sprintf("no host interface holds %s, the management address of network %s", mgmt, n.Name), func() (bool, error) {
-		ifs, err := p.b.System.Interfaces()
-		if err != nil {
-			return false, err
-		}
-		for _, ifc := range ifs {
-			for _, a := range ifc.Addrs {
-				if a.Addr() == mgmt {
-					return true, nil
-				}
-			}
-		}
-		return false, nil
+		name, err := p.interfaceWith(mgmt)
+		return name != "", err
 	})
 	return n, err
+}
+
+// interfaceWith is the name of the host interface that holds addr, or "" when none does.
+func (p *Platform) interfaceWith(addr netip.Addr) (string, error) {
+	ifs, err := p.b.System.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, ifc := range ifs {
+		for _, a := range ifc.Addrs {
+			if a.Addr() == addr {
+				return ifc.Name, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // deleteNetwork deletes a network after the endpoints on it (a network with endpoints left
@@ -300,8 +321,8 @@ func hasPolicy(n *hcnjson.HostComputeNetwork, t hcnjson.NetworkPolicyType) bool 
 	return slices.ContainsFunc(n.Policies, func(p hcnjson.NetworkPolicy) bool { return p.Type == t })
 }
 
-// providerAddress is the network's management address, which HNS reports as a ProviderAddress
-// policy (flannel device_windows.go getManagementIP).
+// providerAddress is an overlay network's management address, which HNS reports as a
+// ProviderAddress policy (flannel pkg/backend/vxlan/device_windows.go getManagementIP).
 func providerAddress(n *hcnjson.HostComputeNetwork) netip.Addr {
 	for _, pol := range n.Policies {
 		var s hcnjson.ProviderAddressEndpointPolicySetting
@@ -383,7 +404,18 @@ func (p *Platform) ensureHostEndpoint(ctx context.Context, pod *hcnjson.HostComp
 	}); err != nil {
 		return fmt.Errorf("attach the host endpoint %s to the host: %w", name, err)
 	}
-	s := forwardingScript([]string{managementAdapter(name), managementAdapter(spec.Adapter)})
+	// HNS creates the endpoint's host vNIC after HostAttach returns: find it by the endpoint's
+	// address, as flannel does (pkg/backend/hostgw/hostgw_windows.go step 7,
+	// ip.GetInterfaceByIP), waiting for it as flannel waits for the management vNIC.
+	var vnic string
+	if err := p.waitFor(ctx, 45*time.Second, fmt.Sprintf("no host interface holds %s, the address of the host endpoint %s", spec.HostEndpoint, name), func() (bool, error) {
+		var err error
+		vnic, err = p.interfaceWith(spec.HostEndpoint)
+		return vnic != "", err
+	}); err != nil {
+		return err
+	}
+	s := forwardingScript([]string{vnic, managementAdapter(spec.Adapter)})
 	if _, err := p.b.Shell.Run(ctx, s); err != nil {
 		return fmt.Errorf("enable forwarding: %w", err)
 	}

@@ -73,7 +73,7 @@ func (scmAPI) Create(name string, c ServiceConfig) error {
 	// is passed as a whole as the service's binary path (CreateService takes the command line).
 	h, err := windows.CreateService(m.Handle, windows.StringToUTF16Ptr(name), windows.StringToUTF16Ptr(c.DisplayName),
 		windows.SERVICE_ALL_ACCESS, windows.SERVICE_WIN32_OWN_PROCESS, mgrStartType(c.StartType), windows.SERVICE_ERROR_NORMAL,
-		windows.StringToUTF16Ptr(c.BinaryPathName), nil, nil, dependencies(c.Dependencies), nil, nil)
+		windows.StringToUTF16Ptr(c.BinaryPathName), nil, nil, &dependencyList(c.Dependencies)[0], nil, nil)
 	if err != nil {
 		return err
 	}
@@ -87,18 +87,6 @@ func (scmAPI) Create(name string, c ServiceConfig) error {
 	return s.UpdateConfig(cfg)
 }
 
-// dependencies is a double-NUL-terminated list, as CreateService takes it.
-func dependencies(deps []string) *uint16 {
-	if len(deps) == 0 {
-		return nil
-	}
-	var b []uint16
-	for _, d := range deps {
-		b = append(b, windows.StringToUTF16(d)...)
-	}
-	return &append(b, 0)[0]
-}
-
 func (scmAPI) Update(name string, c ServiceConfig) error {
 	return withService(name, func(s *mgr.Service) error {
 		cfg, err := s.Config()
@@ -106,11 +94,15 @@ func (scmAPI) Update(name string, c ServiceConfig) error {
 			return err
 		}
 		cfg.BinaryPathName, cfg.StartType, cfg.DisplayName, cfg.Description = c.BinaryPathName, mgrStartType(c.StartType), c.DisplayName, c.Description
-		cfg.Dependencies = c.Dependencies
-		if cfg.Dependencies == nil {
-			cfg.Dependencies = []string{} // mgr writes an empty list, removing old dependencies
+		// mgr.UpdateConfig passes no list at all for an empty one ("no change": x/sys
+		// windows/svc/mgr config.go toStringBlock), so the dependencies are set here, an empty
+		// list removing them (ChangeServiceConfigW: lpDependencies NULL leaves them unchanged).
+		cfg.Dependencies = nil
+		if err := s.UpdateConfig(cfg); err != nil {
+			return err
 		}
-		return s.UpdateConfig(cfg)
+		const noChange = windows.SERVICE_NO_CHANGE
+		return windows.ChangeServiceConfig(s.Handle, noChange, noChange, noChange, nil, nil, nil, &dependencyList(c.Dependencies)[0], nil, nil, nil)
 	})
 }
 
@@ -123,7 +115,10 @@ func (scmAPI) SetRecovery(name string, r Recovery) error {
 				actions[i].Type = mgr.ServiceRestart
 			}
 		}
-		return s.SetRecoveryActions(actions, uint32(r.ResetPeriod/time.Second))
+		if err := s.SetRecoveryActions(actions, uint32(r.ResetPeriod/time.Second)); err != nil {
+			return err
+		}
+		return s.SetRecoveryActionsOnNonCrashFailures(r.OnNonCrashFailures)
 	})
 }
 

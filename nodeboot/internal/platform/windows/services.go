@@ -16,8 +16,11 @@ type services struct{ p *Platform }
 // action, every failure runs it ([MS-SCMR] 2.2.40: past the last action "the service controller
 // repeats the last action"). Kubernetes' own Windows node setup does the same
 // (cluster/gce/windows/k8s-node-setup.psm1: sc.exe failure kubelet reset= 0
-// actions= restart/10000).
-var restartAlways = Recovery{Actions: []RecoveryAction{{Restart: true, Delay: 10 * time.Second}}}
+// actions= restart/10000). A stop with an error counts as a failure too: nodeboot's service
+// handler and service-host report one when serve fails or the hosted program exits, and
+// without the failure actions flag the SCM runs the actions only on a crash ([MS-SCMR] 2.2.41
+// SERVICE_FAILURE_ACTIONS_FLAG; x/sys/windows/svc/mgr SetRecoveryActionsOnNonCrashFailures).
+var restartAlways = Recovery{Actions: []RecoveryAction{{Restart: true, Delay: 10 * time.Second}}, OnNonCrashFailures: true}
 
 // Log rotation of the services kube-log-runner runs: a new file every 100 MB, files older than
 // a week removed, flushed every 5 s so that the log is readable while the service runs

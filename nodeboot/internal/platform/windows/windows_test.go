@@ -439,6 +439,42 @@ func TestServices(t *testing.T) {
 	}
 }
 
+// A node service whose program stops with an error (nodeboot's service handler returns a
+// non-zero exit code on a failed serve; service-host does when cri-dockerd exits) is restarted
+// like one that crashes: the SCM runs failure actions on an error stop only with the failure
+// actions flag ([MS-SCMR] 2.2.41).
+func TestServiceRestartsAfterErrorStop(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m, err := winfake.New(winfake.Config{
+		Root: t.TempDir(), ComputerName: "win-a", Build: 20348, Adapter: "Ethernet", Runtime: v1alpha1.RuntimeContainerd,
+		Address: netip.MustParseAddr("10.240.0.4"), Subnet: netip.MustParsePrefix("10.240.0.0/16"), Now: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := windows.New(m.Backends())
+	p.Poll = time.Millisecond
+	spec := platform.ServiceSpec{Name: "nodeboot", Executable: `C:\k\nodeboot.exe`, Args: []string{"run"}, Start: platform.StartAtBoot}
+	if err := p.Services().Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range []winfake.Failure{winfake.ErrorStop, winfake.Crash} {
+		if err := p.Services().Start(ctx, "nodeboot"); err != nil {
+			t.Fatal(err)
+		}
+		m.Failed("nodeboot", how)
+		now = now.Add(9 * time.Second)
+		if got := state(t, m).Service("nodeboot").State; got != windows.Stopped {
+			t.Fatalf("%s: the service is %s before the restart delay has passed", how, got)
+		}
+		now = now.Add(time.Second)
+		if got := state(t, m).Service("nodeboot").State; got != windows.Running {
+			t.Errorf("%s: the service is %s 10 s after it failed, want it restarted", how, got)
+		}
+	}
+}
+
 // containerd registers itself with its own --register-service (the service runs containerd
 // itself), replacing a registration made with other arguments; a matching one is kept.
 func TestSelfRegisteringRuntime(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/hcnjson"
@@ -102,8 +103,12 @@ func (h hns) CreateNetwork(req *hcnjson.HostComputeNetwork) (*hcnjson.HostComput
 		}
 		n := clone(*req)
 		n.Id = h.m.nextID(st)
+		// HNS reports the management address of an overlay network as its ProviderAddress
+		// policy, which flannel reads for Overlay only (pkg/backend/vxlan/device_windows.go
+		// getManagementIP); for L2Bridge, flannel reads the v1 network's ManagementIP
+		// (pkg/backend/hostgw/hostgw_windows.go), which ManagementIP answers.
 		mgmt := adapterByName(st, "vEthernet ("+adapter+")")
-		if len(mgmt.Addrs) > 0 {
+		if len(mgmt.Addrs) > 0 && n.Type == hcnjson.Overlay {
 			n.Policies = append(n.Policies, hcnjson.NetworkPolicy{Type: hcnjson.ProviderAddress,
 				Settings: json.RawMessage(toJSON(hcnjson.ProviderAddressEndpointPolicySetting{ProviderAddress: mgmt.Addrs[0].Addr().String()}))})
 		}
@@ -118,6 +123,23 @@ func (h hns) CreateNetwork(req *hcnjson.HostComputeNetwork) (*hcnjson.HostComput
 		return true, nil
 	})
 	return out, err
+}
+
+// ManagementIP is the address of the management vNIC of the network's adapter, which HNS's
+// v1 API reports for a network of any type.
+func (h hns) ManagementIP(networkID string) (string, error) {
+	var ip string
+	err := h.m.do(Op{Backend: "hns", Call: "ManagementIP", Target: networkID}, true, func(st *State) (bool, error) {
+		n := findNetwork(st, func(n *hcnjson.HostComputeNetwork) bool { return n.Id == networkID })
+		if n == nil {
+			return false, errNotFound("network " + networkID)
+		}
+		if mgmt := adapterByName(st, "vEthernet ("+networkAdapter(n, h.m.cfg.Adapter)+")"); mgmt != nil && len(mgmt.Addrs) > 0 {
+			ip = mgmt.Addrs[0].Addr().String()
+		}
+		return false, nil
+	})
+	return ip, err
 }
 
 func (h hns) DeleteNetwork(id string) error {
@@ -262,8 +284,8 @@ func (h hns) DeleteEndpoint(id string) error {
 	})
 }
 
-// AttachHost attaches the endpoint to the host: its vNIC "vEthernet (<name>)" appears with the
-// endpoint's address on the network's prefix.
+// AttachHost attaches the endpoint to the host: its vNIC "vEthernet (<name>)" appears, with the
+// endpoint's address on the network's prefix, HostVNICDelay later (hostVNICs).
 func (h hns) AttachHost(id string) error {
 	return h.m.do(Op{Backend: "hns", Call: "AttachHost", Target: id}, true, func(st *State) (bool, error) {
 		i := slices.IndexFunc(st.Endpoints, func(ep Endpoint) bool { return ep.Id == id })
@@ -274,6 +296,24 @@ func (h hns) AttachHost(id string) error {
 		if ep.Attached {
 			return false, fmt.Errorf("This endpoint is already attached to the switch.: %w", windows.ErrAlreadyAttached)
 		}
+		delay := h.m.cfg.HostVNICDelay
+		if delay == 0 {
+			delay = 100 * time.Millisecond
+		}
+		ep.Attached, ep.VNICAt = true, h.m.now().Add(delay)
+		return true, nil
+	})
+}
+
+// hostVNICs adds the host vNICs of the attached endpoints whose time has come.
+func (m *Machine) hostVNICs(st *State) bool {
+	added := false
+	for i := range st.Endpoints {
+		ep := &st.Endpoints[i]
+		if ep.VNICAt.IsZero() || m.now().Before(ep.VNICAt) {
+			continue
+		}
+		ep.VNICAt = time.Time{}
 		n := findNetwork(st, func(n *hcnjson.HostComputeNetwork) bool { return n.Id == ep.HostComputeNetwork })
 		prefix, _ := netip.ParsePrefix(n.Ipams[0].Subnets[0].IpAddressPrefix)
 		var addrs []netip.Prefix
@@ -281,8 +321,8 @@ func (h hns) AttachHost(id string) error {
 			a, _ := netip.ParseAddr(ipc.IpAddress)
 			addrs = append(addrs, netip.PrefixFrom(a, prefix.Bits()))
 		}
-		ep.Attached = true
 		addAdapter(st, "vEthernet ("+ep.Name+")", addrs)
-		return true, nil
-	})
+		added = true
+	}
+	return added
 }

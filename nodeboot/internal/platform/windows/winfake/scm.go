@@ -164,6 +164,83 @@ func registerService(st *State, name, display, description, exe string, args []s
 	return nil
 }
 
+// Failure is how a service's program failed.
+type Failure int
+
+const (
+	// Crash: the service process ended without reporting SERVICE_STOPPED.
+	Crash Failure = iota
+	// ErrorStop: the service reported SERVICE_STOPPED with a non-zero exit code, as
+	// svc.Handler.Execute returning a non-zero exit code does (x/sys/windows/svc).
+	ErrorStop
+)
+
+func (f Failure) String() string {
+	if f == ErrorStop {
+		return "stopped-with-error"
+	}
+	return "crashed"
+}
+
+// Failed records that a running service's program failed, and queues its recovery the way the
+// SCM does: "the failure actions are queued only if the service terminates without reporting
+// a status of SERVICE_STOPPED", and also on a stop with a non-zero exit code when the failure
+// actions flag is set ([MS-SCMR] 2.2.41 SERVICE_FAILURE_ACTIONS_FLAG). The Nth failure within
+// the reset period runs the Nth action, the last one past the end ([MS-SCMR] 2.2.40
+// SERVICE_FAILURE_ACTIONSW); a restart runs once its delay has passed on the machine's clock.
+func (m *Machine) Failed(name string, how Failure) {
+	_ = m.do(Op{Backend: "scm", Call: how.String(), Target: name}, true, func(st *State) (bool, error) {
+		svc, ok := st.Services[name]
+		if !ok || svc.State == windows.Stopped {
+			return false, nil
+		}
+		svc.State, svc.PID = windows.Stopped, 0
+		r := svc.Recovery
+		if r == nil || len(r.Actions) == 0 || (how == ErrorStop && !r.OnNonCrashFailures) {
+			return true, nil
+		}
+		now := m.now()
+		if svc.Failures > 0 && now.Sub(svc.LastFailure) > r.ResetPeriod {
+			svc.Failures = 0
+		}
+		svc.Failures++
+		svc.LastFailure = now
+		if a := r.Actions[min(svc.Failures, len(r.Actions))-1]; a.Restart {
+			svc.RestartAt = now.Add(a.Delay)
+		}
+		return true, nil
+	})
+}
+
+func (m *Machine) now() time.Time {
+	if m.cfg.Now != nil {
+		return m.cfg.Now()
+	}
+	return time.Now()
+}
+
+// recover starts the stopped services whose queued restart is due, and records it.
+func (m *Machine) recover(st *State) bool {
+	recovered := false
+	for _, name := range sortedKeys(st.Services) {
+		svc := st.Services[name]
+		if svc.RestartAt.IsZero() || m.now().Before(svc.RestartAt) {
+			continue
+		}
+		svc.RestartAt = time.Time{}
+		recovered = true
+		op := Op{Backend: "scm", Call: "recovery-restart", Target: name, Changed: true}
+		if svc.State == windows.Stopped {
+			var started []string
+			if err := m.startLocked(st, name, &started); err != nil {
+				op.Err = err.Error()
+			}
+		}
+		m.log = append(m.log, op)
+	}
+	return recovered
+}
+
 // Exited records that a service's process ended on its own, with err: the service is stopped.
 func (m *Machine) Exited(name string, err error) {
 	_ = m.do(Op{Backend: "scm", Call: "exited", Target: name, Body: err.Error()}, true, func(st *State) (bool, error) {

@@ -11,14 +11,18 @@
 //   - creating the first network on an adapter builds a vSwitch: the adapter's address moves to
 //     the management vNIC "vEthernet (<adapter>)" and the routes to the metadata endpoints are
 //     lost (hcsshim issue 299); deleting the adapter's last network removes the vSwitch;
-//   - HNS reports a network's management address as a ProviderAddress policy and an overlay's
-//     distributed router MAC as a DrMacAddress policy (flannel pkg/backend/vxlan);
+//   - HNS reports an overlay network's management address as a ProviderAddress policy and its
+//     distributed router MAC as a DrMacAddress policy (flannel pkg/backend/vxlan); an L2Bridge
+//     network's management address is the v1 network's ManagementIP only (flannel
+//     pkg/backend/hostgw/hostgw_windows.go);
 //   - a subnet needs a default route (hcn's "no default gateway"); a network with endpoints
 //     cannot be deleted; names are unique;
 //   - at reboot, non-persistent networks and every endpoint are gone (GCE
 //     k8s-node-setup.psm1: "the HNS network does seem to persist across reboots, the HNS
 //     endpoints do not"), so are active-store routes, and automatic services start;
-//   - services start their dependencies first and cannot stop while dependents run;
+//   - services start their dependencies first and cannot stop while dependents run; a service
+//     that fails runs its recovery actions on a crash, and on a stop with an error only with
+//     the failure actions flag ([MS-SCMR] 2.2.40, 2.2.41);
 //   - containerd.exe and dockerd.exe --register-service register themselves as their code does.
 package winfake
 
@@ -33,6 +37,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
@@ -57,6 +62,13 @@ type Config struct {
 	// Alive reports whether a process runs; with it, a service whose program's process (see
 	// Hosted) has ended is stopped, as the SCM notices a service process that exits.
 	Alive func(pid int) bool
+	// HostVNICDelay is how long after HostAttach an endpoint's host vNIC appears (100 ms when
+	// zero): HNS creates it asynchronously, so flannel finds it by its address, once the attach
+	// has succeeded (pkg/backend/hostgw/hostgw_windows.go, ip.GetInterfaceByIP).
+	HostVNICDelay time.Duration
+	// Now is the machine's clock (time.Now when nil): a restart the SCM's recovery queued runs
+	// once its delay has passed on it.
+	Now func() time.Time
 }
 
 // Op is one recorded request.
@@ -90,10 +102,12 @@ func (o Op) String() string {
 	return s
 }
 
-// Endpoint is an HNS endpoint and whether it is attached to the host.
+// Endpoint is an HNS endpoint and whether it is attached to the host; an attached endpoint's
+// host vNIC appears at VNICAt.
 type Endpoint struct {
 	hcnjson.HostComputeEndpoint
-	Attached bool `json:"attached"`
+	Attached bool      `json:"attached"`
+	VNICAt   time.Time `json:"vnicAt,omitzero"`
 }
 
 // Service is a registered service.
@@ -103,6 +117,11 @@ type Service struct {
 	State    windows.ServiceState  `json:"state"`
 	// PID is the process the service's program runs in, when one was recorded (Hosted).
 	PID int `json:"pid,omitempty"`
+	// Failures counts the service's failures since the last reset of the count, the last of
+	// them at LastFailure; RestartAt is when a restart its recovery queued is due.
+	Failures    int       `json:"failures,omitempty"`
+	LastFailure time.Time `json:"lastFailure,omitzero"`
+	RestartAt   time.Time `json:"restartAt,omitzero"`
 }
 
 // Route is a route of the IPv4 routing table.
@@ -328,8 +347,10 @@ func (m *Machine) do(op Op, record bool, f func(*State) (bool, error)) error {
 		}
 	}
 	reaped := m.reap()
+	recovered := m.recover(m.st)
+	attached := m.hostVNICs(m.st)
 	changed, err := f(m.st)
-	if err == nil && (changed || reaped) && m.cfg.StateFile != "" {
+	if err == nil && (changed || reaped || recovered || attached) && m.cfg.StateFile != "" {
 		err = m.save()
 	}
 	if m.cfg.StateFile != "" {
