@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -28,7 +27,6 @@ import (
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/guest"
 	"github.com/kubewin/kubewin/internal/remote"
-	"github.com/kubewin/kubewin/provider/internal/pool"
 	"github.com/kubewin/kubewin/provider/internal/servers"
 )
 
@@ -102,16 +100,6 @@ type simulatedModel struct {
 	Nodeboot                            types.String `tfsdk:"nodeboot"`
 	JoinSimulatedNodesToExistingCluster types.Bool   `tfsdk:"join_simulated_nodes_to_existing_cluster"`
 }
-
-// Defaults of the connections. Terraform gives a resource no configuration when it destroys
-// it, so the secret a destroy connects with comes from the environment.
-const (
-	defaultPasswordEnv   = "KUBEWIN_WINRM_PASSWORD"
-	defaultPrivateKeyEnv = "KUBEWIN_SSH_PRIVATE_KEY"
-	winrmHTTPSPort       = 5986
-	winrmHTTPPort        = 5985
-	sshPort              = 22
-)
 
 var (
 	pathWinRM    = path.Root("winrm")
@@ -242,43 +230,7 @@ func (r *windowsNodeResource) ValidateConfig(ctx context.Context, req resource.V
 // check reports every mistake in the configuration against its attribute.
 func (m *windowsNodeModel) check() diag.Diagnostics {
 	var diags diag.Diagnostics
-	switch {
-	case m.WinRM == nil && m.SSH == nil:
-		diags.AddAttributeError(pathWinRM, "Missing Connection", "Say how to reach the server: a winrm block (WinRM over HTTPS, user and password) or an ssh block (OpenSSH, user and key).")
-	case m.WinRM != nil && m.SSH != nil:
-		diags.AddAttributeError(pathSSH, "Conflicting Connections", "Set either the winrm block or the ssh block, not both.")
-	}
-	if w := m.WinRM; w != nil {
-		if w.User.IsNull() {
-			diags.AddAttributeError(pathWinRM.AtName("user"), "Missing User", "Set winrm.user to an administrator of the server, such as \"Administrator\".")
-		}
-		http := w.InsecureUseHTTP.ValueBool()
-		if http && w.Auth.ValueString() == remote.AuthBasic {
-			diags.AddAttributeError(pathWinRM.AtName("auth"), "Basic Authentication Over Plain HTTP",
-				"With insecure_use_http, auth = \"basic\" would send the user's password in the clear. Use auth = \"ntlm\" (the default), or HTTPS.")
-		}
-		if http && (known(w.CACertificate) || known(w.TLSServerName) || w.InsecureSkipTLSVerify.ValueBool()) {
-			diags.AddAttributeError(pathWinRM.AtName("insecure_use_http"), "TLS Settings Without TLS",
-				"insecure_use_http turns TLS off, so ca_certificate, tls_server_name and insecure_skip_tls_verify have nothing to apply to. Remove them, or remove insecure_use_http.")
-		}
-		if w.InsecureSkipTLSVerify.ValueBool() && known(w.CACertificate) {
-			diags.AddAttributeError(pathWinRM.AtName("insecure_skip_tls_verify"), "Conflicting Certificate Settings",
-				"insecure_skip_tls_verify accepts any certificate, so ca_certificate would not be checked. Remove insecure_skip_tls_verify.")
-		}
-	}
-	if s := m.SSH; s != nil {
-		if s.User.IsNull() {
-			diags.AddAttributeError(pathSSH.AtName("user"), "Missing User", "Set ssh.user to an administrator of the server.")
-		}
-		switch ignore := s.InsecureIgnoreHostKey.ValueBool(); {
-		case s.HostKey.IsNull() && !ignore && !s.InsecureIgnoreHostKey.IsUnknown():
-			diags.AddAttributeError(pathSSH.AtName("host_key"), "Missing Host Key",
-				"Set ssh.host_key to the server's public host key, which `ssh-keyscan -t ed25519 <host>` prints (without the host name), so that "+
-					"kubewin knows it talks to the server and not to someone posing as it. On a test network, ssh.insecure_ignore_host_key = true accepts any key.")
-		case known(s.HostKey) && ignore:
-			diags.AddAttributeError(pathSSH.AtName("insecure_ignore_host_key"), "Conflicting Host Key Settings", "host_key is set and insecure_ignore_host_key would not check it. Remove one.")
-		}
-	}
+	diags.Append(m.checkTransport()...)
 	if in := m.Install; in != nil {
 		switch {
 		case in.Release.IsNull():
@@ -395,128 +347,6 @@ func (m *windowsNodeModel) attributeOf(field string) path.Path {
 	return attributeOf(field, pathInstall.AtName("release"))
 }
 
-// secret returns the connection's secret: the write-only attribute from the configuration
-// when there is one, else the environment variable.
-func (m *windowsNodeModel) secret(ctx context.Context, config tfconfig) (string, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	at, envAttr, env := pathWinRM.AtName("password_wo"), m.winrmEnv(), "password"
-	if m.SSH != nil {
-		at, envAttr, env = pathSSH.AtName("private_key_wo"), m.sshEnv(), "private key"
-	}
-	if config != nil {
-		var v types.String
-		diags.Append(config.GetAttribute(ctx, at, &v)...)
-		if known(v) && v.ValueString() != "" {
-			return v.ValueString(), diags
-		}
-	}
-	if s := os.Getenv(envAttr); s != "" {
-		return s, diags
-	}
-	detail := fmt.Sprintf("No %s to connect with: set %s, or the environment variable %s.", env, at, envAttr)
-	if config == nil {
-		detail = fmt.Sprintf("Destroying the node needs the %s to connect to the server, and Terraform gives a destroy no configuration "+
-			"(so %s is not available): set the environment variable %s.", env, at, envAttr)
-	}
-	diags.AddAttributeError(at, "Missing Credential", detail)
-	return "", diags
-}
-
-func (m *windowsNodeModel) winrmEnv() string {
-	if m.WinRM != nil && known(m.WinRM.PasswordEnv) {
-		return m.WinRM.PasswordEnv.ValueString()
-	}
-	return defaultPasswordEnv
-}
-
-func (m *windowsNodeModel) sshEnv() string {
-	if m.SSH != nil && known(m.SSH.PrivateKeyEnv) {
-		return m.SSH.PrivateKeyEnv.ValueString()
-	}
-	return defaultPrivateKeyEnv
-}
-
-// connect opens the connection to the server and returns it with a function that closes it.
-func (m *windowsNodeModel) connect(ctx context.Context, secret string) (guest.Shell, func(), error) {
-	host := m.Host.ValueString()
-	if s := m.SSH; s != nil {
-		port := int(s.Port.ValueInt64())
-		if s.Port.IsNull() {
-			port = sshPort
-		}
-		c, err := remote.SSH{Host: host, Port: port, User: s.User.ValueString(), PrivateKey: []byte(secret),
-			HostKey: s.HostKey.ValueString(), InsecureIgnoreHostKey: s.InsecureIgnoreHostKey.ValueBool()}.Dial(ctx)
-		if err != nil {
-			return guest.Shell{}, nil, err
-		}
-		var lang guest.Lang = guest.Windows{SSH: true}
-		if sim := m.Simulated; sim != nil {
-			lang = guest.Sim{Root: sim.Root.ValueString(), Binary: sim.Nodeboot.ValueString()}
-		}
-		return guest.Shell{Runner: c, Lang: lang}, func() { c.Close() }, nil
-	}
-	w := m.WinRM
-	http := w.InsecureUseHTTP.ValueBool()
-	port := int(w.Port.ValueInt64())
-	if w.Port.IsNull() {
-		port = winrmHTTPSPort
-		if http {
-			port = winrmHTTPPort
-		}
-	}
-	auth := w.Auth.ValueString()
-	if auth == "" {
-		auth = remote.AuthNTLM
-	}
-	c, err := remote.WinRM{Host: host, Port: port, HTTP: http, User: w.User.ValueString(), Password: secret, Auth: auth,
-		CACertificates: []byte(w.CACertificate.ValueString()), TLSServerName: w.TLSServerName.ValueString(),
-		InsecureSkipVerify: w.InsecureSkipTLSVerify.ValueBool()}.Client()
-	if err != nil {
-		return guest.Shell{}, nil, err
-	}
-	return guest.Shell{Runner: c, Lang: guest.Windows{}}, func() {}, nil
-}
-
-// connectionError turns a failure to reach or log in to the server into a diagnostic that
-// names the attribute to fix.
-func (m *windowsNodeModel) connectionError(err error) diag.Diagnostics {
-	var diags diag.Diagnostics
-	conn, ssh := pathWinRM, m.SSH != nil
-	if ssh {
-		conn = pathSSH
-	}
-	switch remote.KindOf(err) {
-	case remote.Unreachable:
-		fix := "that the WinRM listener runs (`winrm quickconfig -transport:https` creates an HTTPS one, port 5986)"
-		if ssh {
-			fix = "that the OpenSSH server runs (`Add-WindowsCapability -Online -Name OpenSSH.Server~~~~0.0.1.0; Start-Service sshd`)"
-		}
-		diags.AddAttributeError(path.Root("host"), "Cannot Reach the Server", fmt.Sprintf("%s.\n\nCheck host and %s.port, that the server is up, %s, and that no firewall is in the way. Nothing was changed on the server.", err, conn, fix))
-	case remote.Unauthorized:
-		fix := fmt.Sprintf("Check winrm.user and the password (winrm.password_wo, or $%s). With auth = \"basic\" the server must allow it "+
-			"(`winrm set winrm/config/service/auth @{Basic=\"true\"}`); a local account other than the built-in Administrator also needs "+
-			"LocalAccountTokenFilterPolicy = 1 for remote administration.", m.winrmEnv())
-		if ssh {
-			fix = fmt.Sprintf("Check ssh.user and the key (ssh.private_key_wo, or $%s): its public key must be in the user's authorized keys "+
-				"(for administrators, C:\\ProgramData\\ssh\\administrators_authorized_keys).", m.sshEnv())
-		}
-		diags.AddAttributeError(conn.AtName("user"), "Server Refused the Credentials", fmt.Sprintf("%s.\n\n%s Nothing was changed on the server.", err, fix))
-	case remote.Untrusted:
-		if ssh {
-			diags.AddAttributeError(conn.AtName("host_key"), "Unexpected Host Key", fmt.Sprintf("%s.\n\nIf the server's key changed on purpose, "+
-				"set ssh.host_key to the new one (`ssh-keyscan -t ed25519 <host>`); otherwise something poses as the server. Nothing was changed on it.", err))
-		} else {
-			diags.AddAttributeError(conn.AtName("ca_certificate"), "Untrusted Server Certificate", fmt.Sprintf("%s.\n\nSet winrm.ca_certificate to the PEM "+
-				"certificate of the CA that signed the server's WinRM certificate (or to the certificate itself when it is self-signed), and "+
-				"winrm.tls_server_name when connecting by a name the certificate does not carry. Only on a network you trust, "+
-				"winrm.insecure_skip_tls_verify = true accepts any certificate. Nothing was changed on the server.", err))
-		}
-	default:
-		diags.AddAttributeError(conn, "Cannot Connect to the Server", err.Error())
-	}
-	return diags
-}
-
 // node is the node's lifecycle on its server and cluster.
 func (r *windowsNodeResource) node(ctx context.Context, m *windowsNodeModel, shell guest.Shell) (*servers.Node, *clusterConn, diag.Diagnostics) {
 	var diags diag.Diagnostics
@@ -564,11 +394,6 @@ func (m *windowsNodeModel) install() (*guest.Install, error) {
 	return out, nil
 }
 
-// tfconfig is the configuration a request carries; nil for a destroy, which has none.
-type tfconfig interface {
-	GetAttribute(ctx context.Context, p path.Path, target any) diag.Diagnostics
-}
-
 func (r *windowsNodeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var m windowsNodeModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
@@ -582,10 +407,8 @@ func (r *windowsNodeResource) Create(ctx context.Context, req resource.CreateReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx = tflog.MaskAllFieldValuesStrings(tflog.MaskMessageStrings(ctx, secret), secret)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := serverContext(ctx, &m, secret, timeout)
 	defer cancel()
-	ctx = tflog.SetField(ctx, "host", m.Host.ValueString())
 
 	// Connect and check the server: every problem at once, before anything changes.
 	shell, closeShell, err := m.connect(ctx, secret)
@@ -594,68 +417,14 @@ func (r *windowsNodeResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	defer closeShell()
-	facts, err := servers.Inspect(ctx, shell)
-	if err != nil {
-		if remote.KindOf(err) != 0 {
-			resp.Diagnostics.Append(m.connectionError(err)...)
-		} else {
-			resp.Diagnostics.AddAttributeError(path.Root("host"), "Cannot Inspect the Server", err.Error())
-		}
+	facts, install, manifest, d := m.checkServer(ctx, shell)
+	if resp.Diagnostics.Append(d...); resp.Diagnostics.HasError() {
 		return
 	}
-	install, err := m.install()
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(pathInstall.AtName("release"), "Invalid Release", err.Error())
+	node, d := r.nodeToJoin(ctx, &m, shell, facts, install, manifest)
+	if resp.Diagnostics.Append(d...); resp.Diagnostics.HasError() {
 		return
 	}
-	var plan *v1alpha1.ImageManifest
-	if install != nil {
-		plan = &install.Plan
-	}
-	if problems := servers.Check(facts, plan); len(problems) > 0 {
-		for _, p := range problems {
-			resp.Diagnostics.AddAttributeError(path.Root("host"), p.Summary, p.Detail+" Nothing was changed on the server.")
-		}
-		return
-	}
-	manifest := plan
-	if manifest == nil {
-		if manifest, err = servers.ReadManifest(ctx, shell); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("host"), "Cannot Read the Server's Image", err.Error())
-			return
-		}
-	}
-	if !known(m.NodeName) {
-		m.NodeName = types.StringValue(strings.ToLower(facts.ComputerName))
-		if resp.Diagnostics.Append(checkNodeName(m.NodeName.ValueString(), path.Root("node_name"))...); resp.Diagnostics.HasError() {
-			return
-		}
-	}
-	m.ID = m.NodeName
-	node, conn, d := r.node(ctx, &m, shell)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	at := pathInstall.AtName("release")
-	if install == nil {
-		at = path.Root("host")
-	}
-	resp.Diagnostics.Append(checkSkew(manifest, conn.facts.Version, at)...)
-	cfg, d := m.settings().nodeConfig(ctx, manifest.Runtime.Name, conn.facts)
-	resp.Diagnostics.Append(d...)
-	if known(m.InterfaceName) {
-		cfg.Network.InterfaceName = m.InterfaceName.ValueString()
-	}
-	cfg.Node.Name = m.ID.ValueString()
-	cfg.Cluster.BootstrapToken = placeholderToken
-	resp.Diagnostics.Append(checkNodeConfig(cfg, manifest, m.attributeOf)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	node.Config, node.Install = *cfg, install
-	m.Ready, m.WindowsBuild = types.BoolValue(false), types.Int64Value(int64(facts.Build))
-	m.KubernetesVer, m.Runtime = types.StringValue(manifest.KubernetesVersion), types.StringValue(string(manifest.Runtime.Name))
 
 	// The first change: from here on, the state is saved whatever happens, so that a destroy
 	// (or the replacement of a tainted node) returns the server to where it was.
@@ -671,26 +440,91 @@ func (r *windowsNodeResource) Create(ctx context.Context, req resource.CreateReq
 	m.Ready = types.BoolValue(true)
 }
 
-// commandError turns a failure on the server or in the cluster into a diagnostic.
-func commandError(err error) diag.Diagnostics {
+// serverContext is the context of a create or destroy on the server: the secret masked in the
+// provider's log, the operation's timeout, and the host a field of every log line.
+func serverContext(ctx context.Context, m *windowsNodeModel, secret string, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx = tflog.MaskAllFieldValuesStrings(tflog.MaskMessageStrings(ctx, secret), secret)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return tflog.SetField(ctx, "host", m.Host.ValueString()), cancel
+}
+
+// checkServer inspects the server and checks it against the release to install, or reads the
+// image it was created from: every problem at once, changing nothing.
+func (m *windowsNodeModel) checkServer(ctx context.Context, shell guest.Shell) (
+	guest.Facts, *guest.Install, *v1alpha1.ImageManifest, diag.Diagnostics,
+) {
 	var diags diag.Diagnostics
-	var je *pool.JoinError
-	var exit *guest.ExitError
-	switch {
-	case errors.As(err, &je):
-		detail := je.Error()
-		if je.Log != "" {
-			detail += "\n\nLast lines of nodeboot's output:\n" + je.Log
+	facts, err := servers.Inspect(ctx, shell)
+	if err != nil {
+		if remote.KindOf(err) != 0 {
+			diags.Append(m.connectionError(err)...)
+		} else {
+			diags.AddAttributeError(path.Root("host"), "Cannot Inspect the Server", err.Error())
 		}
-		diags.AddError("Node Failed to Join", detail)
-	case errors.As(err, &exit):
-		diags.AddError("Command Failed on the Server", err.Error())
-	case remote.KindOf(err) != 0:
-		diags.AddError("Lost the Connection to the Server", err.Error())
-	default:
-		diags.AddError("Cannot Join the Server", err.Error())
+		return facts, nil, nil, diags
 	}
-	return diags
+	install, err := m.install()
+	if err != nil {
+		diags.AddAttributeError(pathInstall.AtName("release"), "Invalid Release", err.Error())
+		return facts, nil, nil, diags
+	}
+	var plan *v1alpha1.ImageManifest
+	if install != nil {
+		plan = &install.Plan
+	}
+	if problems := servers.Check(facts, plan); len(problems) > 0 {
+		for _, p := range problems {
+			diags.AddAttributeError(path.Root("host"), p.Summary, p.Detail+" Nothing was changed on the server.")
+		}
+		return facts, nil, nil, diags
+	}
+	manifest := plan
+	if manifest == nil {
+		if manifest, err = servers.ReadManifest(ctx, shell); err != nil {
+			diags.AddAttributeError(path.Root("host"), "Cannot Read the Server's Image", err.Error())
+		}
+	}
+	return facts, install, manifest, diags
+}
+
+// nodeToJoin names the node, builds its NodeConfig for its cluster and checks it, and fills in
+// the computed attributes the node joins with.
+func (r *windowsNodeResource) nodeToJoin(ctx context.Context, m *windowsNodeModel, shell guest.Shell, facts guest.Facts,
+	install *guest.Install, manifest *v1alpha1.ImageManifest,
+) (*servers.Node, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	if !known(m.NodeName) {
+		m.NodeName = types.StringValue(strings.ToLower(facts.ComputerName))
+		if diags.Append(checkNodeName(m.NodeName.ValueString(), path.Root("node_name"))...); diags.HasError() {
+			return nil, diags
+		}
+	}
+	m.ID = m.NodeName
+	node, conn, d := r.node(ctx, m, shell)
+	diags.Append(d...)
+	if diags.HasError() {
+		return nil, diags
+	}
+	at := pathInstall.AtName("release")
+	if install == nil {
+		at = path.Root("host")
+	}
+	diags.Append(checkSkew(manifest, conn.facts.Version, at)...)
+	cfg, d := m.settings().nodeConfig(ctx, manifest.Runtime.Name, conn.facts)
+	diags.Append(d...)
+	if known(m.InterfaceName) {
+		cfg.Network.InterfaceName = m.InterfaceName.ValueString()
+	}
+	cfg.Node.Name = m.ID.ValueString()
+	cfg.Cluster.BootstrapToken = placeholderToken
+	diags.Append(checkNodeConfig(cfg, manifest, m.attributeOf)...)
+	if diags.HasError() {
+		return nil, diags
+	}
+	node.Config, node.Install = *cfg, install
+	m.Ready, m.WindowsBuild = types.BoolValue(false), types.Int64Value(int64(facts.Build))
+	m.KubernetesVer, m.Runtime = types.StringValue(manifest.KubernetesVersion), types.StringValue(string(manifest.Runtime.Name))
+	return node, diags
 }
 
 func (r *windowsNodeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -742,10 +576,8 @@ func (r *windowsNodeResource) Delete(ctx context.Context, req resource.DeleteReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx = tflog.MaskAllFieldValuesStrings(tflog.MaskMessageStrings(ctx, secret), secret)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := serverContext(ctx, &m, secret, timeout)
 	defer cancel()
-	ctx = tflog.SetField(ctx, "host", m.Host.ValueString())
 	shell, closeShell, err := m.connect(ctx, secret)
 	if err != nil {
 		resp.Diagnostics.Append(m.connectionError(err)...)
