@@ -114,9 +114,17 @@ func (r *windowsNodeResource) Metadata(_ context.Context, req resource.MetadataR
 
 func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	optional := func(desc string) schema.StringAttribute {
-		return schema.StringAttribute{Optional: true, Description: desc}
+		return schema.StringAttribute{
+			Optional:    true,
+			Description: desc,
+		}
 	}
-	flag := func(desc string) schema.BoolAttribute { return schema.BoolAttribute{Optional: true, Description: desc} }
+	flag := func(desc string) schema.BoolAttribute {
+		return schema.BoolAttribute{
+			Optional:    true,
+			Description: desc,
+		}
+	}
 	computed := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	resp.Schema = schema.Schema{
 		Description: "An existing Windows Server (on-premises, vSphere, another cloud) joined to a cluster as a node, reached over WinRM or SSH: " +
@@ -137,31 +145,59 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 			defaultPrivateKeyEnv + "`), which also stands in for the write-only attribute when that is not set.",
 		Blocks: map[string]schema.Block{
 			"winrm": schema.SingleNestedBlock{
-				Description: "Reach the server over WinRM: HTTPS with the certificate checked, unless an insecure_ option says otherwise. Set this block or `ssh`.",
+				Description: "Reach the server over WinRM: HTTPS with the certificate checked, unless an insecure_ option says otherwise. Set this block or " +
+					"`ssh`.",
 				Attributes: map[string]schema.Attribute{
-					"port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
-						Description: fmt.Sprintf("WinRM port. Default `%d`, or `%d` with `insecure_use_http`.", winrmHTTPSPort, winrmHTTPPort)},
+					"port": schema.Int64Attribute{
+						Optional:    true,
+						Validators:  []validator.Int64{int64validator.Between(1, 65535)},
+						Description: fmt.Sprintf("WinRM port. Default `%d`, or `%d` with `insecure_use_http`.", winrmHTTPSPort, winrmHTTPPort),
+					},
 					"user": optional("User to log in as (required), an administrator of the server: `Administrator`, `SERVER\\user` or `DOMAIN\\user`."),
-					"password_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
-						Description: "The user's password, write-only: never in the plan or state. Default: the environment variable named by `password_env`, which a destroy always reads."},
-					"password_env": optional("Environment variable holding the password, for a destroy (Terraform gives it no configuration) and when `password_wo` is not set. Default `" + defaultPasswordEnv + "`."),
-					"auth": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf(remote.AuthNTLM, remote.AuthBasic)},
-						Description: "`ntlm` (default: WinRM's Negotiate for local accounts, the password never sent) or `basic` (the server must allow Basic authentication; refused over plain HTTP)."},
-					"ca_certificate":           optional("PEM certificates of the CAs that may sign the server's certificate. Default: the system's trusted CAs."),
-					"tls_server_name":          optional("Name the server's certificate must carry, when it is not `host` (connecting by IP address to a certificate with a DNS name)."),
-					"insecure_skip_tls_verify": flag("Accept any certificate from the server, so that anyone on the network path can pose as it and read the password and bootstrap token. For test networks only."),
-					"insecure_use_http":        flag("Use plain HTTP (`winrm quickconfig` without `-transport:https`): nothing is encrypted, the bootstrap token travels in the clear. Basic authentication is refused over it. For test networks only."),
+					"password_wo": schema.StringAttribute{
+						Optional:  true,
+						Sensitive: true,
+						WriteOnly: true,
+						Description: "The user's password, write-only: never in the plan or state. Default: the environment variable named by `password_env`, which " +
+							"a destroy always reads.",
+					},
+					"password_env": optional("Environment variable holding the password, for a destroy (Terraform gives it no configuration) and when " +
+						"`password_wo` is not set. Default `" + defaultPasswordEnv + "`."),
+					"auth": schema.StringAttribute{
+						Optional:   true,
+						Validators: []validator.String{stringvalidator.OneOf(remote.AuthNTLM, remote.AuthBasic)},
+						Description: "`ntlm` (default: WinRM's Negotiate for local accounts, the password never sent) or `basic` (the server must allow Basic " +
+							"authentication; refused over plain HTTP).",
+					},
+					"ca_certificate": optional("PEM certificates of the CAs that may sign the server's certificate. Default: the system's trusted CAs."),
+					"tls_server_name": optional("Name the server's certificate must carry, when it is not `host` (connecting by IP address to a " +
+						"certificate with a DNS name)."),
+					"insecure_skip_tls_verify": flag("Accept any certificate from the server, so that anyone on the network path can pose as it and read the " +
+						"password and bootstrap token. For test networks only."),
+					"insecure_use_http": flag("Use plain HTTP (`winrm quickconfig` without `-transport:https`): nothing is encrypted, the bootstrap token " +
+						"travels in the clear. Basic authentication is refused over it. For test networks only."),
 				},
 			},
 			"ssh": schema.SingleNestedBlock{
 				Description: "Reach the server over SSH (Windows Server's OpenSSH) with a key, the server's host key checked. Set this block or `winrm`.",
 				Attributes: map[string]schema.Attribute{
-					"port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)}, Description: fmt.Sprintf("SSH port. Default `%d`.", sshPort)},
+					"port": schema.Int64Attribute{
+						Optional:    true,
+						Validators:  []validator.Int64{int64validator.Between(1, 65535)},
+						Description: fmt.Sprintf("SSH port. Default `%d`.", sshPort),
+					},
 					"user": optional("User to log in as (required), an administrator of the server."),
-					"private_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
-						Description: "The user's private key (PEM or OpenSSH format), write-only: never in the plan or state. Default: the environment variable named by `private_key_env`, which a destroy always reads."},
-					"private_key_env":          optional("Environment variable holding the private key, for a destroy (Terraform gives it no configuration) and when `private_key_wo` is not set. Default `" + defaultPrivateKeyEnv + "`."),
-					"host_key":                 optional("The server's public host key, as in known_hosts without the host name (`ssh-ed25519 AAAA...`; `ssh-keyscan -t ed25519 <host>` prints it). Required unless `insecure_ignore_host_key`."),
+					"private_key_wo": schema.StringAttribute{
+						Optional:  true,
+						Sensitive: true,
+						WriteOnly: true,
+						Description: "The user's private key (PEM or OpenSSH format), write-only: never in the plan or state. Default: the environment variable " +
+							"named by `private_key_env`, which a destroy always reads.",
+					},
+					"private_key_env": optional("Environment variable holding the private key, for a destroy (Terraform gives it no configuration) and " +
+						"when `private_key_wo` is not set. Default `" + defaultPrivateKeyEnv + "`."),
+					"host_key": optional("The server's public host key, as in known_hosts without the host name (`ssh-ed25519 AAAA...`; " +
+						"`ssh-keyscan -t ed25519 <host>` prints it). Required unless `insecure_ignore_host_key`."),
 					"insecure_ignore_host_key": flag("Accept any host key, so that anyone on the network path can pose as the server. For test networks only."),
 				},
 			},
@@ -169,40 +205,82 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Description: "Install the kubewin payload on the server, as the Packer provisioner bakes an image: every file verified by its sha256, then " +
 					"`nodeboot bake`. Destroying the node removes it again. Without this block the server must have been created from a kubewin image.",
 				Attributes: map[string]schema.Attribute{
-					"release": optional("The bake plan (required): an image manifest in JSON whose files carry their source URLs, as the `kubewin-release` Packer data source's `manifest` resolves it. Its Windows build must be the server's."),
-					"transfer": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf(guest.GuestFetch, guest.HostCache)},
-						Description: "`guest-fetch` (default: the server downloads every file itself, from its source or `mirror`) or `host-cache` (the Terraform host downloads into `cache_dir` and uploads: for servers without Internet access)."},
-					"mirror":    optional("With `guest-fetch`, fetch every file from `<mirror>/<path>` instead of its source URL."),
-					"parallel":  schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 64)}, Description: "With `guest-fetch`, how many files the server downloads at once. Default `4`."},
+					"release": optional("The bake plan (required): an image manifest in JSON whose files carry their source URLs, as the `kubewin-release` Packer " +
+						"data source's `manifest` resolves it. Its Windows build must be the server's."),
+					"transfer": schema.StringAttribute{
+						Optional:   true,
+						Validators: []validator.String{stringvalidator.OneOf(guest.GuestFetch, guest.HostCache)},
+						Description: "`guest-fetch` (default: the server downloads every file itself, from its source or `mirror`) or `host-cache` (the Terraform " +
+							"host downloads into `cache_dir` and uploads: for servers without Internet access).",
+					},
+					"mirror": optional("With `guest-fetch`, fetch every file from `<mirror>/<path>` instead of its source URL."),
+					"parallel": schema.Int64Attribute{
+						Optional:    true,
+						Validators:  []validator.Int64{int64validator.Between(1, 64)},
+						Description: "With `guest-fetch`, how many files the server downloads at once. Default `4`.",
+					},
 					"cache_dir": optional("With `host-cache`, the cache directory. Default: `kubewin/terraform` in the user's cache directory."),
 				},
 			},
 			"simulated": schema.SingleNestedBlock{
-				Description: "The server is a **simulated** Windows machine (nodeboot's sim platform, as the local backend's) in a directory of a POSIX host reached over `ssh`: " +
-					"for development and tests. It runs no containers, so it joins only a `kubewin_cluster` of the local backend unless `" + simulatedOptIn + "` is set.",
+				Description: "The server is a **simulated** Windows machine (nodeboot's sim platform, as the local backend's) in a directory of a POSIX host " +
+					"reached over `ssh`: " +
+					"for development and tests. It runs no containers, so it joins only a `kubewin_cluster` of the local backend unless `" + simulatedOptIn + "` " +
+					"is set.",
 				Attributes: map[string]schema.Attribute{
-					"root":         optional("The simulated machine's directory on the host (required): its system drive, with its description in `sim/machine.json`."),
-					"nodeboot":     optional("The nodeboot binary on the host that runs the simulated machine (required)."),
-					simulatedOptIn: flag("Let the simulated node join the cluster of the provider's `kubernetes` block, a cluster kubewin did not create, whose scheduler will place pods on it that never run. For scratch clusters only."),
+					"root": optional("The simulated machine's directory on the host (required): its system drive, with its description in " +
+						"`sim/machine.json`."),
+					"nodeboot": optional("The nodeboot binary on the host that runs the simulated machine (required)."),
+					simulatedOptIn: flag("Let the simulated node join the cluster of the provider's `kubernetes` block, a cluster kubewin did not create, whose " +
+						"scheduler will place pods on it that never run. For scratch clusters only."),
 				},
 			},
 		},
 		Attributes: attributes(nodeAttributes(), map[string]schema.Attribute{
-			"host": schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
-				Description: "The server's address: a DNS name or an IP address. Changing it replaces the node."},
-			"cluster_id": schema.StringAttribute{Optional: true,
-				Description: "The `id` of the `kubewin_cluster` the node joins. Without it the node joins the cluster of the provider's `kubernetes` block."},
-			"node_name": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: computed,
-				Description: "The Node's name, a DNS label. Default: the server's computer name, lower-cased."},
-			"interface_name": schema.StringAttribute{Optional: true,
-				Description: "The server's network adapter the pod network binds to and the node's address is taken from (`Get-NetAdapter` lists them). Default `" + v1alpha1.DefaultInterfaceName + "`."},
-			"timeouts":      timeouts.Attributes(ctx, timeouts.Opts{Create: true, Delete: true}),
-			"id":            schema.StringAttribute{Computed: true, PlanModifiers: computed, Description: "The node's name."},
-			"ready":         schema.BoolAttribute{Computed: true, Description: "Whether the Node is Ready: false (a replacement on the next plan) when it is gone or NotReady."},
-			"windows_build": schema.Int64Attribute{Computed: true, Description: "The server's Windows build."},
-			"kubernetes_version": schema.StringAttribute{Computed: true, PlanModifiers: computed,
-				Description: "The Kubernetes version of the node's kubelet (the image's)."},
-			"runtime": schema.StringAttribute{Computed: true, PlanModifiers: computed, Description: "The node's container runtime."},
+			"host": schema.StringAttribute{
+				Required:    true,
+				Validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
+				Description: "The server's address: a DNS name or an IP address. Changing it replaces the node.",
+			},
+			"cluster_id": schema.StringAttribute{
+				Optional:    true,
+				Description: "The `id` of the `kubewin_cluster` the node joins. Without it the node joins the cluster of the provider's `kubernetes` block.",
+			},
+			"node_name": schema.StringAttribute{
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: computed,
+				Description:   "The Node's name, a DNS label. Default: the server's computer name, lower-cased.",
+			},
+			"interface_name": schema.StringAttribute{
+				Optional: true,
+				Description: "The server's network adapter the pod network binds to and the node's address is taken from (`Get-NetAdapter` lists them). " +
+					"Default `" + v1alpha1.DefaultInterfaceName + "`.",
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Delete: true}),
+			"id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: computed,
+				Description:   "The node's name.",
+			},
+			"ready": schema.BoolAttribute{
+				Computed:    true,
+				Description: "Whether the Node is Ready: false (a replacement on the next plan) when it is gone or NotReady.",
+			},
+			"windows_build": schema.Int64Attribute{
+				Computed:    true,
+				Description: "The server's Windows build.",
+			},
+			"kubernetes_version": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: computed,
+				Description:   "The Kubernetes version of the node's kubelet (the image's).",
+			},
+			"runtime": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: computed,
+				Description:   "The node's container runtime.",
+			},
 		}),
 	}
 }
@@ -234,19 +312,22 @@ func (m *windowsNodeModel) check() diag.Diagnostics {
 	if in := m.Install; in != nil {
 		switch {
 		case in.Release.IsNull():
-			diags.AddAttributeError(pathInstall.AtName("release"), "Missing Release", "Set install.release to a bake plan: the manifest a kubewin-release data source resolves (an image manifest in JSON).")
+			diags.AddAttributeError(pathInstall.AtName("release"), "Missing Release", "Set install.release to a bake plan: the manifest a kubewin-release "+
+				"data source resolves (an image manifest in JSON).")
 		case known(in.Release):
 			if _, err := api.LoadImageManifest([]byte(in.Release.ValueString())); err != nil {
 				diags.AddAttributeError(pathInstall.AtName("release"), "Invalid Release", fmt.Sprintf("install.release is not a kubewin bake plan: %s.", err))
 			}
 		}
 		if known(in.Mirror) && in.Transfer.ValueString() == guest.HostCache {
-			diags.AddAttributeError(pathInstall.AtName("mirror"), "Mirror Without Guest Fetch", "mirror is where the server fetches files (transfer = \"guest-fetch\"); with host-cache, point the release's URLs at the mirror instead.")
+			diags.AddAttributeError(pathInstall.AtName("mirror"), "Mirror Without Guest Fetch", "mirror is where the server fetches files (transfer = "+
+				"\"guest-fetch\"); with host-cache, point the release's URLs at the mirror instead.")
 		}
 	}
 	if sim := m.Simulated; sim != nil {
 		if sim.Root.IsNull() || sim.Nodeboot.IsNull() {
-			diags.AddAttributeError(pathSimulate, "Incomplete Simulated Machine", "Set simulated.root (the machine's directory) and simulated.nodeboot (the nodeboot binary that runs it).")
+			diags.AddAttributeError(pathSimulate, "Incomplete Simulated Machine", "Set simulated.root (the machine's directory) and simulated.nodeboot (the "+
+				"nodeboot binary that runs it).")
 		}
 		if m.WinRM != nil {
 			diags.AddAttributeError(pathSimulate, "Simulated Machine Over WinRM", "A simulated machine lives on a POSIX host: reach it with the ssh block.")
@@ -275,13 +356,21 @@ func checkNodeName(name string, at path.Path) diag.Diagnostics {
 		errs = append(errs, fmt.Sprintf("must be no more than %d characters", maxNodeName))
 	}
 	if len(errs) > 0 {
-		diags.AddAttributeError(at, "Invalid Node Name", fmt.Sprintf("Node name %q: %s. Set node_name to a lower-case DNS label, such as the server's computer name.", name, strings.Join(errs, "; ")))
+		diags.AddAttributeError(at, "Invalid Node Name", fmt.Sprintf("Node name %q: %s. Set node_name to a lower-case DNS label, such as the server's "+
+			"computer name.", name, strings.Join(errs, "; ")))
 	}
 	return diags
 }
 
 // replacing are the attributes whose change replaces the node (it joins again).
-var replacing = append([]path.Path{path.Root("host"), path.Root("cluster_id"), path.Root("node_name"), path.Root("interface_name"), pathInstall, pathSimulate}, nodeSettingsPaths...)
+var replacing = append([]path.Path{
+	path.Root("host"),
+	path.Root("cluster_id"),
+	path.Root("node_name"),
+	path.Root("interface_name"),
+	pathInstall,
+	pathSimulate,
+}, nodeSettingsPaths...)
 
 // ModifyPlan replaces the node when what it joined with changes, or when it is gone or
 // NotReady, and checks the node settings against the release to install.
@@ -377,7 +466,13 @@ func (m *windowsNodeModel) install() (*guest.Install, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &guest.Install{Plan: *plan, Transfer: in.Transfer.ValueString(), Mirror: in.Mirror.ValueString(), Parallel: int(in.Parallel.ValueInt64()), CacheDir: in.CacheDir.ValueString()}
+	out := &guest.Install{
+		Plan:     *plan,
+		Transfer: in.Transfer.ValueString(),
+		Mirror:   in.Mirror.ValueString(),
+		Parallel: int(in.Parallel.ValueInt64()),
+		CacheDir: in.CacheDir.ValueString(),
+	}
 	if out.Transfer == "" {
 		out.Transfer = guest.GuestFetch
 	}

@@ -28,7 +28,8 @@ func (m *windowsNodeModel) connectionError(err error) diag.Diagnostics {
 		if ssh {
 			fix = "that the OpenSSH server runs (`Add-WindowsCapability -Online -Name OpenSSH.Server~~~~0.0.1.0; Start-Service sshd`)"
 		}
-		diags.AddAttributeError(path.Root("host"), "Cannot Reach the Server", fmt.Sprintf("%s.\n\nCheck host and %s.port, that the server is up, %s, and that no firewall is in the way. Nothing was changed on the server.", err, conn, fix))
+		diags.AddAttributeError(path.Root("host"), "Cannot Reach the Server", fmt.Sprintf("%s.\n\nCheck host and %s.port, that the server is up, %s, and "+
+			"that no firewall is in the way. Nothing was changed on the server.", err, conn, fix))
 	case remote.Unauthorized:
 		fix := fmt.Sprintf("Check winrm.user and the password (winrm.password_wo, or $%s). With auth = \"basic\" the server must allow it "+
 			"(`winrm set winrm/config/service/auth @{Basic=\"true\"}`); a local account other than the built-in Administrator also needs "+
@@ -37,7 +38,8 @@ func (m *windowsNodeModel) connectionError(err error) diag.Diagnostics {
 			fix = fmt.Sprintf("Check ssh.user and the key (ssh.private_key_wo, or $%s): its public key must be in the user's authorized keys "+
 				"(for administrators, C:\\ProgramData\\ssh\\administrators_authorized_keys).", m.sshEnv())
 		}
-		diags.AddAttributeError(conn.AtName("user"), "Server Refused the Credentials", fmt.Sprintf("%s.\n\n%s Nothing was changed on the server.", err, fix))
+		diags.AddAttributeError(conn.AtName("user"), "Server Refused the Credentials", fmt.Sprintf("%s.\n\n%s Nothing was changed on the "+
+			"server.", err, fix))
 	case remote.Untrusted:
 		if ssh {
 			diags.AddAttributeError(conn.AtName("host_key"), "Unexpected Host Key", fmt.Sprintf("%s.\n\nIf the server's key changed on purpose, "+

@@ -117,7 +117,8 @@ func (m *windowsNodeModel) checkTransport() diag.Diagnostics {
 	var diags diag.Diagnostics
 	switch {
 	case m.WinRM == nil && m.SSH == nil:
-		diags.AddAttributeError(pathWinRM, "Missing Connection", "Say how to reach the server: a winrm block (WinRM over HTTPS, user and password) or an ssh block (OpenSSH, user and key).")
+		diags.AddAttributeError(pathWinRM, "Missing Connection", "Say how to reach the server: a winrm block (WinRM over HTTPS, user and password) or an "+
+			"ssh block (OpenSSH, user and key).")
 	case m.WinRM != nil && m.SSH != nil:
 		diags.AddAttributeError(pathSSH, "Conflicting Connections", "Set either the winrm block or the ssh block, not both.")
 	}
@@ -132,7 +133,8 @@ func (m *windowsNodeModel) checkTransport() diag.Diagnostics {
 		}
 		if http && (known(w.CACertificate) || known(w.TLSServerName) || w.InsecureSkipTLSVerify.ValueBool()) {
 			diags.AddAttributeError(pathWinRM.AtName("insecure_use_http"), "TLS Settings Without TLS",
-				"insecure_use_http turns TLS off, so ca_certificate, tls_server_name and insecure_skip_tls_verify have nothing to apply to. Remove them, or remove insecure_use_http.")
+				"insecure_use_http turns TLS off, so ca_certificate, tls_server_name and insecure_skip_tls_verify have nothing to apply to. Remove them, or "+
+					"remove insecure_use_http.")
 		}
 		if w.InsecureSkipTLSVerify.ValueBool() && known(w.CACertificate) {
 			diags.AddAttributeError(pathWinRM.AtName("insecure_skip_tls_verify"), "Conflicting Certificate Settings",
@@ -149,7 +151,8 @@ func (m *windowsNodeModel) checkTransport() diag.Diagnostics {
 				"Set ssh.host_key to the server's public host key, which `ssh-keyscan -t ed25519 <host>` prints (without the host name), so that "+
 					"kubewin knows it talks to the server and not to someone posing as it. On a test network, ssh.insecure_ignore_host_key = true accepts any key.")
 		case known(s.HostKey) && ignore:
-			diags.AddAttributeError(pathSSH.AtName("insecure_ignore_host_key"), "Conflicting Host Key Settings", "host_key is set and insecure_ignore_host_key would not check it. Remove one.")
+			diags.AddAttributeError(pathSSH.AtName("insecure_ignore_host_key"), "Conflicting Host Key Settings", "host_key is set and "+
+				"insecure_ignore_host_key would not check it. Remove one.")
 		}
 	}
 	return diags
