@@ -67,24 +67,59 @@ func (d *imageManifestDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				Optional:    true,
 				Validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
-			"id":                  schema.StringAttribute{Computed: true, Description: "sha256 of the manifest document: it changes whenever the image's contents do."},
-			"windows_build":       schema.Int64Attribute{Computed: true, Description: fmt.Sprintf("Windows Server build of the image: one of %v.", v1alpha1.WindowsBuilds)},
-			"windows_release":     schema.StringAttribute{Computed: true, Description: "Windows Server release of the image: `2019`, `2022` or `2025`."},
-			"kubernetes_version":  schema.StringAttribute{Computed: true, Description: "Version of the kubelet and kube-proxy in the image, e.g. `v1.36.2`."},
-			"runtime":             schema.StringAttribute{Computed: true, Description: "Container runtime of the image: `containerd` or `docker`."},
-			"runtime_version":     schema.StringAttribute{Computed: true, Description: "Version of the container runtime."},
-			"cri_dockerd_version": schema.StringAttribute{Computed: true, Description: "Version of cri-dockerd, with the `docker` runtime; null otherwise."},
-			"pause_image":         schema.StringAttribute{Computed: true, Description: "Reference of the pause (sandbox) image imported into the runtime."},
-			"pause_image_digest":  schema.StringAttribute{Computed: true, Description: "Digest of the imported pause image."},
-			"nodeboot_version":    schema.StringAttribute{Computed: true, Description: "Version of nodeboot in the image."},
+			"id": schema.StringAttribute{
+				Computed:    true,
+				Description: "sha256 of the manifest document: it changes whenever the image's contents do.",
+			},
+			"windows_build": schema.Int64Attribute{
+				Computed:    true,
+				Description: fmt.Sprintf("Windows Server build of the image: one of %v.", v1alpha1.WindowsBuilds),
+			},
+			"windows_release": schema.StringAttribute{
+				Computed:    true,
+				Description: "Windows Server release of the image: `2019`, `2022` or `2025`.",
+			},
+			"kubernetes_version": schema.StringAttribute{
+				Computed:    true,
+				Description: "Version of the kubelet and kube-proxy in the image, e.g. `v1.36.2`.",
+			},
+			"runtime": schema.StringAttribute{
+				Computed:    true,
+				Description: "Container runtime of the image: `containerd` or `docker`.",
+			},
+			"runtime_version": schema.StringAttribute{
+				Computed:    true,
+				Description: "Version of the container runtime.",
+			},
+			"cri_dockerd_version": schema.StringAttribute{
+				Computed:    true,
+				Description: "Version of cri-dockerd, with the `docker` runtime; null otherwise.",
+			},
+			"pause_image": schema.StringAttribute{
+				Computed:    true,
+				Description: "Reference of the pause (sandbox) image imported into the runtime.",
+			},
+			"pause_image_digest": schema.StringAttribute{
+				Computed:    true,
+				Description: "Digest of the imported pause image.",
+			},
+			"nodeboot_version": schema.StringAttribute{
+				Computed:    true,
+				Description: "Version of nodeboot in the image.",
+			},
 			"files": schema.ListNestedAttribute{
 				Computed:    true,
 				Description: "Every file of the image's payload.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"path":   schema.StringAttribute{Computed: true, Description: "Path relative to the payload root."},
-					"sha256": schema.StringAttribute{Computed: true, Description: "Lower-case hex sha256 of the content."},
-					"size":   schema.Int64Attribute{Computed: true, Description: "Size in bytes."},
-				}},
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{"path": schema.StringAttribute{
+					Computed:    true,
+					Description: "Path relative to the payload root.",
+				}, "sha256": schema.StringAttribute{
+					Computed:    true,
+					Description: "Lower-case hex sha256 of the content.",
+				}, "size": schema.Int64Attribute{
+					Computed:    true,
+					Description: "Size in bytes.",
+				}}},
 			},
 		},
 	}

@@ -42,11 +42,27 @@ func (e *clusterCredentialsEphemeral) Schema(_ context.Context, _ ephemeral.Sche
 			"certificate valid for an hour, signed for a key made in the provider's memory by the cluster's CSR API through a run command " +
 			"on a control plane (in group `kubeadm:cluster-admins`).",
 		Attributes: map[string]schema.Attribute{
-			"cluster_id":             schema.StringAttribute{Required: true, Description: "The `id` of the `kubewin_cluster`."},
-			"host":                   schema.StringAttribute{Computed: true, Description: "API server URL."},
-			"cluster_ca_certificate": schema.StringAttribute{Computed: true, Description: "Cluster CA certificate (PEM)."},
-			"client_certificate":     schema.StringAttribute{Computed: true, Description: "Client certificate (PEM) of the admin credential."},
-			"client_key":             schema.StringAttribute{Computed: true, Sensitive: true, Description: "Client key (PEM) of the admin credential."},
+			"cluster_id": schema.StringAttribute{
+				Required:    true,
+				Description: "The `id` of the `kubewin_cluster`.",
+			},
+			"host": schema.StringAttribute{
+				Computed:    true,
+				Description: "API server URL.",
+			},
+			"cluster_ca_certificate": schema.StringAttribute{
+				Computed:    true,
+				Description: "Cluster CA certificate (PEM).",
+			},
+			"client_certificate": schema.StringAttribute{
+				Computed:    true,
+				Description: "Client certificate (PEM) of the admin credential.",
+			},
+			"client_key": schema.StringAttribute{
+				Computed:    true,
+				Sensitive:   true,
+				Description: "Client key (PEM) of the admin credential.",
+			},
 		},
 	}
 }

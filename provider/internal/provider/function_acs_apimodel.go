@@ -23,7 +23,13 @@ var (
 	listOfStrings = types.ListType{ElemType: types.StringType}
 	mapOfStrings  = types.MapType{ElemType: types.StringType}
 	machineTypes  = func(count string) map[string]attr.Type {
-		return map[string]attr.Type{count: types.Int64Type, "vm_size": types.StringType, "image_id": types.StringType, "zones": listOfStrings, "os_disk_size_gb": types.Int64Type}
+		return map[string]attr.Type{
+			count:             types.Int64Type,
+			"vm_size":         types.StringType,
+			"image_id":        types.StringType,
+			"zones":           listOfStrings,
+			"os_disk_size_gb": types.Int64Type,
+		}
 	}
 	acsClusterAzureTypes = map[string]attr.Type{
 		"dns_prefix": types.StringType, "api_server_access": types.StringType, "api_server_authorized_ip_ranges": listOfStrings,
@@ -72,8 +78,11 @@ func (f *acsAPIModelFunction) Definition(_ context.Context, _ function.Definitio
 			"`azure.admin_password_wo` (a kubewin cluster needs no service principal). Values the model leaves out are null, so that kubewin's " +
 			"defaults apply; a Kubernetes version kubewin does not support (acs-engine's were 1.6 to 1.15) is null with a warning: set " +
 			"`kubernetes_version` yourself.",
-		Parameters: []function.Parameter{function.StringParameter{Name: "api_model", MarkdownDescription: "The api model's JSON."}},
-		Return:     function.ObjectReturn{AttributeTypes: acsResultTypes},
+		Parameters: []function.Parameter{function.StringParameter{
+			Name:                "api_model",
+			MarkdownDescription: "The api model's JSON.",
+		}},
+		Return: function.ObjectReturn{AttributeTypes: acsResultTypes},
 	}
 }
 
@@ -131,21 +140,37 @@ func machinesValue(m *acsmodel.Machines, count string) types.Object {
 		return types.ObjectNull(t)
 	}
 	return types.ObjectValueMust(t, map[string]attr.Value{
-		count: acsNum(m.Count), "vm_size": acsStr(m.VMSize), "image_id": acsStr(m.ImageID), "zones": acsList(m.Zones), "os_disk_size_gb": acsNum(m.OSDiskSizeGB),
+		count:             acsNum(m.Count),
+		"vm_size":         acsStr(m.VMSize),
+		"image_id":        acsStr(m.ImageID),
+		"zones":           acsList(m.Zones),
+		"os_disk_size_gb": acsNum(m.OSDiskSizeGB),
 	})
 }
 
 func acsResultValue(r *acsmodel.Result) (types.Object, error) {
 	c := r.Cluster
 	azure := types.ObjectValueMust(acsClusterAzureTypes, map[string]attr.Value{
-		"dns_prefix": acsStr(c.DNSPrefix), "api_server_access": acsStr(c.APIServerAccess), "api_server_authorized_ip_ranges": acsList(c.APIServerAuthorizedIPRanges),
-		"vnet_cidr": acsStr(c.VNetCIDR), "master_subnet_id": acsStr(c.MasterSubnetID), "agent_subnet_id": acsStr(c.AgentSubnetID),
-		"admin_username": acsStr(c.AdminUsername), "ssh_public_keys": acsList(c.SSHPublicKeys), "tags": acsMap(c.Tags),
-		"masters": machinesValue(&c.Masters, "count"), "linux_pool": machinesValue(c.LinuxPool, "node_count"),
+		"dns_prefix":                      acsStr(c.DNSPrefix),
+		"api_server_access":               acsStr(c.APIServerAccess),
+		"api_server_authorized_ip_ranges": acsList(c.APIServerAuthorizedIPRanges),
+		"vnet_cidr":                       acsStr(c.VNetCIDR),
+		"master_subnet_id":                acsStr(c.MasterSubnetID),
+		"agent_subnet_id":                 acsStr(c.AgentSubnetID),
+		"admin_username":                  acsStr(c.AdminUsername),
+		"ssh_public_keys":                 acsList(c.SSHPublicKeys),
+		"tags":                            acsMap(c.Tags),
+		"masters":                         machinesValue(&c.Masters, "count"),
+		"linux_pool":                      machinesValue(c.LinuxPool, "node_count"),
 	})
 	cluster := types.ObjectValueMust(acsClusterTypes, map[string]attr.Value{
-		"name": acsStr(c.Name), "kubernetes_version": acsStr(c.KubernetesVersion), "orchestrator_version": acsStr(c.OrchestratorVersion),
-		"location": acsStr(c.Location), "cluster_cidr": acsStr(c.ClusterCIDR), "service_cidr": acsStr(c.ServiceCIDR), "azure": azure,
+		"name":                 acsStr(c.Name),
+		"kubernetes_version":   acsStr(c.KubernetesVersion),
+		"orchestrator_version": acsStr(c.OrchestratorVersion),
+		"location":             acsStr(c.Location),
+		"cluster_cidr":         acsStr(c.ClusterCIDR),
+		"service_cidr":         acsStr(c.ServiceCIDR),
+		"azure":                azure,
 	})
 	var pools []attr.Value
 	for _, p := range r.WindowsPools {
@@ -154,19 +179,38 @@ func acsResultValue(r *acsmodel.Result) (types.Object, error) {
 			price = types.Float64Value(*p.MaxBidPrice)
 		}
 		pa := types.ObjectValueMust(acsPoolAzureTypes, map[string]attr.Value{
-			"vm_size": acsStr(p.VMSize), "image_id": acsStr(p.ImageID), "subnet_id": acsStr(p.SubnetID), "zones": acsList(p.Zones),
-			"os_disk_size_gb": acsNum(p.OSDiskSizeGB), "os_disk_caching": acsStr(p.OSDiskCaching), "admin_username": acsStr(p.AdminUsername),
-			"priority": acsStr(p.Priority), "max_bid_price": price, "accelerated_networking_enabled": types.BoolValue(p.AcceleratedNetwork), "tags": acsMap(p.Tags),
+			"vm_size":                        acsStr(p.VMSize),
+			"image_id":                       acsStr(p.ImageID),
+			"subnet_id":                      acsStr(p.SubnetID),
+			"zones":                          acsList(p.Zones),
+			"os_disk_size_gb":                acsNum(p.OSDiskSizeGB),
+			"os_disk_caching":                acsStr(p.OSDiskCaching),
+			"admin_username":                 acsStr(p.AdminUsername),
+			"priority":                       acsStr(p.Priority),
+			"max_bid_price":                  price,
+			"accelerated_networking_enabled": types.BoolValue(p.AcceleratedNetwork),
+			"tags":                           acsMap(p.Tags),
 		})
 		pools = append(pools, types.ObjectValueMust(acsPoolTypes, map[string]attr.Value{
-			"name": acsStr(p.Name), "node_name_prefix": acsStr(p.NodeNamePrefix), "node_count": types.Int64Value(int64(p.NodeCount)), "max_pods": acsNum(p.MaxPods),
-			"labels": acsMap(p.Labels), "kubelet_extra_args": acsMap(p.KubeletExtraArgs), "azure": pa,
+			"name":               acsStr(p.Name),
+			"node_name_prefix":   acsStr(p.NodeNamePrefix),
+			"node_count":         types.Int64Value(int64(p.NodeCount)),
+			"max_pods":           acsNum(p.MaxPods),
+			"labels":             acsMap(p.Labels),
+			"kubelet_extra_args": acsMap(p.KubeletExtraArgs),
+			"azure":              pa,
 		}))
 	}
 	i := r.WindowsImage
 	image := types.ObjectValueMust(acsImageTypes, map[string]attr.Value{
-		"publisher": acsStr(i.Publisher), "offer": acsStr(i.Offer), "sku": acsStr(i.SKU), "version": acsStr(i.Version), "source_vhd_url": acsStr(i.SourceVHDURL),
-		"runtime": acsStr(i.Runtime), "docker_version": acsStr(i.DockerVersion), "pause_image": acsStr(i.PauseImage),
+		"publisher":      acsStr(i.Publisher),
+		"offer":          acsStr(i.Offer),
+		"sku":            acsStr(i.SKU),
+		"version":        acsStr(i.Version),
+		"source_vhd_url": acsStr(i.SourceVHDURL),
+		"runtime":        acsStr(i.Runtime),
+		"docker_version": acsStr(i.DockerVersion),
+		"pause_image":    acsStr(i.PauseImage),
 	})
 	warnings := append([]string(nil), r.Warnings...)
 	sort.Strings(warnings)
@@ -175,7 +219,10 @@ func acsResultValue(r *acsmodel.Result) (types.Object, error) {
 		wl = types.ListValueMust(types.StringType, nil)
 	}
 	out, diags := types.ObjectValue(acsResultTypes, map[string]attr.Value{
-		"cluster": cluster, "windows_pools": types.ListValueMust(types.ObjectType{AttrTypes: acsPoolTypes}, pools), "windows_image": image, "warnings": wl,
+		"cluster":       cluster,
+		"windows_pools": types.ListValueMust(types.ObjectType{AttrTypes: acsPoolTypes}, pools),
+		"windows_image": image,
+		"warnings":      wl,
 	})
 	if diags.HasError() {
 		return out, fmt.Errorf("build the result: %v", diags)

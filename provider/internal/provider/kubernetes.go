@@ -31,13 +31,36 @@ func kubernetesBlock() schema.Block {
 			"The local backend's simulated machines join such a cluster only with the pool's explicit opt-in " +
 			"(`local.join_simulated_nodes_to_existing_cluster`).",
 		Attributes: map[string]schema.Attribute{
-			"host":                   schema.StringAttribute{Optional: true, Description: "API server URL, `https://<host>:<port>`."},
-			"cluster_ca_certificate": schema.StringAttribute{Optional: true, Description: "Cluster CA certificate (PEM). Nodes pin it when they join."},
-			"token":                  schema.StringAttribute{Optional: true, Sensitive: true, Description: "Bearer token."},
-			"client_certificate":     schema.StringAttribute{Optional: true, Description: "Client certificate (PEM)."},
-			"client_key":             schema.StringAttribute{Optional: true, Sensitive: true, Description: "Client key (PEM)."},
-			"config_path":            schema.StringAttribute{Optional: true, Description: "Path of a kubeconfig file, instead of `host`."},
-			"config_context":         schema.StringAttribute{Optional: true, Description: "Context of the kubeconfig to use. Default: its current context."},
+			"host": schema.StringAttribute{
+				Optional:    true,
+				Description: "API server URL, `https://<host>:<port>`.",
+			},
+			"cluster_ca_certificate": schema.StringAttribute{
+				Optional:    true,
+				Description: "Cluster CA certificate (PEM). Nodes pin it when they join.",
+			},
+			"token": schema.StringAttribute{
+				Optional:    true,
+				Sensitive:   true,
+				Description: "Bearer token.",
+			},
+			"client_certificate": schema.StringAttribute{
+				Optional:    true,
+				Description: "Client certificate (PEM).",
+			},
+			"client_key": schema.StringAttribute{
+				Optional:    true,
+				Sensitive:   true,
+				Description: "Client key (PEM).",
+			},
+			"config_path": schema.StringAttribute{
+				Optional:    true,
+				Description: "Path of a kubeconfig file, instead of `host`.",
+			},
+			"config_context": schema.StringAttribute{
+				Optional:    true,
+				Description: "Context of the kubeconfig to use. Default: its current context.",
+			},
 		},
 	}
 }
@@ -57,7 +80,8 @@ func (k *kubernetesModel) restConfig() (*rest.Config, diag.Diagnostics) {
 			return nil, diags
 		}
 		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: k.ConfigPath.ValueString()}
-		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.ConfigContext.ValueString()}).ClientConfig()
+		overrides := &clientcmd.ConfigOverrides{CurrentContext: k.ConfigContext.ValueString()}
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 		if err != nil {
 			diags.AddAttributeError(at("config_path"), "Invalid Kubeconfig", fmt.Sprintf("Loading %s: %s.", k.ConfigPath.ValueString(), err))
 			return nil, diags
@@ -69,10 +93,12 @@ func (k *kubernetesModel) restConfig() (*rest.Config, diag.Diagnostics) {
 		return nil, diags
 	}
 	if !strings.HasPrefix(k.Host.ValueString(), "https://") {
-		diags.AddAttributeError(at("host"), "Invalid Host", fmt.Sprintf("host %q must be an https:// URL: nodes pin the cluster CA and never join over plain HTTP.", k.Host.ValueString()))
+		diags.AddAttributeError(at("host"), "Invalid Host", fmt.Sprintf("host %q must be an https:// URL: nodes pin the cluster CA and never join over "+
+			"plain HTTP.", k.Host.ValueString()))
 	}
 	if !set(k.ClusterCACertificate) {
-		diags.AddAttributeError(at("cluster_ca_certificate"), "Missing Cluster CA", "Set cluster_ca_certificate: nodes pin it when they join, and kubewin verifies the API server with it.")
+		diags.AddAttributeError(at("cluster_ca_certificate"), "Missing Cluster CA", "Set cluster_ca_certificate: nodes pin it when they join, and "+
+			"kubewin verifies the API server with it.")
 	}
 	token, cert := set(k.Token), set(k.ClientCertificate) || set(k.ClientKey)
 	switch {
@@ -90,7 +116,9 @@ func (k *kubernetesModel) restConfig() (*rest.Config, diag.Diagnostics) {
 		Host:        k.Host.ValueString(),
 		BearerToken: k.Token.ValueString(),
 		TLSClientConfig: rest.TLSClientConfig{
-			CAData: []byte(k.ClusterCACertificate.ValueString()), CertData: []byte(k.ClientCertificate.ValueString()), KeyData: []byte(k.ClientKey.ValueString()),
+			CAData:   []byte(k.ClusterCACertificate.ValueString()),
+			CertData: []byte(k.ClientCertificate.ValueString()),
+			KeyData:  []byte(k.ClientKey.ValueString()),
 		},
 	}, diags
 }

@@ -37,7 +37,13 @@ type nodeSettings struct {
 }
 
 // nodeSettingsPaths are the attributes of the node settings.
-var nodeSettingsPaths = []path.Path{path.Root("network_mode"), path.Root("labels"), path.Root("taints"), path.Root("max_pods"), path.Root("kubelet_extra_args")}
+var nodeSettingsPaths = []path.Path{
+	path.Root("network_mode"),
+	path.Root("labels"),
+	path.Root("taints"),
+	path.Root("max_pods"),
+	path.Root("kubelet_extra_args"),
+}
 
 // nodeAttributes are the schema of the node settings, the bootstrap token's lifetime and the
 // drain.
@@ -48,46 +54,79 @@ func nodeAttributes() map[string]schema.Attribute {
 	}
 	return map[string]schema.Attribute{
 		"network_mode": schema.StringAttribute{
-			Optional: true, Computed: true, Default: stringdefault.StaticString(string(v1alpha1.NetworkModeL2Bridge)),
+			Optional:    true,
+			Computed:    true,
+			Default:     stringdefault.StaticString(string(v1alpha1.NetworkModeL2Bridge)),
 			Validators:  []validator.String{stringvalidator.OneOf(modes...)},
 			Description: "Pod network topology: `" + strings.Join(modes, "`, `") + "`.",
 		},
 		"labels": schema.MapAttribute{
-			Optional: true, ElementType: types.StringType,
+			Optional:    true,
+			ElementType: types.StringType,
 			Description: "Node labels, set at registration. Labels in the kubernetes.io and k8s.io namespaces are limited to those a kubelet may set.",
 		},
 		"taints": schema.ListNestedAttribute{
 			Optional:    true,
 			Description: "Node taints, set at registration, e.g. `os=windows:NoSchedule`.",
-			NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-				"key":    schema.StringAttribute{Required: true, Description: "Taint key."},
-				"value":  schema.StringAttribute{Optional: true, Description: "Taint value."},
-				"effect": schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.OneOf(v1alpha1.TaintEffects...)}, Description: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`."},
-			}},
+			NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{"key": schema.StringAttribute{
+				Required:    true,
+				Description: "Taint key.",
+			}, "value": schema.StringAttribute{
+				Optional:    true,
+				Description: "Taint value.",
+			}, "effect": schema.StringAttribute{
+				Required:    true,
+				Validators:  []validator.String{stringvalidator.OneOf(v1alpha1.TaintEffects...)},
+				Description: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`.",
+			}}},
 		},
 		"max_pods": schema.Int64Attribute{
-			Optional: true, Computed: true, Default: int64default.StaticInt64(v1alpha1.DefaultMaxPods),
+			Optional:    true,
+			Computed:    true,
+			Default:     int64default.StaticInt64(v1alpha1.DefaultMaxPods),
 			Validators:  []validator.Int64{int64validator.Between(1, 250)},
 			Description: fmt.Sprintf("The kubelet's pod limit. Default `%d`.", v1alpha1.DefaultMaxPods),
 		},
 		"kubelet_extra_args": schema.MapAttribute{
-			Optional: true, ElementType: types.StringType,
-			Description: "Extra kubelet flags (`name = value`, without dashes). Flags kubewin sets itself, and flags the image's Kubernetes version removed, are rejected at plan time.",
+			Optional:    true,
+			ElementType: types.StringType,
+			Description: "Extra kubelet flags (`name = value`, without dashes). Flags kubewin sets itself, and flags the image's Kubernetes version " +
+				"removed, are rejected at plan time.",
 		},
 		"token_ttl": schema.StringAttribute{
-			Optional: true, Computed: true, Default: stringdefault.StaticString("30m"),
-			Validators:  []validator.String{durationValidator{}},
-			Description: "Lifetime of the bootstrap token minted for a join (a pool mints one for each change of the pool); it is deleted as soon as the joining nodes are Ready. Default `30m`.",
+			Optional:   true,
+			Computed:   true,
+			Default:    stringdefault.StaticString("30m"),
+			Validators: []validator.String{durationValidator{}},
+			Description: "Lifetime of the bootstrap token minted for a join (a pool mints one for each change of the pool); it is deleted as soon as the " +
+				"joining nodes are Ready. Default `30m`.",
 		},
 		"drain": schema.SingleNestedAttribute{
-			Optional: true, Computed: true,
-			Default:     objectdefault.StaticValue(types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{"timeout": types.StringValue("5m"), "ignore_daemonsets": types.BoolValue(true), "delete_emptydir_data": types.BoolValue(false)})),
+			Optional: true,
+			Computed: true,
+			Default: objectdefault.StaticValue(types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{
+				"timeout":              types.StringValue("5m"),
+				"ignore_daemonsets":    types.BoolValue(true),
+				"delete_emptydir_data": types.BoolValue(false),
+			})),
 			Description: "How a node is cordoned and drained (through the Eviction API, so PodDisruptionBudgets hold) before it is removed.",
-			Attributes: map[string]schema.Attribute{
-				"timeout":              schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("5m"), Validators: []validator.String{durationValidator{}}, Description: "Longest a drain may take, PodDisruptionBudgets included. Default `5m`."},
-				"ignore_daemonsets":    schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true), Description: "Leave DaemonSet pods in place. Default `true`."},
-				"delete_emptydir_data": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), Description: "Evict pods with emptyDir volumes, losing their data. Default `false`."},
-			},
+			Attributes: map[string]schema.Attribute{"timeout": schema.StringAttribute{
+				Optional:    true,
+				Computed:    true,
+				Default:     stringdefault.StaticString("5m"),
+				Validators:  []validator.String{durationValidator{}},
+				Description: "Longest a drain may take, PodDisruptionBudgets included. Default `5m`.",
+			}, "ignore_daemonsets": schema.BoolAttribute{
+				Optional:    true,
+				Computed:    true,
+				Default:     booldefault.StaticBool(true),
+				Description: "Leave DaemonSet pods in place. Default `true`.",
+			}, "delete_emptydir_data": schema.BoolAttribute{
+				Optional:    true,
+				Computed:    true,
+				Default:     booldefault.StaticBool(false),
+				Description: "Evict pods with emptyDir volumes, losing their data. Default `false`.",
+			}},
 		},
 	}
 }
@@ -121,7 +160,13 @@ func checkNodeConfig(cfg *v1alpha1.NodeConfig, manifest *v1alpha1.ImageManifest,
 		diags.AddAttributeError(attributeOf(e.Field), "Invalid Node Setting", e.Error())
 	}
 	// The kubelet's flags, as the image's Kubernetes version takes them.
-	if _, err := nodecmd.Kubelet(nodecmd.Input{Config: cfg, Manifest: manifest, NodeName: "check", NodeIP: netip.MustParseAddr("192.0.2.1"), Paths: nodecmd.DefaultPaths()}); err != nil {
+	if _, err := nodecmd.Kubelet(nodecmd.Input{
+		Config:   cfg,
+		Manifest: manifest,
+		NodeName: "check",
+		NodeIP:   netip.MustParseAddr("192.0.2.1"),
+		Paths:    nodecmd.DefaultPaths(),
+	}); err != nil {
 		diags.AddAttributeError(path.Root("kubelet_extra_args"), "Invalid Kubelet Arguments", err.Error())
 	}
 	return diags
@@ -145,5 +190,9 @@ func drainOptions(ctx context.Context, v types.Object) (drain.Options, diag.Diag
 	var dm drainModel
 	diags := v.As(ctx, &dm, objectAsOptions)
 	timeout, _ := time.ParseDuration(dm.Timeout.ValueString())
-	return drain.Options{Timeout: timeout, IgnoreDaemonSets: dm.IgnoreDaemonSets.ValueBool(), DeleteEmptyDirData: dm.DeleteEmptyDirData.ValueBool()}, diags
+	return drain.Options{
+		Timeout:            timeout,
+		IgnoreDaemonSets:   dm.IgnoreDaemonSets.ValueBool(),
+		DeleteEmptyDirData: dm.DeleteEmptyDirData.ValueBool(),
+	}, diags
 }

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -28,7 +27,6 @@ import (
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/guest"
 	"github.com/kubewin/kubewin/internal/remote"
-	"github.com/kubewin/kubewin/provider/internal/pool"
 	"github.com/kubewin/kubewin/provider/internal/servers"
 )
 
@@ -103,16 +101,6 @@ type simulatedModel struct {
 	JoinSimulatedNodesToExistingCluster types.Bool   `tfsdk:"join_simulated_nodes_to_existing_cluster"`
 }
 
-// Defaults of the connections. Terraform gives a resource no configuration when it destroys
-// it, so the secret a destroy connects with comes from the environment.
-const (
-	defaultPasswordEnv   = "KUBEWIN_WINRM_PASSWORD"
-	defaultPrivateKeyEnv = "KUBEWIN_SSH_PRIVATE_KEY"
-	winrmHTTPSPort       = 5986
-	winrmHTTPPort        = 5985
-	sshPort              = 22
-)
-
 var (
 	pathWinRM    = path.Root("winrm")
 	pathSSH      = path.Root("ssh")
@@ -126,9 +114,17 @@ func (r *windowsNodeResource) Metadata(_ context.Context, req resource.MetadataR
 
 func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	optional := func(desc string) schema.StringAttribute {
-		return schema.StringAttribute{Optional: true, Description: desc}
+		return schema.StringAttribute{
+			Optional:    true,
+			Description: desc,
+		}
 	}
-	flag := func(desc string) schema.BoolAttribute { return schema.BoolAttribute{Optional: true, Description: desc} }
+	flag := func(desc string) schema.BoolAttribute {
+		return schema.BoolAttribute{
+			Optional:    true,
+			Description: desc,
+		}
+	}
 	computed := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	resp.Schema = schema.Schema{
 		Description: "An existing Windows Server (on-premises, vSphere, another cloud) joined to a cluster as a node, reached over WinRM or SSH: " +
@@ -149,31 +145,59 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 			defaultPrivateKeyEnv + "`), which also stands in for the write-only attribute when that is not set.",
 		Blocks: map[string]schema.Block{
 			"winrm": schema.SingleNestedBlock{
-				Description: "Reach the server over WinRM: HTTPS with the certificate checked, unless an insecure_ option says otherwise. Set this block or `ssh`.",
+				Description: "Reach the server over WinRM: HTTPS with the certificate checked, unless an insecure_ option says otherwise. Set this block or " +
+					"`ssh`.",
 				Attributes: map[string]schema.Attribute{
-					"port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
-						Description: fmt.Sprintf("WinRM port. Default `%d`, or `%d` with `insecure_use_http`.", winrmHTTPSPort, winrmHTTPPort)},
+					"port": schema.Int64Attribute{
+						Optional:    true,
+						Validators:  []validator.Int64{int64validator.Between(1, 65535)},
+						Description: fmt.Sprintf("WinRM port. Default `%d`, or `%d` with `insecure_use_http`.", winrmHTTPSPort, winrmHTTPPort),
+					},
 					"user": optional("User to log in as (required), an administrator of the server: `Administrator`, `SERVER\\user` or `DOMAIN\\user`."),
-					"password_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
-						Description: "The user's password, write-only: never in the plan or state. Default: the environment variable named by `password_env`, which a destroy always reads."},
-					"password_env": optional("Environment variable holding the password, for a destroy (Terraform gives it no configuration) and when `password_wo` is not set. Default `" + defaultPasswordEnv + "`."),
-					"auth": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf(remote.AuthNTLM, remote.AuthBasic)},
-						Description: "`ntlm` (default: WinRM's Negotiate for local accounts, the password never sent) or `basic` (the server must allow Basic authentication; refused over plain HTTP)."},
-					"ca_certificate":           optional("PEM certificates of the CAs that may sign the server's certificate. Default: the system's trusted CAs."),
-					"tls_server_name":          optional("Name the server's certificate must carry, when it is not `host` (connecting by IP address to a certificate with a DNS name)."),
-					"insecure_skip_tls_verify": flag("Accept any certificate from the server, so that anyone on the network path can pose as it and read the password and bootstrap token. For test networks only."),
-					"insecure_use_http":        flag("Use plain HTTP (`winrm quickconfig` without `-transport:https`): nothing is encrypted, the bootstrap token travels in the clear. Basic authentication is refused over it. For test networks only."),
+					"password_wo": schema.StringAttribute{
+						Optional:  true,
+						Sensitive: true,
+						WriteOnly: true,
+						Description: "The user's password, write-only: never in the plan or state. Default: the environment variable named by `password_env`, which " +
+							"a destroy always reads.",
+					},
+					"password_env": optional("Environment variable holding the password, for a destroy (Terraform gives it no configuration) and when " +
+						"`password_wo` is not set. Default `" + defaultPasswordEnv + "`."),
+					"auth": schema.StringAttribute{
+						Optional:   true,
+						Validators: []validator.String{stringvalidator.OneOf(remote.AuthNTLM, remote.AuthBasic)},
+						Description: "`ntlm` (default: WinRM's Negotiate for local accounts, the password never sent) or `basic` (the server must allow Basic " +
+							"authentication; refused over plain HTTP).",
+					},
+					"ca_certificate": optional("PEM certificates of the CAs that may sign the server's certificate. Default: the system's trusted CAs."),
+					"tls_server_name": optional("Name the server's certificate must carry, when it is not `host` (connecting by IP address to a " +
+						"certificate with a DNS name)."),
+					"insecure_skip_tls_verify": flag("Accept any certificate from the server, so that anyone on the network path can pose as it and read the " +
+						"password and bootstrap token. For test networks only."),
+					"insecure_use_http": flag("Use plain HTTP (`winrm quickconfig` without `-transport:https`): nothing is encrypted, the bootstrap token " +
+						"travels in the clear. Basic authentication is refused over it. For test networks only."),
 				},
 			},
 			"ssh": schema.SingleNestedBlock{
 				Description: "Reach the server over SSH (Windows Server's OpenSSH) with a key, the server's host key checked. Set this block or `winrm`.",
 				Attributes: map[string]schema.Attribute{
-					"port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)}, Description: fmt.Sprintf("SSH port. Default `%d`.", sshPort)},
+					"port": schema.Int64Attribute{
+						Optional:    true,
+						Validators:  []validator.Int64{int64validator.Between(1, 65535)},
+						Description: fmt.Sprintf("SSH port. Default `%d`.", sshPort),
+					},
 					"user": optional("User to log in as (required), an administrator of the server."),
-					"private_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
-						Description: "The user's private key (PEM or OpenSSH format), write-only: never in the plan or state. Default: the environment variable named by `private_key_env`, which a destroy always reads."},
-					"private_key_env":          optional("Environment variable holding the private key, for a destroy (Terraform gives it no configuration) and when `private_key_wo` is not set. Default `" + defaultPrivateKeyEnv + "`."),
-					"host_key":                 optional("The server's public host key, as in known_hosts without the host name (`ssh-ed25519 AAAA...`; `ssh-keyscan -t ed25519 <host>` prints it). Required unless `insecure_ignore_host_key`."),
+					"private_key_wo": schema.StringAttribute{
+						Optional:  true,
+						Sensitive: true,
+						WriteOnly: true,
+						Description: "The user's private key (PEM or OpenSSH format), write-only: never in the plan or state. Default: the environment variable " +
+							"named by `private_key_env`, which a destroy always reads.",
+					},
+					"private_key_env": optional("Environment variable holding the private key, for a destroy (Terraform gives it no configuration) and " +
+						"when `private_key_wo` is not set. Default `" + defaultPrivateKeyEnv + "`."),
+					"host_key": optional("The server's public host key, as in known_hosts without the host name (`ssh-ed25519 AAAA...`; " +
+						"`ssh-keyscan -t ed25519 <host>` prints it). Required unless `insecure_ignore_host_key`."),
 					"insecure_ignore_host_key": flag("Accept any host key, so that anyone on the network path can pose as the server. For test networks only."),
 				},
 			},
@@ -181,40 +205,82 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Description: "Install the kubewin payload on the server, as the Packer provisioner bakes an image: every file verified by its sha256, then " +
 					"`nodeboot bake`. Destroying the node removes it again. Without this block the server must have been created from a kubewin image.",
 				Attributes: map[string]schema.Attribute{
-					"release": optional("The bake plan (required): an image manifest in JSON whose files carry their source URLs, as the `kubewin-release` Packer data source's `manifest` resolves it. Its Windows build must be the server's."),
-					"transfer": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf(guest.GuestFetch, guest.HostCache)},
-						Description: "`guest-fetch` (default: the server downloads every file itself, from its source or `mirror`) or `host-cache` (the Terraform host downloads into `cache_dir` and uploads: for servers without Internet access)."},
-					"mirror":    optional("With `guest-fetch`, fetch every file from `<mirror>/<path>` instead of its source URL."),
-					"parallel":  schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 64)}, Description: "With `guest-fetch`, how many files the server downloads at once. Default `4`."},
+					"release": optional("The bake plan (required): an image manifest in JSON whose files carry their source URLs, as the `kubewin-release` Packer " +
+						"data source's `manifest` resolves it. Its Windows build must be the server's."),
+					"transfer": schema.StringAttribute{
+						Optional:   true,
+						Validators: []validator.String{stringvalidator.OneOf(guest.GuestFetch, guest.HostCache)},
+						Description: "`guest-fetch` (default: the server downloads every file itself, from its source or `mirror`) or `host-cache` (the Terraform " +
+							"host downloads into `cache_dir` and uploads: for servers without Internet access).",
+					},
+					"mirror": optional("With `guest-fetch`, fetch every file from `<mirror>/<path>` instead of its source URL."),
+					"parallel": schema.Int64Attribute{
+						Optional:    true,
+						Validators:  []validator.Int64{int64validator.Between(1, 64)},
+						Description: "With `guest-fetch`, how many files the server downloads at once. Default `4`.",
+					},
 					"cache_dir": optional("With `host-cache`, the cache directory. Default: `kubewin/terraform` in the user's cache directory."),
 				},
 			},
 			"simulated": schema.SingleNestedBlock{
-				Description: "The server is a **simulated** Windows machine (nodeboot's sim platform, as the local backend's) in a directory of a POSIX host reached over `ssh`: " +
-					"for development and tests. It runs no containers, so it joins only a `kubewin_cluster` of the local backend unless `" + simulatedOptIn + "` is set.",
+				Description: "The server is a **simulated** Windows machine (nodeboot's sim platform, as the local backend's) in a directory of a POSIX host " +
+					"reached over `ssh`: " +
+					"for development and tests. It runs no containers, so it joins only a `kubewin_cluster` of the local backend unless `" + simulatedOptIn + "` " +
+					"is set.",
 				Attributes: map[string]schema.Attribute{
-					"root":         optional("The simulated machine's directory on the host (required): its system drive, with its description in `sim/machine.json`."),
-					"nodeboot":     optional("The nodeboot binary on the host that runs the simulated machine (required)."),
-					simulatedOptIn: flag("Let the simulated node join the cluster of the provider's `kubernetes` block, a cluster kubewin did not create, whose scheduler will place pods on it that never run. For scratch clusters only."),
+					"root": optional("The simulated machine's directory on the host (required): its system drive, with its description in " +
+						"`sim/machine.json`."),
+					"nodeboot": optional("The nodeboot binary on the host that runs the simulated machine (required)."),
+					simulatedOptIn: flag("Let the simulated node join the cluster of the provider's `kubernetes` block, a cluster kubewin did not create, whose " +
+						"scheduler will place pods on it that never run. For scratch clusters only."),
 				},
 			},
 		},
 		Attributes: attributes(nodeAttributes(), map[string]schema.Attribute{
-			"host": schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
-				Description: "The server's address: a DNS name or an IP address. Changing it replaces the node."},
-			"cluster_id": schema.StringAttribute{Optional: true,
-				Description: "The `id` of the `kubewin_cluster` the node joins. Without it the node joins the cluster of the provider's `kubernetes` block."},
-			"node_name": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: computed,
-				Description: "The Node's name, a DNS label. Default: the server's computer name, lower-cased."},
-			"interface_name": schema.StringAttribute{Optional: true,
-				Description: "The server's network adapter the pod network binds to and the node's address is taken from (`Get-NetAdapter` lists them). Default `" + v1alpha1.DefaultInterfaceName + "`."},
-			"timeouts":      timeouts.Attributes(ctx, timeouts.Opts{Create: true, Delete: true}),
-			"id":            schema.StringAttribute{Computed: true, PlanModifiers: computed, Description: "The node's name."},
-			"ready":         schema.BoolAttribute{Computed: true, Description: "Whether the Node is Ready: false (a replacement on the next plan) when it is gone or NotReady."},
-			"windows_build": schema.Int64Attribute{Computed: true, Description: "The server's Windows build."},
-			"kubernetes_version": schema.StringAttribute{Computed: true, PlanModifiers: computed,
-				Description: "The Kubernetes version of the node's kubelet (the image's)."},
-			"runtime": schema.StringAttribute{Computed: true, PlanModifiers: computed, Description: "The node's container runtime."},
+			"host": schema.StringAttribute{
+				Required:    true,
+				Validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
+				Description: "The server's address: a DNS name or an IP address. Changing it replaces the node.",
+			},
+			"cluster_id": schema.StringAttribute{
+				Optional:    true,
+				Description: "The `id` of the `kubewin_cluster` the node joins. Without it the node joins the cluster of the provider's `kubernetes` block.",
+			},
+			"node_name": schema.StringAttribute{
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: computed,
+				Description:   "The Node's name, a DNS label. Default: the server's computer name, lower-cased.",
+			},
+			"interface_name": schema.StringAttribute{
+				Optional: true,
+				Description: "The server's network adapter the pod network binds to and the node's address is taken from (`Get-NetAdapter` lists them). " +
+					"Default `" + v1alpha1.DefaultInterfaceName + "`.",
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Delete: true}),
+			"id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: computed,
+				Description:   "The node's name.",
+			},
+			"ready": schema.BoolAttribute{
+				Computed:    true,
+				Description: "Whether the Node is Ready: false (a replacement on the next plan) when it is gone or NotReady.",
+			},
+			"windows_build": schema.Int64Attribute{
+				Computed:    true,
+				Description: "The server's Windows build.",
+			},
+			"kubernetes_version": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: computed,
+				Description:   "The Kubernetes version of the node's kubelet (the image's).",
+			},
+			"runtime": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: computed,
+				Description:   "The node's container runtime.",
+			},
 		}),
 	}
 }
@@ -242,59 +308,26 @@ func (r *windowsNodeResource) ValidateConfig(ctx context.Context, req resource.V
 // check reports every mistake in the configuration against its attribute.
 func (m *windowsNodeModel) check() diag.Diagnostics {
 	var diags diag.Diagnostics
-	switch {
-	case m.WinRM == nil && m.SSH == nil:
-		diags.AddAttributeError(pathWinRM, "Missing Connection", "Say how to reach the server: a winrm block (WinRM over HTTPS, user and password) or an ssh block (OpenSSH, user and key).")
-	case m.WinRM != nil && m.SSH != nil:
-		diags.AddAttributeError(pathSSH, "Conflicting Connections", "Set either the winrm block or the ssh block, not both.")
-	}
-	if w := m.WinRM; w != nil {
-		if w.User.IsNull() {
-			diags.AddAttributeError(pathWinRM.AtName("user"), "Missing User", "Set winrm.user to an administrator of the server, such as \"Administrator\".")
-		}
-		http := w.InsecureUseHTTP.ValueBool()
-		if http && w.Auth.ValueString() == remote.AuthBasic {
-			diags.AddAttributeError(pathWinRM.AtName("auth"), "Basic Authentication Over Plain HTTP",
-				"With insecure_use_http, auth = \"basic\" would send the user's password in the clear. Use auth = \"ntlm\" (the default), or HTTPS.")
-		}
-		if http && (known(w.CACertificate) || known(w.TLSServerName) || w.InsecureSkipTLSVerify.ValueBool()) {
-			diags.AddAttributeError(pathWinRM.AtName("insecure_use_http"), "TLS Settings Without TLS",
-				"insecure_use_http turns TLS off, so ca_certificate, tls_server_name and insecure_skip_tls_verify have nothing to apply to. Remove them, or remove insecure_use_http.")
-		}
-		if w.InsecureSkipTLSVerify.ValueBool() && known(w.CACertificate) {
-			diags.AddAttributeError(pathWinRM.AtName("insecure_skip_tls_verify"), "Conflicting Certificate Settings",
-				"insecure_skip_tls_verify accepts any certificate, so ca_certificate would not be checked. Remove insecure_skip_tls_verify.")
-		}
-	}
-	if s := m.SSH; s != nil {
-		if s.User.IsNull() {
-			diags.AddAttributeError(pathSSH.AtName("user"), "Missing User", "Set ssh.user to an administrator of the server.")
-		}
-		switch ignore := s.InsecureIgnoreHostKey.ValueBool(); {
-		case s.HostKey.IsNull() && !ignore && !s.InsecureIgnoreHostKey.IsUnknown():
-			diags.AddAttributeError(pathSSH.AtName("host_key"), "Missing Host Key",
-				"Set ssh.host_key to the server's public host key, which `ssh-keyscan -t ed25519 <host>` prints (without the host name), so that "+
-					"kubewin knows it talks to the server and not to someone posing as it. On a test network, ssh.insecure_ignore_host_key = true accepts any key.")
-		case known(s.HostKey) && ignore:
-			diags.AddAttributeError(pathSSH.AtName("insecure_ignore_host_key"), "Conflicting Host Key Settings", "host_key is set and insecure_ignore_host_key would not check it. Remove one.")
-		}
-	}
+	diags.Append(m.checkTransport()...)
 	if in := m.Install; in != nil {
 		switch {
 		case in.Release.IsNull():
-			diags.AddAttributeError(pathInstall.AtName("release"), "Missing Release", "Set install.release to a bake plan: the manifest a kubewin-release data source resolves (an image manifest in JSON).")
+			diags.AddAttributeError(pathInstall.AtName("release"), "Missing Release", "Set install.release to a bake plan: the manifest a kubewin-release "+
+				"data source resolves (an image manifest in JSON).")
 		case known(in.Release):
 			if _, err := api.LoadImageManifest([]byte(in.Release.ValueString())); err != nil {
 				diags.AddAttributeError(pathInstall.AtName("release"), "Invalid Release", fmt.Sprintf("install.release is not a kubewin bake plan: %s.", err))
 			}
 		}
 		if known(in.Mirror) && in.Transfer.ValueString() == guest.HostCache {
-			diags.AddAttributeError(pathInstall.AtName("mirror"), "Mirror Without Guest Fetch", "mirror is where the server fetches files (transfer = \"guest-fetch\"); with host-cache, point the release's URLs at the mirror instead.")
+			diags.AddAttributeError(pathInstall.AtName("mirror"), "Mirror Without Guest Fetch", "mirror is where the server fetches files (transfer = "+
+				"\"guest-fetch\"); with host-cache, point the release's URLs at the mirror instead.")
 		}
 	}
 	if sim := m.Simulated; sim != nil {
 		if sim.Root.IsNull() || sim.Nodeboot.IsNull() {
-			diags.AddAttributeError(pathSimulate, "Incomplete Simulated Machine", "Set simulated.root (the machine's directory) and simulated.nodeboot (the nodeboot binary that runs it).")
+			diags.AddAttributeError(pathSimulate, "Incomplete Simulated Machine", "Set simulated.root (the machine's directory) and simulated.nodeboot (the "+
+				"nodeboot binary that runs it).")
 		}
 		if m.WinRM != nil {
 			diags.AddAttributeError(pathSimulate, "Simulated Machine Over WinRM", "A simulated machine lives on a POSIX host: reach it with the ssh block.")
@@ -323,13 +356,21 @@ func checkNodeName(name string, at path.Path) diag.Diagnostics {
 		errs = append(errs, fmt.Sprintf("must be no more than %d characters", maxNodeName))
 	}
 	if len(errs) > 0 {
-		diags.AddAttributeError(at, "Invalid Node Name", fmt.Sprintf("Node name %q: %s. Set node_name to a lower-case DNS label, such as the server's computer name.", name, strings.Join(errs, "; ")))
+		diags.AddAttributeError(at, "Invalid Node Name", fmt.Sprintf("Node name %q: %s. Set node_name to a lower-case DNS label, such as the server's "+
+			"computer name.", name, strings.Join(errs, "; ")))
 	}
 	return diags
 }
 
 // replacing are the attributes whose change replaces the node (it joins again).
-var replacing = append([]path.Path{path.Root("host"), path.Root("cluster_id"), path.Root("node_name"), path.Root("interface_name"), pathInstall, pathSimulate}, nodeSettingsPaths...)
+var replacing = append([]path.Path{
+	path.Root("host"),
+	path.Root("cluster_id"),
+	path.Root("node_name"),
+	path.Root("interface_name"),
+	pathInstall,
+	pathSimulate,
+}, nodeSettingsPaths...)
 
 // ModifyPlan replaces the node when what it joined with changes, or when it is gone or
 // NotReady, and checks the node settings against the release to install.
@@ -395,128 +436,6 @@ func (m *windowsNodeModel) attributeOf(field string) path.Path {
 	return attributeOf(field, pathInstall.AtName("release"))
 }
 
-// secret returns the connection's secret: the write-only attribute from the configuration
-// when there is one, else the environment variable.
-func (m *windowsNodeModel) secret(ctx context.Context, config tfconfig) (string, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	at, envAttr, env := pathWinRM.AtName("password_wo"), m.winrmEnv(), "password"
-	if m.SSH != nil {
-		at, envAttr, env = pathSSH.AtName("private_key_wo"), m.sshEnv(), "private key"
-	}
-	if config != nil {
-		var v types.String
-		diags.Append(config.GetAttribute(ctx, at, &v)...)
-		if known(v) && v.ValueString() != "" {
-			return v.ValueString(), diags
-		}
-	}
-	if s := os.Getenv(envAttr); s != "" {
-		return s, diags
-	}
-	detail := fmt.Sprintf("No %s to connect with: set %s, or the environment variable %s.", env, at, envAttr)
-	if config == nil {
-		detail = fmt.Sprintf("Destroying the node needs the %s to connect to the server, and Terraform gives a destroy no configuration "+
-			"(so %s is not available): set the environment variable %s.", env, at, envAttr)
-	}
-	diags.AddAttributeError(at, "Missing Credential", detail)
-	return "", diags
-}
-
-func (m *windowsNodeModel) winrmEnv() string {
-	if m.WinRM != nil && known(m.WinRM.PasswordEnv) {
-		return m.WinRM.PasswordEnv.ValueString()
-	}
-	return defaultPasswordEnv
-}
-
-func (m *windowsNodeModel) sshEnv() string {
-	if m.SSH != nil && known(m.SSH.PrivateKeyEnv) {
-		return m.SSH.PrivateKeyEnv.ValueString()
-	}
-	return defaultPrivateKeyEnv
-}
-
-// connect opens the connection to the server and returns it with a function that closes it.
-func (m *windowsNodeModel) connect(ctx context.Context, secret string) (guest.Shell, func(), error) {
-	host := m.Host.ValueString()
-	if s := m.SSH; s != nil {
-		port := int(s.Port.ValueInt64())
-		if s.Port.IsNull() {
-			port = sshPort
-		}
-		c, err := remote.SSH{Host: host, Port: port, User: s.User.ValueString(), PrivateKey: []byte(secret),
-			HostKey: s.HostKey.ValueString(), InsecureIgnoreHostKey: s.InsecureIgnoreHostKey.ValueBool()}.Dial(ctx)
-		if err != nil {
-			return guest.Shell{}, nil, err
-		}
-		var lang guest.Lang = guest.Windows{SSH: true}
-		if sim := m.Simulated; sim != nil {
-			lang = guest.Sim{Root: sim.Root.ValueString(), Binary: sim.Nodeboot.ValueString()}
-		}
-		return guest.Shell{Runner: c, Lang: lang}, func() { c.Close() }, nil
-	}
-	w := m.WinRM
-	http := w.InsecureUseHTTP.ValueBool()
-	port := int(w.Port.ValueInt64())
-	if w.Port.IsNull() {
-		port = winrmHTTPSPort
-		if http {
-			port = winrmHTTPPort
-		}
-	}
-	auth := w.Auth.ValueString()
-	if auth == "" {
-		auth = remote.AuthNTLM
-	}
-	c, err := remote.WinRM{Host: host, Port: port, HTTP: http, User: w.User.ValueString(), Password: secret, Auth: auth,
-		CACertificates: []byte(w.CACertificate.ValueString()), TLSServerName: w.TLSServerName.ValueString(),
-		InsecureSkipVerify: w.InsecureSkipTLSVerify.ValueBool()}.Client()
-	if err != nil {
-		return guest.Shell{}, nil, err
-	}
-	return guest.Shell{Runner: c, Lang: guest.Windows{}}, func() {}, nil
-}
-
-// connectionError turns a failure to reach or log in to the server into a diagnostic that
-// names the attribute to fix.
-func (m *windowsNodeModel) connectionError(err error) diag.Diagnostics {
-	var diags diag.Diagnostics
-	conn, ssh := pathWinRM, m.SSH != nil
-	if ssh {
-		conn = pathSSH
-	}
-	switch remote.KindOf(err) {
-	case remote.Unreachable:
-		fix := "that the WinRM listener runs (`winrm quickconfig -transport:https` creates an HTTPS one, port 5986)"
-		if ssh {
-			fix = "that the OpenSSH server runs (`Add-WindowsCapability -Online -Name OpenSSH.Server~~~~0.0.1.0; Start-Service sshd`)"
-		}
-		diags.AddAttributeError(path.Root("host"), "Cannot Reach the Server", fmt.Sprintf("%s.\n\nCheck host and %s.port, that the server is up, %s, and that no firewall is in the way. Nothing was changed on the server.", err, conn, fix))
-	case remote.Unauthorized:
-		fix := fmt.Sprintf("Check winrm.user and the password (winrm.password_wo, or $%s). With auth = \"basic\" the server must allow it "+
-			"(`winrm set winrm/config/service/auth @{Basic=\"true\"}`); a local account other than the built-in Administrator also needs "+
-			"LocalAccountTokenFilterPolicy = 1 for remote administration.", m.winrmEnv())
-		if ssh {
-			fix = fmt.Sprintf("Check ssh.user and the key (ssh.private_key_wo, or $%s): its public key must be in the user's authorized keys "+
-				"(for administrators, C:\\ProgramData\\ssh\\administrators_authorized_keys).", m.sshEnv())
-		}
-		diags.AddAttributeError(conn.AtName("user"), "Server Refused the Credentials", fmt.Sprintf("%s.\n\n%s Nothing was changed on the server.", err, fix))
-	case remote.Untrusted:
-		if ssh {
-			diags.AddAttributeError(conn.AtName("host_key"), "Unexpected Host Key", fmt.Sprintf("%s.\n\nIf the server's key changed on purpose, "+
-				"set ssh.host_key to the new one (`ssh-keyscan -t ed25519 <host>`); otherwise something poses as the server. Nothing was changed on it.", err))
-		} else {
-			diags.AddAttributeError(conn.AtName("ca_certificate"), "Untrusted Server Certificate", fmt.Sprintf("%s.\n\nSet winrm.ca_certificate to the PEM "+
-				"certificate of the CA that signed the server's WinRM certificate (or to the certificate itself when it is self-signed), and "+
-				"winrm.tls_server_name when connecting by a name the certificate does not carry. Only on a network you trust, "+
-				"winrm.insecure_skip_tls_verify = true accepts any certificate. Nothing was changed on the server.", err))
-		}
-	default:
-		diags.AddAttributeError(conn, "Cannot Connect to the Server", err.Error())
-	}
-	return diags
-}
-
 // node is the node's lifecycle on its server and cluster.
 func (r *windowsNodeResource) node(ctx context.Context, m *windowsNodeModel, shell guest.Shell) (*servers.Node, *clusterConn, diag.Diagnostics) {
 	var diags diag.Diagnostics
@@ -547,7 +466,13 @@ func (m *windowsNodeModel) install() (*guest.Install, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &guest.Install{Plan: *plan, Transfer: in.Transfer.ValueString(), Mirror: in.Mirror.ValueString(), Parallel: int(in.Parallel.ValueInt64()), CacheDir: in.CacheDir.ValueString()}
+	out := &guest.Install{
+		Plan:     *plan,
+		Transfer: in.Transfer.ValueString(),
+		Mirror:   in.Mirror.ValueString(),
+		Parallel: int(in.Parallel.ValueInt64()),
+		CacheDir: in.CacheDir.ValueString(),
+	}
 	if out.Transfer == "" {
 		out.Transfer = guest.GuestFetch
 	}
@@ -564,11 +489,6 @@ func (m *windowsNodeModel) install() (*guest.Install, error) {
 	return out, nil
 }
 
-// tfconfig is the configuration a request carries; nil for a destroy, which has none.
-type tfconfig interface {
-	GetAttribute(ctx context.Context, p path.Path, target any) diag.Diagnostics
-}
-
 func (r *windowsNodeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var m windowsNodeModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
@@ -582,10 +502,8 @@ func (r *windowsNodeResource) Create(ctx context.Context, req resource.CreateReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx = tflog.MaskAllFieldValuesStrings(tflog.MaskMessageStrings(ctx, secret), secret)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := serverContext(ctx, &m, secret, timeout)
 	defer cancel()
-	ctx = tflog.SetField(ctx, "host", m.Host.ValueString())
 
 	// Connect and check the server: every problem at once, before anything changes.
 	shell, closeShell, err := m.connect(ctx, secret)
@@ -594,68 +512,14 @@ func (r *windowsNodeResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	defer closeShell()
-	facts, err := servers.Inspect(ctx, shell)
-	if err != nil {
-		if remote.KindOf(err) != 0 {
-			resp.Diagnostics.Append(m.connectionError(err)...)
-		} else {
-			resp.Diagnostics.AddAttributeError(path.Root("host"), "Cannot Inspect the Server", err.Error())
-		}
+	facts, install, manifest, d := m.checkServer(ctx, shell)
+	if resp.Diagnostics.Append(d...); resp.Diagnostics.HasError() {
 		return
 	}
-	install, err := m.install()
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(pathInstall.AtName("release"), "Invalid Release", err.Error())
+	node, d := r.nodeToJoin(ctx, &m, shell, facts, install, manifest)
+	if resp.Diagnostics.Append(d...); resp.Diagnostics.HasError() {
 		return
 	}
-	var plan *v1alpha1.ImageManifest
-	if install != nil {
-		plan = &install.Plan
-	}
-	if problems := servers.Check(facts, plan); len(problems) > 0 {
-		for _, p := range problems {
-			resp.Diagnostics.AddAttributeError(path.Root("host"), p.Summary, p.Detail+" Nothing was changed on the server.")
-		}
-		return
-	}
-	manifest := plan
-	if manifest == nil {
-		if manifest, err = servers.ReadManifest(ctx, shell); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("host"), "Cannot Read the Server's Image", err.Error())
-			return
-		}
-	}
-	if !known(m.NodeName) {
-		m.NodeName = types.StringValue(strings.ToLower(facts.ComputerName))
-		if resp.Diagnostics.Append(checkNodeName(m.NodeName.ValueString(), path.Root("node_name"))...); resp.Diagnostics.HasError() {
-			return
-		}
-	}
-	m.ID = m.NodeName
-	node, conn, d := r.node(ctx, &m, shell)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	at := pathInstall.AtName("release")
-	if install == nil {
-		at = path.Root("host")
-	}
-	resp.Diagnostics.Append(checkSkew(manifest, conn.facts.Version, at)...)
-	cfg, d := m.settings().nodeConfig(ctx, manifest.Runtime.Name, conn.facts)
-	resp.Diagnostics.Append(d...)
-	if known(m.InterfaceName) {
-		cfg.Network.InterfaceName = m.InterfaceName.ValueString()
-	}
-	cfg.Node.Name = m.ID.ValueString()
-	cfg.Cluster.BootstrapToken = placeholderToken
-	resp.Diagnostics.Append(checkNodeConfig(cfg, manifest, m.attributeOf)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	node.Config, node.Install = *cfg, install
-	m.Ready, m.WindowsBuild = types.BoolValue(false), types.Int64Value(int64(facts.Build))
-	m.KubernetesVer, m.Runtime = types.StringValue(manifest.KubernetesVersion), types.StringValue(string(manifest.Runtime.Name))
 
 	// The first change: from here on, the state is saved whatever happens, so that a destroy
 	// (or the replacement of a tainted node) returns the server to where it was.
@@ -671,26 +535,91 @@ func (r *windowsNodeResource) Create(ctx context.Context, req resource.CreateReq
 	m.Ready = types.BoolValue(true)
 }
 
-// commandError turns a failure on the server or in the cluster into a diagnostic.
-func commandError(err error) diag.Diagnostics {
+// serverContext is the context of a create or destroy on the server: the secret masked in the
+// provider's log, the operation's timeout, and the host a field of every log line.
+func serverContext(ctx context.Context, m *windowsNodeModel, secret string, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx = tflog.MaskAllFieldValuesStrings(tflog.MaskMessageStrings(ctx, secret), secret)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return tflog.SetField(ctx, "host", m.Host.ValueString()), cancel
+}
+
+// checkServer inspects the server and checks it against the release to install, or reads the
+// image it was created from: every problem at once, changing nothing.
+func (m *windowsNodeModel) checkServer(ctx context.Context, shell guest.Shell) (
+	guest.Facts, *guest.Install, *v1alpha1.ImageManifest, diag.Diagnostics,
+) {
 	var diags diag.Diagnostics
-	var je *pool.JoinError
-	var exit *guest.ExitError
-	switch {
-	case errors.As(err, &je):
-		detail := je.Error()
-		if je.Log != "" {
-			detail += "\n\nLast lines of nodeboot's output:\n" + je.Log
+	facts, err := servers.Inspect(ctx, shell)
+	if err != nil {
+		if remote.KindOf(err) != 0 {
+			diags.Append(m.connectionError(err)...)
+		} else {
+			diags.AddAttributeError(path.Root("host"), "Cannot Inspect the Server", err.Error())
 		}
-		diags.AddError("Node Failed to Join", detail)
-	case errors.As(err, &exit):
-		diags.AddError("Command Failed on the Server", err.Error())
-	case remote.KindOf(err) != 0:
-		diags.AddError("Lost the Connection to the Server", err.Error())
-	default:
-		diags.AddError("Cannot Join the Server", err.Error())
+		return facts, nil, nil, diags
 	}
-	return diags
+	install, err := m.install()
+	if err != nil {
+		diags.AddAttributeError(pathInstall.AtName("release"), "Invalid Release", err.Error())
+		return facts, nil, nil, diags
+	}
+	var plan *v1alpha1.ImageManifest
+	if install != nil {
+		plan = &install.Plan
+	}
+	if problems := servers.Check(facts, plan); len(problems) > 0 {
+		for _, p := range problems {
+			diags.AddAttributeError(path.Root("host"), p.Summary, p.Detail+" Nothing was changed on the server.")
+		}
+		return facts, nil, nil, diags
+	}
+	manifest := plan
+	if manifest == nil {
+		if manifest, err = servers.ReadManifest(ctx, shell); err != nil {
+			diags.AddAttributeError(path.Root("host"), "Cannot Read the Server's Image", err.Error())
+		}
+	}
+	return facts, install, manifest, diags
+}
+
+// nodeToJoin names the node, builds its NodeConfig for its cluster and checks it, and fills in
+// the computed attributes the node joins with.
+func (r *windowsNodeResource) nodeToJoin(ctx context.Context, m *windowsNodeModel, shell guest.Shell, facts guest.Facts,
+	install *guest.Install, manifest *v1alpha1.ImageManifest,
+) (*servers.Node, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	if !known(m.NodeName) {
+		m.NodeName = types.StringValue(strings.ToLower(facts.ComputerName))
+		if diags.Append(checkNodeName(m.NodeName.ValueString(), path.Root("node_name"))...); diags.HasError() {
+			return nil, diags
+		}
+	}
+	m.ID = m.NodeName
+	node, conn, d := r.node(ctx, m, shell)
+	diags.Append(d...)
+	if diags.HasError() {
+		return nil, diags
+	}
+	at := pathInstall.AtName("release")
+	if install == nil {
+		at = path.Root("host")
+	}
+	diags.Append(checkSkew(manifest, conn.facts.Version, at)...)
+	cfg, d := m.settings().nodeConfig(ctx, manifest.Runtime.Name, conn.facts)
+	diags.Append(d...)
+	if known(m.InterfaceName) {
+		cfg.Network.InterfaceName = m.InterfaceName.ValueString()
+	}
+	cfg.Node.Name = m.ID.ValueString()
+	cfg.Cluster.BootstrapToken = placeholderToken
+	diags.Append(checkNodeConfig(cfg, manifest, m.attributeOf)...)
+	if diags.HasError() {
+		return nil, diags
+	}
+	node.Config, node.Install = *cfg, install
+	m.Ready, m.WindowsBuild = types.BoolValue(false), types.Int64Value(int64(facts.Build))
+	m.KubernetesVer, m.Runtime = types.StringValue(manifest.KubernetesVersion), types.StringValue(string(manifest.Runtime.Name))
+	return node, diags
 }
 
 func (r *windowsNodeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -742,10 +671,8 @@ func (r *windowsNodeResource) Delete(ctx context.Context, req resource.DeleteReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx = tflog.MaskAllFieldValuesStrings(tflog.MaskMessageStrings(ctx, secret), secret)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := serverContext(ctx, &m, secret, timeout)
 	defer cancel()
-	ctx = tflog.SetField(ctx, "host", m.Host.ValueString())
 	shell, closeShell, err := m.connect(ctx, secret)
 	if err != nil {
 		resp.Diagnostics.Append(m.connectionError(err)...)

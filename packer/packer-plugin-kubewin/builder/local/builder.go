@@ -51,10 +51,10 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 	}
 	root := filepath.Join(out, machineDir)
 	state := new(multistep.BasicStateBag)
-	state.Put("hook", hook)
-	state.Put("ui", ui)
-	state.Put("communicator", &Communicator{Dir: root})
-	state.Put("generated_data", map[string]any{node.DataGuest: "sim", node.DataRoot: root, node.DataNodeboot: b.config.NodebootPath})
+	state.Put(StateHook, hook)
+	state.Put(StateUI, ui)
+	state.Put(StateCommunicator, &Communicator{Dir: root})
+	state.Put(StateGeneratedData, map[string]any{node.DataGuest: "sim", node.DataRoot: root, node.DataNodeboot: b.config.NodebootPath})
 	steps := []multistep.Step{
 		&stepOutputDir{dir: out, force: b.config.PackerForce},
 		&stepMachine{machine: simmachine.Machine{
@@ -67,7 +67,7 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 	}
 	runner := commonsteps.NewRunner(steps, b.config.PackerConfig, ui)
 	runner.Run(ctx, state)
-	if err, ok := state.GetOk("error"); ok {
+	if err, ok := state.GetOk(StateError); ok {
 		return nil, err.(error)
 	}
 	if _, ok := state.GetOk(multistep.StateCancelled); ok {
@@ -76,7 +76,7 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 	if _, ok := state.GetOk(multistep.StateHalted); ok {
 		return nil, errors.New("build halted")
 	}
-	m, ok := state.GetOk("manifest")
+	m, ok := state.GetOk(StateManifest)
 	if !ok {
 		return nil, errors.New("the build produced no image manifest: is a kubewin-node provisioner in the build?")
 	}
