@@ -32,7 +32,6 @@ import (
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/internal/winname"
 	"github.com/kubewin/kubewin/provider/internal/azure"
-	"github.com/kubewin/kubewin/provider/internal/local"
 	"github.com/kubewin/kubewin/provider/internal/pool"
 )
 
@@ -177,48 +176,15 @@ func (r *nodePoolResource) ValidateConfig(ctx context.Context, req resource.Vali
 	resp.Diagnostics.Append(checkBackend(&m)...)
 }
 
-// checkBackend checks that the pool names where its machines run, and that simulated machines
-// join only a cluster created as simulated unless the user opted in by name.
+// checkBackend checks that the pool names where its machines run, and its block's arguments.
 func checkBackend(m *nodePoolModel) diag.Diagnostics {
-	var diags diag.Diagnostics
-	switch {
-	case m.Local == nil && m.Azure == nil:
-		diags.AddAttributeError(path.Root("local"), "Missing Backend",
-			"The pool does not say where its machines run, and kubewin has no default backend. Add a backend block: "+
-				"`azure { … }` creates a virtual machine scale set in Azure; `local { image = \"<image directory>\" }` creates simulated Windows "+
-				"machines on this host, which join a kubewin_cluster of the local backend.")
-		return diags
-	case m.Local != nil && m.Azure != nil:
-		diags.AddAttributeError(pathAzure, "Conflicting Backends", "Set one backend block, azure or local, not both.")
-		return diags
-	case m.Azure != nil:
-		return checkAzureBlock(m.Azure)
-	}
-	if m.Local.Image.IsNull() {
-		diags.AddAttributeError(pathLocalImage, "Missing Image", "Set local.image to the directory `packer build` wrote with the kubewin-local builder.")
-	}
-	optIn := m.Local.JoinSimulatedNodesToExistingCluster
-	if m.ClusterID.IsNull() && !optIn.IsUnknown() && !optIn.ValueBool() {
-		diags.AddAttributeError(path.Root("cluster_id"), "Simulated Nodes Need a Simulated Cluster",
-			"The pool's machines are simulated (the local block): they run no containers. Without cluster_id they would join the cluster "+
-				"of the provider's kubernetes block, a cluster kubewin did not create, whose workloads would be scheduled onto them and never run. "+
-				"Set cluster_id to a kubewin_cluster (for example cluster_id = kubewin_cluster.dev.id). To test schedulers and policies against "+
-				"a scratch cluster on purpose, set local."+simulatedOptIn+" = true.")
-	}
-	return diags
-}
-
-// checkLocalCluster checks that a local pool's cluster_id names a cluster of the local backend.
-func (r *nodePoolResource) checkLocalCluster(m *nodePoolModel) diag.Diagnostics {
-	var diags diag.Diagnostics
-	if m.Local == nil || m.ClusterID.IsNull() || m.ClusterID.IsUnknown() {
-		return diags
-	}
-	if _, err := r.data.local.Cluster(m.ClusterID.ValueString()); err != nil {
-		diags.AddAttributeError(path.Root("cluster_id"), "Not a Cluster of the Local Backend",
-			fmt.Sprintf("The pool's machines are simulated (the local block) and join only a kubewin_cluster of the local backend, "+
-				"which has no cluster %q in its state directory %s. Set cluster_id to the id of a kubewin_cluster, e.g. kubewin_cluster.dev.id.",
-				m.ClusterID.ValueString(), r.data.local.StateDir))
+	diags := checkOneBackend(m.Local, m.Azure,
+		"The pool does not say where its machines run, and kubewin has no default backend. Add a backend block: "+
+			"`azure { … }` creates a virtual machine scale set in Azure; `local { image = \"<image directory>\" }` creates simulated Windows "+
+			"machines on this host, which join a kubewin_cluster of the local backend.",
+		"azure or local")
+	if b := m.backend(); b != nil {
+		diags.Append(b.check(m)...)
 	}
 	return diags
 }
@@ -240,23 +206,19 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if checkBackend(&m).HasError() {
 		return // reported by ValidateConfig
 	}
-	if m.Azure != nil && m.Azure.ScaleSetName.IsUnknown() && !m.Name.IsUnknown() {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, pathAzure.AtName("scale_set_name"), m.Name)...)
-	}
-	if m.Local != nil {
-		resp.Diagnostics.Append(checkNotRemote(path.Root("local"))...)
-	}
-	resp.Diagnostics.Append(r.checkLocalCluster(&m)...)
-	if resp.Diagnostics.HasError() || imageUnknown(&m) {
+	b := m.backend()
+	resp.Diagnostics.Append(b.modifyPlan(ctx, &m, &resp.Plan)...)
+	resp.Diagnostics.Append(b.checkCluster(r.data, &m)...)
+	if resp.Diagnostics.HasError() || b.imageUnknown() {
 		return
 	}
-	img, diags := r.image(ctx, &m)
+	img, diags := b.image(ctx, r.data, &m)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
 		return
 	}
 	manifest := img.manifest
-	imagePath := imageAttribute(&m)
+	imagePath := b.imagePath()
 	if clusterVersion := r.clusterVersion(ctx, &m); clusterVersion != "" {
 		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, imagePath)...)
 	}
@@ -268,22 +230,6 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	resp.Diagnostics.Append(checkNodeConfig(tmpl, manifest, func(field string) path.Path { return attributeOf(field, imagePath) })...)
 }
 
-// imageUnknown reports whether the pool's image is known only at apply.
-func imageUnknown(m *nodePoolModel) bool {
-	if m.Local != nil {
-		return m.Local.Image.IsUnknown()
-	}
-	return m.Azure.ImageID.IsUnknown() || m.Azure.ImageManifest.IsUnknown()
-}
-
-// imageAttribute is the attribute naming the pool's image.
-func imageAttribute(m *nodePoolModel) path.Path {
-	if m.Local != nil {
-		return pathLocalImage
-	}
-	return pathAzure.AtName("image_id")
-}
-
 // clusterVersion is the pool's cluster's version, or — for a local pool whose cluster is not
 // created yet — the version the local control plane programs will run; "" when unknown.
 func (r *nodePoolResource) clusterVersion(ctx context.Context, m *nodePoolModel) string {
@@ -292,14 +238,7 @@ func (r *nodePoolResource) clusterVersion(ctx context.Context, m *nodePoolModel)
 			return conn.facts.Version
 		}
 	}
-	if m.Local == nil {
-		return ""
-	}
-	v, err := r.data.local.ControlPlaneVersion()
-	if err != nil {
-		return ""
-	}
-	return v
+	return m.backend().plannedVersion(r.data)
 }
 
 // loadImage reads and validates an image's manifest, and returns it with its digest, which
@@ -361,7 +300,7 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 	if diags.HasError() {
 		return pool.Spec{}, nil, diags
 	}
-	img, d := r.image(ctx, m)
+	img, d := m.backend().image(ctx, r.data, m)
 	diags.Append(d...)
 	if diags.HasError() {
 		return pool.Spec{}, nil, diags
@@ -382,7 +321,11 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 // need, without its image (which may be gone by then).
 func (r *nodePoolResource) manager(ctx context.Context, m *nodePoolModel, adminPassword string) (*pool.Manager, *clusterConn, diag.Diagnostics) {
 	diags := checkBackend(m)
-	diags.Append(r.checkLocalCluster(m)...)
+	if diags.HasError() {
+		return nil, nil, diags
+	}
+	b := m.backend()
+	diags.Append(b.checkCluster(r.data, m)...)
 	if diags.HasError() {
 		return nil, nil, diags
 	}
@@ -398,18 +341,9 @@ func (r *nodePoolResource) manager(ctx context.Context, m *nodePoolModel, adminP
 		diags.AddError("Cannot Reach Cluster", err.Error())
 		return nil, nil, diags
 	}
-	compute, d := r.compute(ctx, m, adminPassword)
+	compute, d := b.compute(ctx, r.data, m, adminPassword)
 	diags.Append(d...)
 	return &pool.Manager{Client: client, Compute: compute}, conn, diags
-}
-
-// localComputeOf is a local pool's machines; also for a pool whose cluster is gone.
-func localComputeOf(data *providerData, m *nodePoolModel) *local.Compute {
-	c := &local.Compute{Backend: data.local, Pool: m.Name.ValueString(), Prefix: m.NodeNamePrefix.ValueString()}
-	if m.Local != nil {
-		c.ImageDir, c.AnyCluster = m.Local.Image.ValueString(), m.Local.JoinSimulatedNodesToExistingCluster.ValueBool()
-	}
-	return c
 }
 
 func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, adminPassword string, timeout time.Duration) diag.Diagnostics {
@@ -419,9 +353,7 @@ func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, adminPas
 	if diags.HasError() {
 		return diags
 	}
-	if ss, ok := mgr.Compute.(*azure.ScaleSet); ok {
-		m.Azure.ScaleSetID = types.StringValue(ss.ID())
-	}
+	m.backend().applying(mgr.Compute)
 	nodes, err := mgr.Reconcile(ctx, s)
 	if nodes == nil {
 		nodes, _ = mgr.Nodes(context.WithoutCancel(ctx), s)
@@ -518,7 +450,12 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 	defer cancel()
 	if r.data.localClusterGone(m.ClusterID) {
 		// The cluster went first: only the machines remain, with nothing to drain.
-		c, diags := r.compute(ctx, &m, "")
+		diags := checkBackend(&m)
+		if diags.HasError() {
+			resp.Diagnostics.Append(diags...)
+			return
+		}
+		c, diags := m.backend().compute(ctx, r.data, &m, "")
 		if diags.HasError() {
 			resp.Diagnostics.Append(diags...)
 			return
@@ -651,24 +588,7 @@ func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagn
 		Taints: taintsOf(m.Taints),
 	}
 	var diags, d diag.Diagnostics
-	if m.Local != nil {
-		s.Local = &localSettings{Image: m.Local.Image.ValueString(), JoinSimulatedNodesToExistingCluster: m.Local.JoinSimulatedNodesToExistingCluster.ValueBoolPointer()}
-	}
-	if a := m.Azure; a != nil {
-		s.Azure = &azureSettings{
-			ResourceGroupName: a.ResourceGroupName.ValueString(), Location: a.Location.ValueString(), VMSize: a.VMSize.ValueString(),
-			SubnetID: a.SubnetID.ValueString(), ImageID: a.ImageID.ValueString(), ScaleSetName: a.ScaleSetName.ValueString(), ScaleSetID: a.ScaleSetID.ValueString(),
-			ImageManifest: a.ImageManifest.ValueStringPointer(), AdminUsername: a.AdminUsername.ValueStringPointer(),
-			OSDiskStorageAccountType: a.OSDiskStorageAccountType.ValueStringPointer(), OSDiskCaching: a.OSDiskCaching.ValueStringPointer(),
-			Priority: a.Priority.ValueStringPointer(), AcceleratedNetworkingEnabled: a.AcceleratedNetworkingEnabled.ValueBoolPointer(),
-			OSDiskSizeGB: a.OSDiskSizeGB.ValueInt64Pointer(), MaxBidPrice: a.MaxBidPrice.ValueFloat64Pointer(),
-		}
-		s.Azure.Tags, d = stringMapOf(ctx, a.Tags)
-		diags.Append(d...)
-		if !a.Zones.IsNull() {
-			diags.Append(a.Zones.ElementsAs(ctx, &s.Azure.Zones, false)...)
-		}
-	}
+	s.Local, s.Azure, diags = m.backend().settings(ctx)
 	if !m.Labels.IsNull() {
 		s.Labels, d = stringMapOf(ctx, m.Labels)
 		diags.Append(d...)
@@ -777,16 +697,7 @@ func (r *nodePoolResource) saveSettings(ctx context.Context, m *nodePoolModel, c
 	if diags.HasError() {
 		return diags
 	}
-	var err error
-	if m.Local != nil {
-		var data []byte
-		if data, err = json.Marshal(s); err == nil {
-			err = r.data.local.SavePoolFile(s.Name, "pool.json", data)
-		}
-	} else {
-		err = saveClusterSettings(ctx, client, s)
-	}
-	if err != nil {
+	if err := m.backend().saveSettings(ctx, r.data, s, client); err != nil {
 		diags.AddWarning("Cannot Save Pool Settings", err.Error()+" (importing this pool will not work)")
 	}
 	return diags
