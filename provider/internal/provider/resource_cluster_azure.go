@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/provider/internal/azure"
+	"github.com/kubewin/kubewin/provider/internal/cluster"
 )
 
 // clusterAzureModel is an azure cluster's block. Names follow acs-engine's api model where it
@@ -161,10 +163,9 @@ func clusterAzureBlock(context.Context) schema.Block {
 	}
 }
 
-// validateAzureCluster checks an azure cluster's configuration before anything is planned.
-func validateAzureCluster(ctx context.Context, m *clusterModel) diag.Diagnostics {
+// validate checks an azure cluster's configuration before anything is planned.
+func (a *clusterAzureModel) validate(_ context.Context, m *clusterModel) diag.Diagnostics {
 	var diags diag.Diagnostics
-	a := m.Azure
 	for name, v := range map[string]types.String{"resource_group_name": a.ResourceGroupName, "location": a.Location} {
 		if v.IsNull() {
 			diags.AddAttributeError(pathClusterAzure.AtName(name), "Missing Azure Setting", "Set azure."+name+": the cluster's resources need it.")
@@ -214,10 +215,13 @@ func validateAzureCluster(ctx context.Context, m *clusterModel) diag.Diagnostics
 	return diags
 }
 
-// modifyAzurePlan refuses every change of an existing azure cluster that would need a new cluster:
+// modifyPlan refuses every change of an existing azure cluster that would need a new cluster:
 // kubewin never destroys a cluster as a side effect of a change.
-func (r *clusterResource) modifyAzurePlan(ctx context.Context, req resource.ModifyPlanRequest, plan *clusterModel) diag.Diagnostics {
+func (*clusterAzureModel) modifyPlan(ctx context.Context, _ *providerData, req resource.ModifyPlanRequest, plan *clusterModel) diag.Diagnostics {
 	var diags diag.Diagnostics
+	if req.State.Raw.IsNull() || isLocalState(ctx, req.State) {
+		return diags
+	}
 	var state clusterModel
 	diags.Append(req.State.Get(ctx, &state)...)
 	if diags.HasError() {
@@ -309,15 +313,14 @@ func valueText(v attr.Value) string {
 	return v.String()
 }
 
-// azureCluster is the cluster the model describes, at its backend.
-func (r *clusterResource) azureCluster(ctx context.Context, m *clusterModel) (*azure.Cluster, diag.Diagnostics) {
+// cluster is the cluster the model describes, at its backend.
+func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *clusterModel) (azure.ClusterBackend, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	client, err := r.data.azure(ctx)
+	client, err := data.azure(ctx)
 	if err != nil {
 		diags.AddAttributeError(pathClusterAzure, "Cannot Reach Azure", err.Error())
-		return nil, diags
+		return azure.ClusterBackend{}, diags
 	}
-	a := m.Azure
 	var mm mastersModel
 	var lp linuxPoolModel
 	diags.Append(a.Masters.As(ctx, &mm, objectAsOptions)...)
@@ -337,7 +340,7 @@ func (r *clusterResource) azureCluster(ctx context.Context, m *clusterModel) (*a
 		diags.AddAttributeError(path.Root("kubernetes_version"), "Unsupported Kubernetes Version", err.Error())
 	}
 	if diags.HasError() {
-		return nil, diags
+		return azure.ClusterBackend{}, diags
 	}
 	image := func(id types.String) azure.Image {
 		if id.IsNull() {
@@ -363,7 +366,9 @@ func (r *clusterResource) azureCluster(ctx context.Context, m *clusterModel) (*a
 	if configured || recorded {
 		spec.Network.MasterSubnetID, spec.Network.AgentSubnetID = a.MasterSubnetID.ValueString(), a.AgentSubnetID.ValueString()
 	}
-	return &azure.Cluster{Client: client, Spec: spec}, diags
+	c := &azure.Cluster{Client: client, Spec: spec}
+	access := func(ctx context.Context) (*azure.Access, error) { return data.azureAccess(ctx, m.ID.ValueString()) }
+	return azure.ClusterBackend{Cluster: c, Access: access}, diags
 }
 
 // stringListOf converts a list attribute (nil for null or unknown).
@@ -387,23 +392,24 @@ func setAzureIDs(m *clusterModel, c *azure.Cluster) {
 	a.LinuxScaleSetID = types.StringValue(c.ScaleSetID())
 }
 
-func setAzureState(m *clusterModel, s *azure.ClusterState) {
-	m.Endpoint = types.StringValue("https://" + s.Endpoint)
+func setAzureState(m *clusterModel, s *cluster.State) {
+	m.Endpoint = types.StringValue(s.Endpoint)
 	m.CACertificate = types.StringValue(string(s.CACert))
 	m.CACertHash = types.StringValue(s.CAHash)
 	m.Azure.APIServerFQDN = types.StringValue(s.FQDN)
 	m.Running = types.BoolValue(true)
 }
 
-func (r *clusterResource) createAzure(ctx context.Context, m *clusterModel) diag.Diagnostics {
-	c, diags := r.azureCluster(ctx, m)
+func (a *clusterAzureModel) create(ctx context.Context, data *providerData, m *clusterModel) diag.Diagnostics {
+	c, diags := a.cluster(ctx, data, m)
 	if diags.HasError() {
 		return diags
 	}
-	setAzureIDs(m, c)
+	setAzureIDs(m, c.Cluster)
 	// What is unknown until the cluster runs stays empty if it never does: the state then only
 	// lets destroy find what was made.
-	m.Endpoint, m.CACertificate, m.CACertHash, m.Azure.APIServerFQDN = types.StringValue(""), types.StringValue(""), types.StringValue(""), types.StringValue("")
+	m.Endpoint, m.CACertificate, m.CACertHash = types.StringValue(""), types.StringValue(""), types.StringValue("")
+	a.APIServerFQDN = types.StringValue("")
 	m.Running = types.BoolValue(false)
 	state, err := c.Create(ctx)
 	if state != nil {
@@ -417,10 +423,10 @@ func (r *clusterResource) createAzure(ctx context.Context, m *clusterModel) diag
 	return diags
 }
 
-// readAzure reads what exists of the cluster: the control planes and agents that exist count,
-// so that the next apply makes the missing ones again.
-func (r *clusterResource) readAzure(ctx context.Context, m *clusterModel) (gone bool, diags diag.Diagnostics) {
-	c, diags := r.azureCluster(ctx, m)
+// read reads what exists of the cluster: the control planes and agents that exist count, so
+// that the next apply makes the missing ones again.
+func (a *clusterAzureModel) read(ctx context.Context, data *providerData, m *clusterModel) (gone bool, diags diag.Diagnostics) {
+	c, diags := a.cluster(ctx, data, m)
 	if diags.HasError() {
 		return false, diags
 	}
@@ -429,81 +435,66 @@ func (r *clusterResource) readAzure(ctx context.Context, m *clusterModel) (gone 
 		diags.AddError("Cannot Read Cluster", err.Error())
 		return false, diags
 	}
-	if !o.Exists {
+	if o == nil {
 		return true, diags
 	}
 	var mm mastersModel
 	var lp linuxPoolModel
-	diags.Append(m.Azure.Masters.As(ctx, &mm, objectAsOptions)...)
-	diags.Append(m.Azure.LinuxPool.As(ctx, &lp, objectAsOptions)...)
+	diags.Append(a.Masters.As(ctx, &mm, objectAsOptions)...)
+	diags.Append(a.LinuxPool.As(ctx, &lp, objectAsOptions)...)
 	if diags.HasError() {
 		return false, diags
 	}
-	m.Running = types.BoolValue(int64(o.Masters) == mm.Count.ValueInt64() && int64(o.Agents) == lp.NodeCount.ValueInt64())
-	mm.Count, lp.NodeCount = types.Int64Value(int64(min(o.Masters, int(mm.Count.ValueInt64())))), types.Int64Value(int64(o.Agents))
+	m.Running = types.BoolValue(o.Running)
+	mm.Count = types.Int64Value(int64(min(o.Masters, int(mm.Count.ValueInt64()))))
+	lp.NodeCount = types.Int64Value(int64(o.Agents))
 	var d diag.Diagnostics
-	m.Azure.Masters, d = types.ObjectValueFrom(ctx, mastersAttrTypes, mm)
+	a.Masters, d = types.ObjectValueFrom(ctx, mastersAttrTypes, mm)
 	diags.Append(d...)
-	m.Azure.LinuxPool, d = types.ObjectValueFrom(ctx, linuxPoolAttrType, lp)
+	a.LinuxPool, d = types.ObjectValueFrom(ctx, linuxPoolAttrType, lp)
 	diags.Append(d...)
 	return false, diags
 }
 
-// updateAzure makes missing control planes again and adds new ones, and scales the Linux agents.
-func (r *clusterResource) updateAzure(ctx context.Context, m, prior *clusterModel) diag.Diagnostics {
-	c, diags := r.azureCluster(ctx, m)
+// update makes missing control planes again and adds new ones, and scales the Linux agents.
+func (a *clusterAzureModel) update(ctx context.Context, data *providerData, m, prior *clusterModel) (bool, diag.Diagnostics) {
+	c, diags := a.cluster(ctx, data, m)
 	if diags.HasError() {
-		return diags
+		return true, diags
 	}
-	var mm mastersModel
-	var lp linuxPoolModel
-	diags.Append(m.Azure.Masters.As(ctx, &mm, objectAsOptions)...)
-	diags.Append(m.Azure.LinuxPool.As(ctx, &lp, objectAsOptions)...)
-	if diags.HasError() {
-		return diags
+	last := &cluster.State{
+		Endpoint: prior.Endpoint.ValueString(),
+		FQDN:     prior.Azure.APIServerFQDN.ValueString(),
+		CACert:   []byte(prior.CACertificate.ValueString()),
+		CAHash:   prior.CACertHash.ValueString(),
 	}
-	state := &azure.ClusterState{
-		Endpoint: strings.TrimPrefix(prior.Endpoint.ValueString(), "https://"), FQDN: prior.Azure.APIServerFQDN.ValueString(),
-		CACert: []byte(prior.CACertificate.ValueString()), CAHash: prior.CACertHash.ValueString(),
-	}
-	access, err := r.data.azureAccess(ctx, m.ID.ValueString())
-	if err != nil {
-		diags.AddError("Cannot Reach Cluster", err.Error())
-		return diags
-	}
-	var missing []int
-	for i := range int(mm.Count.ValueInt64()) {
-		ok, err := c.MasterExists(ctx, i)
-		if err != nil {
-			diags.AddError("Cannot Read Cluster", err.Error())
-			return diags
+	_, err := c.Repair(ctx, last)
+	var step *cluster.StepError
+	if errors.As(err, &step) {
+		switch step.Step {
+		case cluster.StepConnect:
+			diags.AddError("Cannot Reach Cluster", step.Err.Error())
+		case cluster.StepRead:
+			diags.AddError("Cannot Read Cluster", step.Err.Error())
+		case cluster.StepAddMaster:
+			diags.AddAttributeError(pathClusterAzure.AtName("masters"), "Cannot Add Control Planes", step.Err.Error())
+		case cluster.StepScale:
+			diags.AddAttributeError(pathClusterAzure.AtName("linux_pool"), "Cannot Scale the Linux Agents", step.Err.Error())
 		}
-		if !ok {
-			missing = append(missing, i)
-		}
-	}
-	if len(missing) > 0 {
-		if err := c.AddMasters(ctx, access, state, missing); err != nil {
-			diags.AddAttributeError(pathClusterAzure.AtName("masters"), "Cannot Add Control Planes", err.Error())
-			return diags
-		}
-	}
-	if err := c.ScaleAgents(ctx, access, state, int(lp.NodeCount.ValueInt64())); err != nil {
-		diags.AddAttributeError(pathClusterAzure.AtName("linux_pool"), "Cannot Scale the Linux Agents", err.Error())
-		return diags
+		return true, diags
 	}
 	m.Running = types.BoolValue(true)
-	return diags
+	return true, diags
 }
 
-func (r *clusterResource) deleteAzure(ctx context.Context, m *clusterModel) diag.Diagnostics {
-	c, diags := r.azureCluster(ctx, m)
+func (a *clusterAzureModel) delete(ctx context.Context, data *providerData, m *clusterModel) diag.Diagnostics {
+	c, diags := a.cluster(ctx, data, m)
 	if diags.HasError() {
 		return diags
 	}
 	if err := c.Delete(ctx); err != nil {
 		diags.AddError("Cannot Delete Cluster", fmt.Sprintf("Removing azure cluster %q failed: %s", m.Name.ValueString(), err))
 	}
-	r.data.forgetAzureAccess(m.ID.ValueString())
+	data.forgetAzureAccess(m.ID.ValueString())
 	return diags
 }
