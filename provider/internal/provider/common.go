@@ -112,3 +112,17 @@ func attributes(sets ...map[string]schema.Attribute) map[string]schema.Attribute
 	}
 	return out
 }
+
+// checkOneBackend is the rule of every resource with backend blocks, local and azure: exactly
+// one is set. missing is what the resource says when none is; blocks names the two in the
+// order the resource's message gives them.
+func checkOneBackend[L, A any](local *L, azure *A, missing, blocks string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	switch {
+	case local == nil && azure == nil:
+		diags.AddAttributeError(path.Root("local"), "Missing Backend", missing)
+	case local != nil && azure != nil:
+		diags.AddAttributeError(path.Root("azure"), "Conflicting Backends", "Set one backend block, "+blocks+", not both.")
+	}
+	return diags
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,7 @@ import (
 	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/provider/internal/azure"
+	"github.com/kubewin/kubewin/provider/internal/local"
 	"github.com/kubewin/kubewin/provider/internal/pool"
 )
 
@@ -84,14 +86,17 @@ func localPoolBlock() schema.Block {
 			// Required within the block: checked by checkBackend, as the framework would
 			// require it of a pool without the block too.
 			"image": schema.StringAttribute{
-				Optional:    true,
-				Validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
-				Description: "The image the machines are created from (required): the directory `packer build` wrote with the `kubewin-local` builder (it holds `" + simmachine.ImageManifestFile + "`). Changing it replaces the nodes, surge-first.",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+				Description: "The image the machines are created from (required): the directory `packer build` wrote with the `kubewin-local` " +
+					"builder (it holds `" + simmachine.ImageManifestFile + "`). Changing it replaces the nodes, surge-first.",
 			},
 			simulatedOptIn: schema.BoolAttribute{
 				Optional: true,
-				Description: "Let the pool's simulated nodes join the cluster of the provider's `kubernetes` block, a cluster kubewin did not create. " +
-					"Its scheduler will place pods on them that never run anything: set it only for a scratch cluster, to test schedulers and policies.",
+				Description: "Let the pool's simulated nodes join the cluster of the provider's `kubernetes` block, a cluster kubewin did not " +
+					"create. " +
+					"Its scheduler will place pods on them that never run anything: set it only for a scratch cluster, to test schedulers and " +
+					"policies.",
 			},
 		},
 	}
@@ -110,10 +115,26 @@ func azurePoolBlock() schema.Block {
 			"the route table to kubewin (`--configure-cloud-routes=false`) or not use `kubewin_pod_route`.",
 		PlanModifiers: backendReplaceIf,
 		Attributes: map[string]schema.Attribute{
-			"resource_group_name": schema.StringAttribute{Optional: true, PlanModifiers: replace, Description: "Resource group of the scale set (required)."},
-			"location":            schema.StringAttribute{Optional: true, PlanModifiers: replace, Description: "Azure region of the scale set (required), e.g. `westeurope`."},
-			"vm_size":             schema.StringAttribute{Optional: true, Description: "Size of the VMs (required), e.g. `Standard_D4s_v5`."},
-			"subnet_id":           schema.StringAttribute{Optional: true, PlanModifiers: replace, Description: "Resource ID of the subnet the nodes' NICs are in (required). For `l2bridge` and `host-gateway` the NICs forward IP, so that pod traffic routed to a node reaches it."},
+			"resource_group_name": schema.StringAttribute{
+				Optional:      true,
+				PlanModifiers: replace,
+				Description:   "Resource group of the scale set (required).",
+			},
+			"location": schema.StringAttribute{
+				Optional:      true,
+				PlanModifiers: replace,
+				Description:   "Azure region of the scale set (required), e.g. `westeurope`.",
+			},
+			"vm_size": schema.StringAttribute{
+				Optional:    true,
+				Description: "Size of the VMs (required), e.g. `Standard_D4s_v5`.",
+			},
+			"subnet_id": schema.StringAttribute{
+				Optional:      true,
+				PlanModifiers: replace,
+				Description: "Resource ID of the subnet the nodes' NICs are in (required). For `l2bridge` and `host-gateway` the NICs forward IP, " +
+					"so that pod traffic routed to a node reaches it.",
+			},
 			"image_id": schema.StringAttribute{
 				Optional: true,
 				Description: "Resource ID of the image the kubewin Packer plugin published (required): a gallery image version or a managed image. " +
@@ -121,54 +142,220 @@ func azurePoolBlock() schema.Block {
 					"`, `" + azureimage.TagRuntime + "` and `" + azureimage.TagRuntimeVersion + "` at plan time, or from `image_manifest`.",
 			},
 			"image_manifest": schema.StringAttribute{
-				Optional:    true,
-				Description: "The image's manifest (the `kubewin-manifest.json` the Packer provisioner downloads, e.g. `file(\"output/kubewin-manifest.json\")`), for images without kubewin's tags.",
+				Optional: true,
+				Description: "The image's manifest (the `kubewin-manifest.json` the Packer provisioner downloads, e.g. " +
+					"`file(\"output/kubewin-manifest.json\")`), for images without kubewin's tags.",
 			},
 			"scale_set_name": schema.StringAttribute{
-				Optional: true, Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
-				Validators:  []validator.String{stringvalidator.RegexMatches(scaleSetNameRE, "must be 1-64 letters, digits, '.', '_' or '-'")},
-				Description: "Name of the scale set. Default: the pool's name.",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{stringvalidator.RegexMatches(scaleSetNameRE, "must be 1-64 letters, digits, '.', '_' or '-'")},
+				Description:   "Name of the scale set. Default: the pool's name.",
 			},
 			"admin_username": schema.StringAttribute{
-				Optional: true, PlanModifiers: replace,
-				Validators:  []validator.String{stringvalidator.RegexMatches(adminUsernameRE, "must be 1-20 letters, digits, '.', '_' or '-', starting with a letter"), stringvalidator.NoneOfCaseInsensitive(reservedAdmins...)},
+				Optional:      true,
+				PlanModifiers: replace,
+				Validators: []validator.String{stringvalidator.RegexMatches(adminUsernameRE, "must be 1-20 letters, digits, '.', '_' or '-', "+
+					"starting with a letter"), stringvalidator.NoneOfCaseInsensitive(reservedAdmins...)},
 				Description: "The VMs' administrator account. Default `kubewin`.",
 			},
 			"admin_password_wo": schema.StringAttribute{
-				Optional: true, WriteOnly: true, Sensitive: true,
+				Optional:   true,
+				WriteOnly:  true,
+				Sensitive:  true,
 				Validators: []validator.String{stringvalidator.LengthBetween(12, 123)},
 				Description: "The administrator's password, used when the scale set is created (write-only: never in the plan or the state). " +
 					"Without it the password is random and known to nobody: use it only if you need to log on to the nodes.",
 			},
 			"zones": schema.ListAttribute{
-				Optional: true, ElementType: types.StringType,
+				Optional:    true,
+				ElementType: types.StringType,
 				Validators:  []validator.List{},
 				Description: "Availability zones of the VMs, e.g. `[\"1\", \"2\", \"3\"]`.",
 			},
-			"accelerated_networking_enabled": schema.BoolAttribute{Optional: true, Description: "Accelerated networking on the NICs. Default `false`."},
+			"accelerated_networking_enabled": schema.BoolAttribute{
+				Optional:    true,
+				Description: "Accelerated networking on the NICs. Default `false`.",
+			},
 			"os_disk_storage_account_type": schema.StringAttribute{
 				Optional:    true,
 				Validators:  []validator.String{stringvalidator.OneOf("Standard_LRS", "StandardSSD_LRS", "Premium_LRS", "StandardSSD_ZRS", "Premium_ZRS")},
 				Description: "Storage type of the OS disk. Default: the image's.",
 			},
-			"os_disk_size_gb": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(30, 4095)}, Description: "Size of the OS disk in GB. Default: the image's."},
-			"os_disk_caching": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf("None", "ReadOnly", "ReadWrite")}, Description: "Caching of the OS disk."},
-			"priority": schema.StringAttribute{
-				Optional: true, PlanModifiers: replace,
-				Validators:  []validator.String{stringvalidator.OneOf("Regular", "Spot")},
-				Description: "`Regular`, or `Spot` VMs (evicted — deleted — when Azure needs the capacity; the next apply replaces them). Default `Regular`.",
+			"os_disk_size_gb": schema.Int64Attribute{
+				Optional:    true,
+				Validators:  []validator.Int64{int64validator.Between(30, 4095)},
+				Description: "Size of the OS disk in GB. Default: the image's.",
 			},
-			"max_bid_price": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.AtLeast(-1)}, Description: "Highest hourly price for Spot VMs; `-1` (the default) evicts for capacity only."},
-			"tags":          schema.MapAttribute{Optional: true, ElementType: types.StringType, Description: "Tags of the scale set."},
-			"scale_set_id":  schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}, Description: "Resource ID of the scale set."},
+			"os_disk_caching": schema.StringAttribute{
+				Optional:    true,
+				Validators:  []validator.String{stringvalidator.OneOf("None", "ReadOnly", "ReadWrite")},
+				Description: "Caching of the OS disk.",
+			},
+			"priority": schema.StringAttribute{
+				Optional:      true,
+				PlanModifiers: replace,
+				Validators:    []validator.String{stringvalidator.OneOf("Regular", "Spot")},
+				Description: "`Regular`, or `Spot` VMs (evicted — deleted — when Azure needs the capacity; the next apply replaces them). Default " +
+					"`Regular`.",
+			},
+			"max_bid_price": schema.Float64Attribute{
+				Optional:    true,
+				Validators:  []validator.Float64{float64validator.AtLeast(-1)},
+				Description: "Highest hourly price for Spot VMs; `-1` (the default) evicts for capacity only.",
+			},
+			"tags": schema.MapAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				Description: "Tags of the scale set.",
+			},
+			"scale_set_id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				Description:   "Resource ID of the scale set.",
+			},
 		},
 	}
 }
 
-// checkAzureBlock reports the azure block's missing arguments.
-func checkAzureBlock(a *azurePoolModel) diag.Diagnostics {
+// nodePoolBackend is a pool's backend block: what differs between the backends in the
+// resource. The pool's machines are its pool.Compute.
+type nodePoolBackend interface {
+	// check reports the block's missing or conflicting arguments.
+	check(m *nodePoolModel) diag.Diagnostics
+	// modifyPlan sets the block's defaults in the plan, and checks where the plan runs.
+	modifyPlan(ctx context.Context, m *nodePoolModel, plan *tfsdk.Plan) diag.Diagnostics
+	// checkCluster checks that the backend's machines may join the pool's cluster.
+	checkCluster(data *providerData, m *nodePoolModel) diag.Diagnostics
+	// imageUnknown reports whether the pool's image is known only at apply.
+	imageUnknown() bool
+	// imagePath is the attribute naming the pool's image.
+	imagePath() path.Path
+	// image reads the pool's image.
+	image(ctx context.Context, data *providerData, m *nodePoolModel) (*poolImage, diag.Diagnostics)
+	// compute is the pool's machines at the backend. adminPassword is the azure backend's
+	// write-only password, known only while applying.
+	compute(ctx context.Context, data *providerData, m *nodePoolModel, adminPassword string) (pool.Compute, diag.Diagnostics)
+	// applying records in the block what the machines' compute names.
+	applying(c pool.Compute)
+	// plannedVersion is the version a cluster of the backend created in the same apply will
+	// run, "" when the backend cannot tell.
+	plannedVersion(data *providerData) string
+	// settings are the block's arguments, kept for import.
+	settings(ctx context.Context) (*localSettings, *azureSettings, diag.Diagnostics)
+	// saveSettings keeps the pool's settings for import.
+	saveSettings(ctx context.Context, data *providerData, s poolSettings, client kubernetes.Interface) error
+}
+
+// backend is the backend the pool's block names; nil when it names none or both.
+func (m *nodePoolModel) backend() nodePoolBackend {
+	switch {
+	case (m.Local == nil) == (m.Azure == nil):
+		return nil
+	case m.Local == nil:
+		return m.Azure
+	}
+	return m.Local
+}
+
+// check checks that simulated machines join only a cluster created as simulated unless the
+// user opted in by name.
+func (l *localPoolModel) check(m *nodePoolModel) diag.Diagnostics {
 	var diags diag.Diagnostics
-	for name, v := range map[string]types.String{"resource_group_name": a.ResourceGroupName, "location": a.Location, "vm_size": a.VMSize, "subnet_id": a.SubnetID, "image_id": a.ImageID} {
+	if l.Image.IsNull() {
+		diags.AddAttributeError(pathLocalImage, "Missing Image", "Set local.image to the directory `packer build` wrote with the kubewin-local builder.")
+	}
+	optIn := l.JoinSimulatedNodesToExistingCluster
+	if m.ClusterID.IsNull() && !optIn.IsUnknown() && !optIn.ValueBool() {
+		diags.AddAttributeError(path.Root("cluster_id"), "Simulated Nodes Need a Simulated Cluster",
+			"The pool's machines are simulated (the local block): they run no containers. Without cluster_id they would join the cluster "+
+				"of the provider's kubernetes block, a cluster kubewin did not create, whose workloads would be scheduled onto them and never run. "+
+				"Set cluster_id to a kubewin_cluster (for example cluster_id = kubewin_cluster.dev.id). To test schedulers and policies against "+
+				"a scratch cluster on purpose, set local."+simulatedOptIn+" = true.")
+	}
+	return diags
+}
+
+func (l *localPoolModel) modifyPlan(context.Context, *nodePoolModel, *tfsdk.Plan) diag.Diagnostics {
+	return checkNotRemote(path.Root("local"))
+}
+
+// checkCluster checks that a local pool's cluster_id names a cluster of the local backend.
+func (l *localPoolModel) checkCluster(data *providerData, m *nodePoolModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if m.ClusterID.IsNull() || m.ClusterID.IsUnknown() {
+		return diags
+	}
+	if _, err := data.local.Cluster(m.ClusterID.ValueString()); err != nil {
+		diags.AddAttributeError(path.Root("cluster_id"), "Not a Cluster of the Local Backend",
+			fmt.Sprintf("The pool's machines are simulated (the local block) and join only a kubewin_cluster of the local backend, "+
+				"which has no cluster %q in its state directory %s. Set cluster_id to the id of a kubewin_cluster, e.g. kubewin_cluster.dev.id.",
+				m.ClusterID.ValueString(), data.local.StateDir))
+	}
+	return diags
+}
+
+func (l *localPoolModel) imageUnknown() bool   { return l.Image.IsUnknown() }
+func (l *localPoolModel) imagePath() path.Path { return pathLocalImage }
+
+// image reads a local image directory's manifest.
+func (l *localPoolModel) image(context.Context, *providerData, *nodePoolModel) (*poolImage, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	manifest, digest, err := loadImage(l.Image.ValueString())
+	if err != nil {
+		diags.AddAttributeError(pathLocalImage, "Invalid Image", err.Error())
+		return nil, diags
+	}
+	return &poolImage{manifest, digest}, diags
+}
+
+// compute is a local pool's machines; also for a pool whose cluster is gone.
+func (l *localPoolModel) compute(_ context.Context, data *providerData, m *nodePoolModel, _ string) (pool.Compute, diag.Diagnostics) {
+	return &local.Compute{
+		Backend:    data.local,
+		Pool:       m.Name.ValueString(),
+		Prefix:     m.NodeNamePrefix.ValueString(),
+		ImageDir:   l.Image.ValueString(),
+		AnyCluster: l.JoinSimulatedNodesToExistingCluster.ValueBool(),
+	}, nil
+}
+
+func (l *localPoolModel) applying(pool.Compute) {}
+
+// plannedVersion is the version the local control plane programs will run.
+func (l *localPoolModel) plannedVersion(data *providerData) string {
+	v, err := data.local.ControlPlaneVersion()
+	if err != nil {
+		return ""
+	}
+	return v
+}
+
+func (l *localPoolModel) settings(context.Context) (*localSettings, *azureSettings, diag.Diagnostics) {
+	return &localSettings{Image: l.Image.ValueString(), JoinSimulatedNodesToExistingCluster: l.JoinSimulatedNodesToExistingCluster.ValueBoolPointer()}, nil, nil
+}
+
+// saveSettings keeps a local pool's settings in the backend's state directory.
+func (l *localPoolModel) saveSettings(_ context.Context, data *providerData, s poolSettings, _ kubernetes.Interface) error {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return data.local.SavePoolFile(s.Name, "pool.json", raw)
+}
+
+// check reports the azure block's missing arguments.
+func (a *azurePoolModel) check(*nodePoolModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	required := map[string]types.String{
+		"resource_group_name": a.ResourceGroupName,
+		"location":            a.Location,
+		"vm_size":             a.VMSize,
+		"subnet_id":           a.SubnetID,
+		"image_id":            a.ImageID,
+	}
+	for name, v := range required {
 		if v.IsNull() {
 			diags.AddAttributeError(pathAzure.AtName(name), "Missing Azure Setting", "Set azure."+name+": the scale set needs it.")
 		}
@@ -179,6 +366,62 @@ func checkAzureBlock(a *azurePoolModel) diag.Diagnostics {
 	return diags
 }
 
+// modifyPlan names the scale set after the pool by default.
+func (a *azurePoolModel) modifyPlan(ctx context.Context, m *nodePoolModel, plan *tfsdk.Plan) diag.Diagnostics {
+	if a.ScaleSetName.IsUnknown() && !m.Name.IsUnknown() {
+		return plan.SetAttribute(ctx, pathAzure.AtName("scale_set_name"), m.Name)
+	}
+	return nil
+}
+
+func (a *azurePoolModel) checkCluster(*providerData, *nodePoolModel) diag.Diagnostics { return nil }
+
+func (a *azurePoolModel) imageUnknown() bool {
+	return a.ImageID.IsUnknown() || a.ImageManifest.IsUnknown()
+}
+
+func (a *azurePoolModel) imagePath() path.Path { return pathAzure.AtName("image_id") }
+
+func (a *azurePoolModel) applying(c pool.Compute) {
+	if ss, ok := c.(*azure.ScaleSet); ok {
+		a.ScaleSetID = types.StringValue(ss.ID())
+	}
+}
+
+func (a *azurePoolModel) plannedVersion(*providerData) string { return "" }
+
+// settings are the azure block's arguments (never the password).
+func (a *azurePoolModel) settings(ctx context.Context) (*localSettings, *azureSettings, diag.Diagnostics) {
+	s := &azureSettings{
+		ResourceGroupName:            a.ResourceGroupName.ValueString(),
+		Location:                     a.Location.ValueString(),
+		VMSize:                       a.VMSize.ValueString(),
+		SubnetID:                     a.SubnetID.ValueString(),
+		ImageID:                      a.ImageID.ValueString(),
+		ScaleSetName:                 a.ScaleSetName.ValueString(),
+		ScaleSetID:                   a.ScaleSetID.ValueString(),
+		ImageManifest:                a.ImageManifest.ValueStringPointer(),
+		AdminUsername:                a.AdminUsername.ValueStringPointer(),
+		OSDiskStorageAccountType:     a.OSDiskStorageAccountType.ValueStringPointer(),
+		OSDiskCaching:                a.OSDiskCaching.ValueStringPointer(),
+		Priority:                     a.Priority.ValueStringPointer(),
+		AcceleratedNetworkingEnabled: a.AcceleratedNetworkingEnabled.ValueBoolPointer(),
+		OSDiskSizeGB:                 a.OSDiskSizeGB.ValueInt64Pointer(),
+		MaxBidPrice:                  a.MaxBidPrice.ValueFloat64Pointer(),
+	}
+	var diags diag.Diagnostics
+	s.Tags, diags = stringMapOf(ctx, a.Tags)
+	if !a.Zones.IsNull() {
+		diags.Append(a.Zones.ElementsAs(ctx, &s.Zones, false)...)
+	}
+	return nil, s, diags
+}
+
+// saveSettings keeps an azure pool's settings in its cluster.
+func (a *azurePoolModel) saveSettings(ctx context.Context, _ *providerData, s poolSettings, client kubernetes.Interface) error {
+	return saveClusterSettings(ctx, client, s)
+}
+
 // poolImage is what a pool knows of its image: the part of the manifest a NodeConfig needs,
 // and a digest that changes whenever the machines' image or settings do.
 type poolImage struct {
@@ -186,19 +429,9 @@ type poolImage struct {
 	digest   string
 }
 
-// image reads the pool's image: a local image directory's manifest, or an Azure image's tags
-// (or the manifest the configuration gives).
-func (r *nodePoolResource) image(ctx context.Context, m *nodePoolModel) (*poolImage, diag.Diagnostics) {
+// image reads an Azure image's tags (or the manifest the configuration gives).
+func (a *azurePoolModel) image(ctx context.Context, data *providerData, m *nodePoolModel) (*poolImage, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	if m.Local != nil {
-		manifest, digest, err := loadImage(m.Local.Image.ValueString())
-		if err != nil {
-			diags.AddAttributeError(pathLocalImage, "Invalid Image", err.Error())
-			return nil, diags
-		}
-		return &poolImage{manifest, digest}, diags
-	}
-	a := m.Azure
 	var manifest *v1alpha1.ImageManifest
 	var err error
 	if !a.ImageManifest.IsNull() {
@@ -208,7 +441,7 @@ func (r *nodePoolResource) image(ctx context.Context, m *nodePoolModel) (*poolIm
 			return nil, diags
 		}
 	} else {
-		c, err := r.data.azure(ctx)
+		c, err := data.azure(ctx)
 		if err != nil {
 			diags.AddAttributeError(pathAzure, "Cannot Reach Azure", err.Error())
 			return nil, diags
@@ -237,13 +470,20 @@ func azureMachines(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.Ima
 	}
 	mode := v1alpha1.NetworkMode(m.NetworkMode.ValueString())
 	machines := azure.Machines{
-		ResourceGroup: a.ResourceGroupName.ValueString(), Location: a.Location.ValueString(), SubnetID: a.SubnetID.ValueString(),
-		VMSize: a.VMSize.ValueString(), ImageID: a.ImageID.ValueString(), AdminUsername: "kubewin", Zones: zones,
+		ResourceGroup: a.ResourceGroupName.ValueString(),
+		Location:      a.Location.ValueString(),
+		SubnetID:      a.SubnetID.ValueString(),
+		VMSize:        a.VMSize.ValueString(),
+		ImageID:       a.ImageID.ValueString(),
+		AdminUsername: "kubewin",
+		Zones:         zones,
 		// Routed modes deliver pod traffic to the node's NIC, addressed to pods: it must forward.
 		IPForwarding:          mode == v1alpha1.NetworkModeL2Bridge || mode == v1alpha1.NetworkModeHostGateway,
 		AcceleratedNetworking: a.AcceleratedNetworkingEnabled.ValueBool(),
 		OSDisk:                azure.OSDisk{StorageAccountType: a.OSDiskStorageAccountType.ValueString(), Caching: a.OSDiskCaching.ValueString(), SizeGB: int32(a.OSDiskSizeGB.ValueInt64())},
-		Spot:                  a.Priority.ValueString() == "Spot", MaxBidPrice: -1, Tags: tags,
+		Spot:                  a.Priority.ValueString() == "Spot",
+		MaxBidPrice:           -1,
+		Tags:                  tags,
 	}
 	if !a.AdminUsername.IsNull() {
 		machines.AdminUsername = a.AdminUsername.ValueString()
@@ -257,12 +497,9 @@ func azureMachines(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.Ima
 	return machines, diags
 }
 
-// compute is the pool's machines at its backend.
-func (r *nodePoolResource) compute(ctx context.Context, m *nodePoolModel, adminPassword string) (pool.Compute, diag.Diagnostics) {
-	if m.Local != nil {
-		return localComputeOf(r.data, m), nil
-	}
-	c, err := r.data.azure(ctx)
+// compute is the pool's scale set.
+func (a *azurePoolModel) compute(ctx context.Context, data *providerData, m *nodePoolModel, adminPassword string) (pool.Compute, diag.Diagnostics) {
+	c, err := data.azure(ctx)
 	var diags diag.Diagnostics
 	if err != nil {
 		diags.AddAttributeError(pathAzure, "Cannot Reach Azure", err.Error())
@@ -274,8 +511,12 @@ func (r *nodePoolResource) compute(ctx context.Context, m *nodePoolModel, adminP
 		machines.Tags = withTag(machines.Tags, tagClusterID, m.ClusterID.ValueString())
 	}
 	return &azure.ScaleSet{
-		Client: c, Name: m.Azure.ScaleSetName.ValueString(), Pool: m.Name.ValueString(), ComputerNamePrefix: m.NodeNamePrefix.ValueString(),
-		Machines: machines, AdminPassword: adminPassword,
+		Client:             c,
+		Name:               a.ScaleSetName.ValueString(),
+		Pool:               m.Name.ValueString(),
+		ComputerNamePrefix: m.NodeNamePrefix.ValueString(),
+		Machines:           machines,
+		AdminPassword:      adminPassword,
 	}, diags
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
@@ -42,6 +43,22 @@ type providerModel struct {
 type localModel struct {
 	StateDir types.String `tfsdk:"state_dir"`
 	BinPath  types.List   `tfsdk:"bin_path"`
+}
+
+// override sets what the provider's local block (if any) sets of the local backend's settings.
+func (l *localModel) override(ctx context.Context, stateDir *string, binPath *[]string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if l == nil {
+		return diags
+	}
+	if !l.StateDir.IsNull() && !l.StateDir.IsUnknown() {
+		*stateDir = l.StateDir.ValueString()
+	}
+	if !l.BinPath.IsNull() && !l.BinPath.IsUnknown() {
+		*binPath = nil
+		diags.Append(l.BinPath.ElementsAs(ctx, binPath, false)...)
+	}
+	return diags
 }
 
 // Environment variables the local backend's settings default to.
@@ -107,15 +124,7 @@ func (p *kubewinProvider) Configure(ctx context.Context, req provider.ConfigureR
 		stateDir = ".kubewin"
 	}
 	binPath := filepath.SplitList(os.Getenv(EnvBinPath))
-	if cfg.Local != nil {
-		if !cfg.Local.StateDir.IsNull() && !cfg.Local.StateDir.IsUnknown() {
-			stateDir = cfg.Local.StateDir.ValueString()
-		}
-		if !cfg.Local.BinPath.IsNull() && !cfg.Local.BinPath.IsUnknown() {
-			binPath = nil
-			resp.Diagnostics.Append(cfg.Local.BinPath.ElementsAs(ctx, &binPath, false)...)
-		}
-	}
+	resp.Diagnostics.Append(cfg.Local.override(ctx, &stateDir, &binPath)...)
 	b, err := local.New(stateDir, binPath)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(pathLocalStateDir, "Invalid Local State Directory", err.Error())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 
@@ -25,10 +24,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/kubewin/kubewin/internal/capin"
 	"github.com/kubewin/kubewin/internal/controlplane"
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/kubeversion"
+	"github.com/kubewin/kubewin/provider/internal/cluster"
+	"github.com/kubewin/kubewin/provider/internal/local"
 )
 
 var (
@@ -112,26 +112,38 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"name": schema.StringAttribute{
 				Required:      true,
 				PlanModifiers: replace,
-				Validators:    []validator.String{stringvalidator.RegexMatches(clusterNameRE, "must be 1-40 lower-case letters, digits and '-', starting with a letter and ending with a letter or digit")},
-				Description:   "Name of the cluster: unique in the local backend's state directory; on Azure, the prefix of its resources' names.",
+				Validators: []validator.String{stringvalidator.RegexMatches(clusterNameRE, "must be 1-40 lower-case letters, digits and '-', "+
+					"starting with a letter and ending with a letter or digit")},
+				Description: "Name of the cluster: unique in the local backend's state directory; on Azure, the prefix of its resources' names.",
 			},
 			"kubernetes_version": schema.StringAttribute{
-				Optional: true, Computed: true, PlanModifiers: append([]planmodifier.String{stringplanmodifier.UseStateForUnknown()}, replace...),
-				Description: fmt.Sprintf("Kubernetes release of the control plane, e.g. `1.37.1`: required for an azure cluster (Kubernetes 1.%d to 1.%d); "+
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: append([]planmodifier.String{stringplanmodifier.UseStateForUnknown()}, replace...),
+				Description: fmt.Sprintf("Kubernetes release of the control plane, e.g. `1.37.1`: required for an azure cluster (Kubernetes 1.%d "+
+					"to 1.%d); "+
 					"a local cluster runs the version of its programs, which this reads (setting another is an error).", kubeversion.OldestMinor, kubeversion.NewestMinor),
 			},
 			"cluster_cidr": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString("10.244.0.0/16"), PlanModifiers: replace,
-				Validators:  []validator.String{cidrValidator{}},
-				Description: "Pod network of the cluster, split into per-node pod CIDRs by node IPAM. Default `10.244.0.0/16`.",
+				Optional:      true,
+				Computed:      true,
+				Default:       stringdefault.StaticString("10.244.0.0/16"),
+				PlanModifiers: replace,
+				Validators:    []validator.String{cidrValidator{}},
+				Description:   "Pod network of the cluster, split into per-node pod CIDRs by node IPAM. Default `10.244.0.0/16`.",
 			},
 			"service_cidr": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString("10.96.0.0/12"), PlanModifiers: replace,
-				Validators:  []validator.String{cidrValidator{}},
-				Description: "Service network of the cluster. Default `10.96.0.0/12`.",
+				Optional:      true,
+				Computed:      true,
+				Default:       stringdefault.StaticString("10.96.0.0/12"),
+				PlanModifiers: replace,
+				Validators:    []validator.String{cidrValidator{}},
+				Description:   "Service network of the cluster. Default `10.96.0.0/12`.",
 			},
 			"node_cidr_mask_size": schema.Int64Attribute{
-				Optional: true, Computed: true, Default: int64default.StaticInt64(ipam.DefaultNodeMaskSize),
+				Optional: true,
+				Computed: true,
+				Default:  int64default.StaticInt64(ipam.DefaultNodeMaskSize),
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
 					resp.RequiresReplace = isLocalState(ctx, req.State)
 				}, "Replaces a cluster of the local backend.", "")},
@@ -139,17 +151,39 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				Description: fmt.Sprintf("Prefix length of each node's pod CIDR. Default `%d`.", ipam.DefaultNodeMaskSize),
 			},
 			"running": schema.BoolAttribute{
-				Computed: true, Default: booldefault.StaticBool(true),
-				Description: "Whether the cluster runs: every control plane process of a local cluster (it reads `false` after a reboot; the next apply starts it again), " +
+				Computed: true,
+				Default:  booldefault.StaticBool(true),
+				Description: "Whether the cluster runs: every control plane process of a local cluster (it reads `false` after a reboot; the next " +
+					"apply starts it again), " +
 					"every control plane and agent of an azure cluster (the next apply makes the missing ones again).",
 			},
-			"id":             schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The cluster's ID, which `kubewin_windows_node_pool.cluster_id` takes: a local cluster's name, an azure cluster's load balancer's resource ID."},
-			"endpoint":       schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "URL of the API server: `https://127.0.0.1:<port>` for a local cluster, `https://<load balancer frontend address>:6443` on Azure."},
-			"ca_certificate": schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The cluster CA certificate (PEM)."},
-			"ca_cert_hash":   schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The CA pin nodes join with: `sha256:` and the hex sha256 of the CA's SubjectPublicKeyInfo, as kubeadm prints it."},
+			"id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description: "The cluster's ID, which `kubewin_windows_node_pool.cluster_id` takes: a local cluster's name, an azure cluster's " +
+					"load balancer's resource ID.",
+			},
+			"endpoint": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description: "URL of the API server: `https://127.0.0.1:<port>` for a local cluster, `https://<load balancer frontend " +
+					"address>:6443` on Azure.",
+			},
+			"ca_certificate": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "The cluster CA certificate (PEM).",
+			},
+			"ca_cert_hash": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "The CA pin nodes join with: `sha256:` and the hex sha256 of the CA's SubjectPublicKeyInfo, as kubeadm prints it.",
+			},
 			"kubeconfig_path": schema.StringAttribute{
-				Computed: true, PlanModifiers: keep,
-				Description: "A local cluster's cluster-admin kubeconfig on this machine (owner-only; null on Azure). The credential itself is never stored in the Terraform state.",
+				Computed:      true,
+				PlanModifiers: keep,
+				Description: "A local cluster's cluster-admin kubeconfig on this machine (owner-only; null on Azure). The credential itself is " +
+					"never stored in the Terraform state.",
 			},
 		},
 	}
@@ -171,15 +205,13 @@ func (r *clusterResource) ValidateConfig(ctx context.Context, req resource.Valid
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	switch {
-	case m.Local == nil && m.Azure == nil:
-		resp.Diagnostics.AddAttributeError(path.Root("local"), "Missing Backend",
-			"The cluster does not say where it runs, and kubewin has no default backend. Add a backend block: `azure { … }` makes an acs-engine-style "+
-				"cluster in Azure (Linux control planes by kubeadm, a Linux agent pool, the network); `local {}` runs the control plane as processes on this machine.")
-	case m.Local != nil && m.Azure != nil:
-		resp.Diagnostics.AddAttributeError(path.Root("azure"), "Conflicting Backends", "Set one backend block, azure or local, not both.")
-	case m.Azure != nil:
-		resp.Diagnostics.Append(validateAzureCluster(ctx, &m)...)
+	resp.Diagnostics.Append(checkOneBackend(m.Local, m.Azure,
+		"The cluster does not say where it runs, and kubewin has no default backend. Add a backend block: "+
+			"`azure { … }` makes an acs-engine-style cluster in Azure (Linux control planes by kubeadm, a Linux agent pool, the network); "+
+			"`local {}` runs the control plane as processes on this machine.",
+		"azure or local")...)
+	if b := m.backend(); b != nil {
+		resp.Diagnostics.Append(b.validate(ctx, &m)...)
 	}
 	if !m.KubernetesVersion.IsNull() && !m.KubernetesVersion.IsUnknown() {
 		v, err := kubeversion.Parse(m.KubernetesVersion.ValueString())
@@ -214,8 +246,32 @@ func (r *clusterResource) ValidateConfig(ctx context.Context, req resource.Valid
 	}
 }
 
-// ModifyPlan refuses a local cluster in a Terraform Cloud run, and a local cluster of another
-// version than its programs'; an azure cluster's checks are modifyAzurePlan's.
+// clusterBackend is a cluster's backend block: what differs between the backends in the
+// resource. The cluster itself is its cluster.Cluster.
+type clusterBackend interface {
+	validate(ctx context.Context, m *clusterModel) diag.Diagnostics
+	modifyPlan(ctx context.Context, data *providerData, req resource.ModifyPlanRequest, m *clusterModel) diag.Diagnostics
+	create(ctx context.Context, data *providerData, m *clusterModel) diag.Diagnostics
+	// read reads the cluster into m; gone is true when it no longer exists.
+	read(ctx context.Context, data *providerData, m *clusterModel) (gone bool, diags diag.Diagnostics)
+	// update changes the cluster in place; save is false when m is not the cluster's state.
+	update(ctx context.Context, data *providerData, m, prior *clusterModel) (save bool, diags diag.Diagnostics)
+	delete(ctx context.Context, data *providerData, m *clusterModel) diag.Diagnostics
+}
+
+// backend is the backend the cluster's block names; nil when it names none or both.
+func (m *clusterModel) backend() clusterBackend {
+	switch {
+	case (m.Local == nil) == (m.Azure == nil):
+		return nil
+	case m.Local == nil:
+		return m.Azure
+	}
+	return m.Local
+}
+
+// ModifyPlan runs the checks of the plan's backend; an existing azure cluster's are the azure
+// block's, whatever block the plan names.
 func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() || r.data == nil {
 		return
@@ -225,20 +281,12 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	b := m.backend()
 	if !req.State.Raw.IsNull() && !isLocalState(ctx, req.State) {
-		resp.Diagnostics.Append(r.modifyAzurePlan(ctx, req, &m)...)
-		return
+		b = &clusterAzureModel{}
 	}
-	if m.Local == nil {
-		return
-	}
-	resp.Diagnostics.Append(checkNotRemote(path.Root("name"))...)
-	if m.KubernetesVersion.IsNull() || m.KubernetesVersion.IsUnknown() || !req.State.Raw.IsNull() {
-		return
-	}
-	if v, err := r.data.local.ControlPlaneVersion(); err == nil && !sameVersion(v, m.KubernetesVersion.ValueString()) {
-		resp.Diagnostics.AddAttributeError(path.Root("kubernetes_version"), "Version Not Available Locally",
-			fmt.Sprintf("The local backend's control plane programs are Kubernetes %s, not %s: remove kubernetes_version, or set it to %s.", v, m.KubernetesVersion.ValueString(), v))
+	if b != nil {
+		resp.Diagnostics.Append(b.modifyPlan(ctx, r.data, req, &m)...)
 	}
 }
 
@@ -255,36 +303,12 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if m.Azure != nil {
-		resp.Diagnostics.Append(r.createAzure(ctx, &m)...)
-		// Saved even on failure: Terraform then knows what was made, and destroys it.
-		if !m.ID.IsUnknown() {
-			resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-		}
-		return
+	resp.Diagnostics.Append(m.backend().create(ctx, r.data, &m)...)
+	// Saved even on failure once the cluster has an ID: Terraform then knows what was made, and
+	// destroys it.
+	if !m.ID.IsUnknown() {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 	}
-	bin, err := r.data.local.ControlPlaneBinDir()
-	if err != nil {
-		resp.Diagnostics.AddError("Control Plane Programs Not Found", err.Error())
-		return
-	}
-	dir := r.data.local.ClusterDir(m.Name.ValueString())
-	if _, err := os.Stat(dir); err == nil {
-		resp.Diagnostics.AddAttributeError(path.Root("name"), "Cluster Already Exists",
-			fmt.Sprintf("The local backend already has a cluster named %q in %s. Import it with `terraform import`, choose another name, or remove that directory.", m.Name.ValueString(), dir))
-		return
-	}
-	cp, err := controlplane.Start(ctx, controlplane.Config{
-		Dir: dir, BinDir: bin, ClusterName: m.Name.ValueString(), Detach: true, Progress: io.Discard,
-		ClusterCIDR: m.ClusterCIDR.ValueString(), ServiceCIDR: m.ServiceCIDR.ValueString(), NodeCIDRMaskSize: int(m.NodeCIDRMaskSize.ValueInt64()),
-	})
-	if err != nil {
-		_ = os.RemoveAll(dir) // nothing half-created: Start stopped whatever it had started
-		resp.Diagnostics.AddError("Cannot Start Cluster", fmt.Sprintf("Starting the control plane of cluster %q failed: %s", m.Name.ValueString(), err))
-		return
-	}
-	resp.Diagnostics.Append(setClusterState(&m, cp)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -293,26 +317,12 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if m.Azure != nil {
-		gone, diags := r.readAzure(ctx, &m)
-		resp.Diagnostics.Append(diags...)
-		if gone {
-			resp.State.RemoveResource(ctx)
-			return
-		}
-		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	gone, diags := m.backend().read(ctx, r.data, &m)
+	resp.Diagnostics.Append(diags...)
+	if gone {
+		resp.State.RemoveResource(ctx)
 		return
 	}
-	cp, err := controlplane.Load(r.data.local.ClusterDir(m.Name.ValueString()))
-	if errors.Is(err, os.ErrNotExist) {
-		resp.State.RemoveResource(ctx) // the cluster's directory is gone: so is the cluster
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot Read Cluster", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(setClusterState(&m, cp)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -325,18 +335,11 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if m.Azure != nil {
-		resp.Diagnostics.Append(r.updateAzure(ctx, &m, &prior)...)
+	save, diags := m.backend().update(ctx, r.data, &m, &prior)
+	resp.Diagnostics.Append(diags...)
+	if save {
 		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-		return
 	}
-	cp, err := controlplane.Resume(ctx, r.data.local.ClusterDir(m.Name.ValueString()), io.Discard)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot Start Cluster Again", fmt.Sprintf("Cluster %q was stopped and could not be started again: %s", m.Name.ValueString(), err))
-		return
-	}
-	resp.Diagnostics.Append(setClusterState(&m, cp)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -345,22 +348,7 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if m.Azure != nil {
-		resp.Diagnostics.Append(r.deleteAzure(ctx, &m)...)
-		return
-	}
-	dir := r.data.local.ClusterDir(m.Name.ValueString())
-	cp, err := controlplane.Load(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot Read Cluster", err.Error())
-		return
-	}
-	if err := cp.Destroy(ctx); err != nil {
-		resp.Diagnostics.AddError("Cannot Delete Cluster", fmt.Sprintf("Stopping cluster %q and removing %s failed: %s", m.Name.ValueString(), dir, err))
-	}
+	resp.Diagnostics.Append(m.backend().delete(ctx, r.data, &m)...)
 }
 
 // ImportState imports a local cluster by its name. (An azure cluster's settings are its
@@ -378,35 +366,107 @@ func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportSt
 		NodeCIDRMaskSize: types.Int64Value(int64(cp.Config.NodeCIDRMaskSize)),
 		Local:            &clusterLocalModel{},
 	}
-	resp.Diagnostics.Append(setClusterState(&m, cp)...)
+	st, err := m.Local.cluster(r.data, &m).Observe(ctx)
+	resp.Diagnostics.Append(setLocalState(&m, st, err, "Cannot Read Cluster", "%[2]s")...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-func setClusterState(m *clusterModel, cp *controlplane.ControlPlane) diag.Diagnostics {
+func (l *clusterLocalModel) validate(context.Context, *clusterModel) diag.Diagnostics { return nil }
+
+// modifyPlan refuses a local cluster in a Terraform Cloud run, and a new local cluster of another
+// version than its programs'.
+func (l *clusterLocalModel) modifyPlan(_ context.Context, data *providerData, req resource.ModifyPlanRequest, m *clusterModel) diag.Diagnostics {
+	diags := checkNotRemote(path.Root("name"))
+	if m.KubernetesVersion.IsNull() || m.KubernetesVersion.IsUnknown() || !req.State.Raw.IsNull() {
+		return diags
+	}
+	if v, err := data.local.ControlPlaneVersion(); err == nil && !sameVersion(v, m.KubernetesVersion.ValueString()) {
+		diags.AddAttributeError(path.Root("kubernetes_version"), "Version Not Available Locally",
+			fmt.Sprintf("The local backend's control plane programs are Kubernetes %s, not %s: remove kubernetes_version, or set it to %s.",
+				v, m.KubernetesVersion.ValueString(), v))
+	}
+	return diags
+}
+
+// cluster is the local cluster the model describes.
+func (l *clusterLocalModel) cluster(data *providerData, m *clusterModel) *local.Cluster {
+	return &local.Cluster{
+		Backend:          data.local,
+		Name:             m.Name.ValueString(),
+		ClusterCIDR:      m.ClusterCIDR.ValueString(),
+		ServiceCIDR:      m.ServiceCIDR.ValueString(),
+		NodeCIDRMaskSize: int(m.NodeCIDRMaskSize.ValueInt64()),
+	}
+}
+
+func (l *clusterLocalModel) create(ctx context.Context, data *providerData, m *clusterModel) diag.Diagnostics {
 	var diags diag.Diagnostics
-	ca, err := cp.CACert()
-	if err != nil {
+	if _, err := data.local.ControlPlaneBinDir(); err != nil {
+		diags.AddError("Control Plane Programs Not Found", err.Error())
+		return diags
+	}
+	dir := data.local.ClusterDir(m.Name.ValueString())
+	if _, err := os.Stat(dir); err == nil {
+		diags.AddAttributeError(path.Root("name"), "Cluster Already Exists",
+			fmt.Sprintf("The local backend already has a cluster named %q in %s. "+
+				"Import it with `terraform import`, choose another name, or remove that directory.", m.Name.ValueString(), dir))
+		return diags
+	}
+	st, err := l.cluster(data, m).Create(ctx)
+	return setLocalState(m, st, err, "Cannot Start Cluster", "Starting the control plane of cluster %q failed: %s")
+}
+
+func (l *clusterLocalModel) read(ctx context.Context, data *providerData, m *clusterModel) (bool, diag.Diagnostics) {
+	st, err := l.cluster(data, m).Observe(ctx)
+	if st == nil && err == nil {
+		return true, nil // the cluster's directory is gone: so is the cluster
+	}
+	return false, setLocalState(m, st, err, "Cannot Read Cluster", "%[2]s")
+}
+
+func (l *clusterLocalModel) update(ctx context.Context, data *providerData, m, prior *clusterModel) (bool, diag.Diagnostics) {
+	st, err := l.cluster(data, m).Repair(ctx, nil)
+	diags := setLocalState(m, st, err, "Cannot Start Cluster Again", "Cluster %q was stopped and could not be started again: %s")
+	return st != nil, diags
+}
+
+func (l *clusterLocalModel) delete(ctx context.Context, data *providerData, m *clusterModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	err := l.cluster(data, m).Delete(ctx)
+	var step *cluster.StepError
+	switch {
+	case errors.As(err, &step):
+		diags.AddError("Cannot Read Cluster", step.Err.Error())
+	case err != nil:
+		diags.AddError("Cannot Delete Cluster", fmt.Sprintf("Stopping cluster %q and removing %s failed: %s",
+			m.Name.ValueString(), data.local.ClusterDir(m.Name.ValueString()), err))
+	}
+	return diags
+}
+
+// setLocalState records a local cluster's state in m, or reports err: a failure to read the
+// CA of a running cluster as such, any other under summary with detail (of the cluster's name
+// and err).
+func setLocalState(m *clusterModel, st *cluster.State, err error, summary, detail string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	var ca *local.ReadError
+	if errors.As(err, &ca) {
 		diags.AddError("Cannot Read Cluster CA", err.Error())
 		return diags
 	}
-	pin, err := capin.HashPEM(ca)
 	if err != nil {
-		diags.AddError("Cannot Read Cluster CA", err.Error())
+		diags.AddError(summary, fmt.Sprintf(detail, m.Name.ValueString(), err))
 		return diags
-	}
-	running := true
-	for _, up := range cp.Running() {
-		running = running && up
 	}
 	m.ID = m.Name
-	m.Running = types.BoolValue(running)
-	m.Endpoint = types.StringValue(cp.Endpoint())
-	if m.KubernetesVersion.IsNull() || m.KubernetesVersion.IsUnknown() || !sameVersion(m.KubernetesVersion.ValueString(), cp.Version) {
-		m.KubernetesVersion = types.StringValue(cp.Version)
+	m.Running = types.BoolValue(st.Running)
+	m.Endpoint = types.StringValue(st.Endpoint)
+	if m.KubernetesVersion.IsNull() || m.KubernetesVersion.IsUnknown() || !sameVersion(m.KubernetesVersion.ValueString(), st.Version) {
+		m.KubernetesVersion = types.StringValue(st.Version)
 	}
-	m.CACertificate = types.StringValue(string(ca))
-	m.CACertHash = types.StringValue(pin)
-	m.KubeconfigPath = types.StringValue(cp.AdminKubeconfig())
+	m.CACertificate = types.StringValue(string(st.CACert))
+	m.CACertHash = types.StringValue(st.CAHash)
+	m.KubeconfigPath = types.StringValue(st.KubeconfigPath)
 	return diags
 }
 
@@ -437,9 +497,18 @@ func (r *clusterResource) UpgradeState(context.Context) map[int64]resource.State
 				return
 			}
 			resp.Diagnostics.Append(resp.State.Set(ctx, &clusterModel{
-				Name: old.Name, KubernetesVersion: old.KubernetesVersion, ClusterCIDR: old.ClusterCIDR, ServiceCIDR: old.ServiceCIDR,
-				NodeCIDRMaskSize: old.NodeCIDRMaskSize, Local: &clusterLocalModel{}, Running: old.Running, ID: old.ID, Endpoint: old.Endpoint,
-				CACertificate: old.CACertificate, CACertHash: old.CACertHash, KubeconfigPath: old.KubeconfigPath,
+				Name:              old.Name,
+				KubernetesVersion: old.KubernetesVersion,
+				ClusterCIDR:       old.ClusterCIDR,
+				ServiceCIDR:       old.ServiceCIDR,
+				NodeCIDRMaskSize:  old.NodeCIDRMaskSize,
+				Local:             &clusterLocalModel{},
+				Running:           old.Running,
+				ID:                old.ID,
+				Endpoint:          old.Endpoint,
+				CACertificate:     old.CACertificate,
+				CACertHash:        old.CACertHash,
+				KubeconfigPath:    old.KubeconfigPath,
 			})...)
 		},
 	}}

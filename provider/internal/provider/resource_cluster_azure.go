@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/provider/internal/azure"
+	"github.com/kubewin/kubewin/provider/internal/cluster"
 )
 
 // clusterAzureModel is an azure cluster's block. Names follow acs-engine's api model where it
@@ -87,12 +89,31 @@ func clusterAzureBlock(context.Context) schema.Block {
 	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	machine := func(countName, countDesc string, def int64, countValidators []validator.Int64) map[string]schema.Attribute {
 		return map[string]schema.Attribute{
-			countName: schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(def), Validators: countValidators, Description: countDesc},
-			"vm_size": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultVMSize), Description: "Size of the VMs. Default `" + defaultVMSize + "`."},
+			countName: schema.Int64Attribute{
+				Optional:    true,
+				Computed:    true,
+				Default:     int64default.StaticInt64(def),
+				Validators:  countValidators,
+				Description: countDesc,
+			},
+			"vm_size": schema.StringAttribute{
+				Optional:    true,
+				Computed:    true,
+				Default:     stringdefault.StaticString(defaultVMSize),
+				Description: "Size of the VMs. Default `" + defaultVMSize + "`.",
+			},
 			"image_id": schema.StringAttribute{Optional: true, Description: "A managed or gallery image of Ubuntu to boot from, with cloud-init (and, to skip their installation, " +
 				"kubeadm, the kubelet and containerd). Default: the marketplace's Ubuntu 24.04 LTS (`Canonical:ubuntu-24_04-lts:server:latest`)."},
-			"zones":           schema.ListAttribute{Optional: true, ElementType: types.StringType, Description: "Availability zones, e.g. `[\"1\", \"2\", \"3\"]`; control planes are spread over them in turn."},
-			"os_disk_size_gb": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(30, 4095)}, Description: "Size of the OS disks in GB. Default: the image's."},
+			"zones": schema.ListAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				Description: "Availability zones, e.g. `[\"1\", \"2\", \"3\"]`; control planes are spread over them in turn.",
+			},
+			"os_disk_size_gb": schema.Int64Attribute{
+				Optional:    true,
+				Validators:  []validator.Int64{int64validator.Between(30, 4095)},
+				Description: "Size of the OS disks in GB. Default: the image's.",
+			},
 		}
 	}
 	machinesDefault := func(attrTypes map[string]attr.Type, countName string, count int64) defaults.Object {
@@ -104,67 +125,155 @@ func clusterAzureBlock(context.Context) schema.Block {
 	return schema.SingleNestedBlock{
 		Description: "The cluster is made in Azure, with the provider's `azure` credentials, as acs-engine made it from an api model " +
 			"(`provider::kubewin::acs_apimodel` reads one): a virtual network with a subnet for the control planes and one for the agents " +
-			"(or existing subnets), a network security group on each, a route table on the agents' subnet (kubenet-style routing: each node's pod CIDR " +
-			"to its address; kubewin writes the Linux agents' routes, `kubewin_pod_route` the Windows nodes'), a Standard load balancer whose frontend " +
-			"is the API server endpoint (a static public address with a health probe and a rule on 6443 and outbound rules for the control planes and " +
+			"(or existing subnets), a network security group on each, a route table on the agents' subnet (kubenet-style routing: each node's pod " +
+			"CIDR " +
+			"to its address; kubewin writes the Linux agents' routes, `kubewin_pod_route` the Windows nodes'), a Standard load balancer whose " +
+			"frontend " +
+			"is the API server endpoint (a static public address with a health probe and a rule on 6443 and outbound rules for the control planes " +
+			"and " +
 			"agents; or internal), 1, 3 or 5 Ubuntu control planes with static addresses across zones, bootstrapped by cloud-init running " +
-			"`kubeadm init` and `kubeadm join --control-plane` (stacked etcd), and a scale set of Linux agents joining with `kubeadm join`. Windows " +
+			"`kubeadm init` and `kubeadm join --control-plane` (stacked etcd), and a scale set of Linux agents joining with `kubeadm join`. " +
+			"Windows " +
 			"nodes join as `kubewin_windows_node_pool`s with `cluster_id` set to this cluster's `id`, in the agents' subnet.\n\n" +
 			"PKI: the first control plane's kubeadm makes the cluster CA, whose private key never leaves the control planes: they share it through " +
-			"kubeadm's encrypted certificate upload, with a certificate key that exists only in their custom data (a control plane added later gets " +
+			"kubeadm's encrypted certificate upload, with a certificate key that exists only in their custom data (a control plane added later " +
+			"gets " +
 			"a fresh upload from a running one). The provider reads the CA certificate from the first control plane's serial console (boot " +
-			"diagnostics) and takes short-lived admin certificates for a key it keeps in memory through an ARM run command on a control plane, which " +
-			"has the cluster's CSR API sign it: every Terraform run that reaches the cluster costs one run command. The state holds no key, token or " +
+			"diagnostics) and takes short-lived admin certificates for a key it keeps in memory through an ARM run command on a control plane, " +
+			"which " +
+			"has the cluster's CSR API sign it: every Terraform run that reaches the cluster costs one run command. The state holds no key, token " +
+			"or " +
 			"password; machines join with bootstrap tokens that are deleted once they joined.",
 		Attributes: map[string]schema.Attribute{
-			"resource_group_name": schema.StringAttribute{Optional: true, Description: "Resource group the cluster's resources are made in (required; it must exist)."},
-			"location":            schema.StringAttribute{Optional: true, Description: "Azure region (required), e.g. `westeurope`."},
+			"resource_group_name": schema.StringAttribute{
+				Optional:    true,
+				Description: "Resource group the cluster's resources are made in (required; it must exist).",
+			},
+			"location": schema.StringAttribute{
+				Optional:    true,
+				Description: "Azure region (required), e.g. `westeurope`.",
+			},
 			"dns_prefix": schema.StringAttribute{
-				Optional: true, Validators: []validator.String{stringvalidator.RegexMatches(dnsLabelRE, "must be a DNS label: 3-63 lower-case letters, digits and '-', starting with a letter")},
-				Description: "DNS label of the API server's public address (acs-engine's `masterProfile.dnsPrefix`): `<dns_prefix>.<location>.cloudapp.azure.com`, also in the API server's certificate.",
+				Optional: true,
+				Validators: []validator.String{stringvalidator.RegexMatches(dnsLabelRE, "must be a DNS label: 3-63 lower-case letters, digits and "+
+					"'-', starting with a letter")},
+				Description: "DNS label of the API server's public address (acs-engine's `masterProfile.dnsPrefix`): " +
+					"`<dns_prefix>.<location>.cloudapp.azure.com`, also in the API server's certificate.",
 			},
 			"api_server_access": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString("public"), Validators: []validator.String{stringvalidator.OneOf("public", "internal")},
-				Description: "`public`: the load balancer's frontend is a static public IP address, and its outbound rules give the control planes and Linux agents their " +
-					"outbound connections; `internal`: the frontend is the control planes' subnet's fifth address, and outbound connections are yours to provide (a NAT gateway). Default `public`.",
+				Optional:   true,
+				Computed:   true,
+				Default:    stringdefault.StaticString("public"),
+				Validators: []validator.String{stringvalidator.OneOf("public", "internal")},
+				Description: "`public`: the load balancer's frontend is a static public IP address, and its outbound rules give the control " +
+					"planes and Linux agents their " +
+					"outbound connections; `internal`: the frontend is the control planes' subnet's fifth address, and outbound connections are " +
+					"yours to provide (a NAT gateway). Default `public`.",
 			},
-			"api_server_authorized_ip_ranges": schema.ListAttribute{Optional: true, ElementType: types.StringType, Description: "Address prefixes that may reach the API server (the control planes' security group). Default: any."},
-			"vnet_cidr":                       schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultVNetCIDR), Validators: []validator.String{cidrValidator{}}, Description: "Address space of the cluster's virtual network. Default `" + defaultVNetCIDR + "`."},
-			"master_subnet_cidr":              schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultMasterSubnetCIDR), Validators: []validator.String{cidrValidator{}}, Description: "The control planes' subnet; control plane i has its sixth address and on (acs-engine's `firstConsecutiveStaticIP`). Default `" + defaultMasterSubnetCIDR + "`."},
-			"agent_subnet_cidr":               schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultAgentSubnetCIDR), Validators: []validator.String{cidrValidator{}}, Description: "The agents' subnet, for the Linux agents and the Windows pools. Default `" + defaultAgentSubnetCIDR + "`."},
+			"api_server_authorized_ip_ranges": schema.ListAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				Description: "Address prefixes that may reach the API server (the control planes' security group). Default: any.",
+			},
+			"vnet_cidr": schema.StringAttribute{
+				Optional:    true,
+				Computed:    true,
+				Default:     stringdefault.StaticString(defaultVNetCIDR),
+				Validators:  []validator.String{cidrValidator{}},
+				Description: "Address space of the cluster's virtual network. Default `" + defaultVNetCIDR + "`.",
+			},
+			"master_subnet_cidr": schema.StringAttribute{
+				Optional:   true,
+				Computed:   true,
+				Default:    stringdefault.StaticString(defaultMasterSubnetCIDR),
+				Validators: []validator.String{cidrValidator{}},
+				Description: "The control planes' subnet; control plane i has its sixth address and on (acs-engine's `firstConsecutiveStaticIP`). " +
+					"Default `" + defaultMasterSubnetCIDR + "`.",
+			},
+			"agent_subnet_cidr": schema.StringAttribute{
+				Optional:    true,
+				Computed:    true,
+				Default:     stringdefault.StaticString(defaultAgentSubnetCIDR),
+				Validators:  []validator.String{cidrValidator{}},
+				Description: "The agents' subnet, for the Linux agents and the Windows pools. Default `" + defaultAgentSubnetCIDR + "`.",
+			},
 			"master_subnet_id": schema.StringAttribute{
-				Optional: true, Computed: true, PlanModifiers: keep,
-				Description: "An existing subnet for the control planes, with `agent_subnet_id`: kubewin then makes no virtual network and no security groups, and the agents' " +
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: keep,
+				Description: "An existing subnet for the control planes, with `agent_subnet_id`: kubewin then makes no virtual network and no " +
+					"security groups, and the agents' " +
 					"subnet must be associated with `route_table_id` by you. Default: the cluster's own.",
 			},
-			"agent_subnet_id": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keep, Description: "An existing subnet for the agents (see `master_subnet_id`). Default: the cluster's own; Windows pools take it as `subnet_id`."},
-			"admin_username":  schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("azureuser"), Validators: []validator.String{stringvalidator.RegexMatches(adminUsernameRE, "must be 1-20 letters, digits, '.', '_' or '-', starting with a letter"), stringvalidator.NoneOfCaseInsensitive(reservedAdmins...)}, Description: "The Linux machines' administrator. Default `azureuser`."},
-			"ssh_public_keys": schema.ListAttribute{Optional: true, ElementType: types.StringType, Description: "OpenSSH public keys of the administrator (acs-engine's `linuxProfile.ssh.publicKeys`). Without one nobody can log on: password logons are off."},
+			"agent_subnet_id": schema.StringAttribute{
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: keep,
+				Description: "An existing subnet for the agents (see `master_subnet_id`). Default: the cluster's own; Windows pools take it as " +
+					"`subnet_id`.",
+			},
+			"admin_username": schema.StringAttribute{
+				Optional: true,
+				Computed: true,
+				Default:  stringdefault.StaticString("azureuser"),
+				Validators: []validator.String{stringvalidator.RegexMatches(adminUsernameRE, "must be 1-20 letters, digits, '.', '_' or '-', "+
+					"starting with a letter"), stringvalidator.NoneOfCaseInsensitive(reservedAdmins...)},
+				Description: "The Linux machines' administrator. Default `azureuser`.",
+			},
+			"ssh_public_keys": schema.ListAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				Description: "OpenSSH public keys of the administrator (acs-engine's `linuxProfile.ssh.publicKeys`). Without one nobody can log " +
+					"on: password logons are off.",
+			},
 			"masters": schema.SingleNestedAttribute{
-				Optional: true, Computed: true, Default: machinesDefault(mastersAttrTypes, "count", 1),
+				Optional:    true,
+				Computed:    true,
+				Default:     machinesDefault(mastersAttrTypes, "count", 1),
 				Description: "The control planes.",
 				Attributes: machine("count", "Number of control planes: 1, 3 or 5 (stacked etcd keeps a quorum through the loss of 1 of 3 or 2 of 5). It can grow in place. Default `1`.", 1,
 					[]validator.Int64{int64validator.OneOf(1, 3, 5)}),
 			},
 			"linux_pool": schema.SingleNestedAttribute{
-				Optional: true, Computed: true, Default: machinesDefault(linuxPoolAttrType, "node_count", defaultLinuxNodes),
+				Optional:    true,
+				Computed:    true,
+				Default:     machinesDefault(linuxPoolAttrType, "node_count", defaultLinuxNodes),
 				Description: "The Linux agents, a scale set: CoreDNS and kube-proxy's Linux pods (and other Linux-only system pods) run there.",
 				Attributes: machine("node_count", fmt.Sprintf("Number of Linux agents; it changes in place (new ones join with a fresh bootstrap token; removed ones are drained first). Default `%d`.", defaultLinuxNodes), defaultLinuxNodes,
 					[]validator.Int64{int64validator.Between(1, 100)}),
 			},
-			"tags":               schema.MapAttribute{Optional: true, ElementType: types.StringType, Description: "Tags of the cluster's resources, with kubewin's own `kubewin.io/cluster`."},
-			"api_server_fqdn":    schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "DNS name of the API server's public address (with `dns_prefix`)."},
-			"vnet_id":            schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The cluster's virtual network (null with existing subnets)."},
-			"route_table_id":     schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The agents' subnet's route table, for `kubewin_pod_route`s of the Windows nodes."},
-			"linux_scale_set_id": schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The Linux agents' scale set."},
+			"tags": schema.MapAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				Description: "Tags of the cluster's resources, with kubewin's own `kubewin.io/cluster`.",
+			},
+			"api_server_fqdn": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "DNS name of the API server's public address (with `dns_prefix`).",
+			},
+			"vnet_id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "The cluster's virtual network (null with existing subnets).",
+			},
+			"route_table_id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "The agents' subnet's route table, for `kubewin_pod_route`s of the Windows nodes.",
+			},
+			"linux_scale_set_id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "The Linux agents' scale set.",
+			},
 		},
 	}
 }
 
-// validateAzureCluster checks an azure cluster's configuration before anything is planned.
-func validateAzureCluster(ctx context.Context, m *clusterModel) diag.Diagnostics {
+// validate checks an azure cluster's configuration before anything is planned.
+func (a *clusterAzureModel) validate(_ context.Context, m *clusterModel) diag.Diagnostics {
 	var diags diag.Diagnostics
-	a := m.Azure
 	for name, v := range map[string]types.String{"resource_group_name": a.ResourceGroupName, "location": a.Location} {
 		if v.IsNull() {
 			diags.AddAttributeError(pathClusterAzure.AtName(name), "Missing Azure Setting", "Set azure."+name+": the cluster's resources need it.")
@@ -172,7 +281,8 @@ func validateAzureCluster(ctx context.Context, m *clusterModel) diag.Diagnostics
 	}
 	if m.KubernetesVersion.IsNull() {
 		diags.AddAttributeError(path.Root("kubernetes_version"), "Missing Kubernetes Version",
-			fmt.Sprintf("An azure cluster needs kubernetes_version, a release such as \"1.%d.1\" (1.%d to 1.%d): its control planes install that version.", kubeversion.NewestMinor, kubeversion.OldestMinor, kubeversion.NewestMinor))
+			fmt.Sprintf("An azure cluster needs kubernetes_version, a release such as \"1.%d.1\" (1.%d to 1.%d): its control planes install that "+
+				"version.", kubeversion.NewestMinor, kubeversion.OldestMinor, kubeversion.NewestMinor))
 	}
 	if a.MasterSubnetID.IsNull() != a.AgentSubnetID.IsNull() && !a.MasterSubnetID.IsUnknown() && !a.AgentSubnetID.IsUnknown() {
 		diags.AddAttributeError(pathClusterAzure.AtName("master_subnet_id"), "Incomplete Existing Network", "Set both master_subnet_id and agent_subnet_id (existing subnets), or neither (the cluster's own virtual network).")
@@ -214,10 +324,13 @@ func validateAzureCluster(ctx context.Context, m *clusterModel) diag.Diagnostics
 	return diags
 }
 
-// modifyAzurePlan refuses every change of an existing azure cluster that would need a new cluster:
+// modifyPlan refuses every change of an existing azure cluster that would need a new cluster:
 // kubewin never destroys a cluster as a side effect of a change.
-func (r *clusterResource) modifyAzurePlan(ctx context.Context, req resource.ModifyPlanRequest, plan *clusterModel) diag.Diagnostics {
+func (*clusterAzureModel) modifyPlan(ctx context.Context, _ *providerData, req resource.ModifyPlanRequest, plan *clusterModel) diag.Diagnostics {
 	var diags diag.Diagnostics
+	if req.State.Raw.IsNull() || isLocalState(ctx, req.State) {
+		return diags
+	}
 	var state clusterModel
 	diags.Append(req.State.Get(ctx, &state)...)
 	if diags.HasError() {
@@ -225,12 +338,14 @@ func (r *clusterResource) modifyAzurePlan(ctx context.Context, req resource.Modi
 	}
 	if plan.Azure == nil {
 		diags.AddAttributeError(pathClusterAzure, "Cluster Would Be Replaced",
-			"Moving an azure cluster to another backend would destroy it: kubewin never destroys a cluster as a side effect of a change. Keep the azure block; to remove the cluster, remove the resource.")
+			"Moving an azure cluster to another backend would destroy it: kubewin never destroys a cluster as a side effect of a change. Keep the "+
+				"azure block; to remove the cluster, remove the resource.")
 		return diags
 	}
 	refuse := func(at path.Path, name, from, to string) {
 		diags.AddAttributeError(at, "Change Would Replace the Cluster",
-			fmt.Sprintf("Changing %s of azure cluster %q (from %q to %q) would need a new cluster, and kubewin never destroys a cluster as a side effect of a change. "+
+			fmt.Sprintf("Changing %s of azure cluster %q (from %q to %q) would need a new cluster, and kubewin never destroys a cluster as a side "+
+				"effect of a change. "+
 				"Keep %s = %q; to change it, make a new kubewin_cluster (another name), move the node pools to it, then remove this one.", name, state.Name.ValueString(), from, to, name, from))
 	}
 	same := func(a, b attr.Value) bool { return a.IsUnknown() || b.IsUnknown() || a.Equal(b) }
@@ -293,7 +408,8 @@ func (r *clusterResource) modifyAzurePlan(ctx context.Context, req resource.Modi
 	// The state counts the control planes that exist (Read): a lost one is made again.
 	if !pm.Count.IsUnknown() && !sm.Count.IsUnknown() && pm.Count.ValueInt64() < sm.Count.ValueInt64() {
 		diags.AddAttributeError(masters.AtName("count"), "Control Planes Cannot Be Removed",
-			fmt.Sprintf("azure.masters.count goes from %d to %d: kubewin adds control planes in place but does not remove them (their etcd members would have to leave first). Keep count = %d.",
+			fmt.Sprintf("azure.masters.count goes from %d to %d: kubewin adds control planes in place but does not remove them (their etcd "+
+				"members would have to leave first). Keep count = %d.",
 				sm.Count.ValueInt64(), pm.Count.ValueInt64(), sm.Count.ValueInt64()))
 	}
 	return diags
@@ -309,15 +425,14 @@ func valueText(v attr.Value) string {
 	return v.String()
 }
 
-// azureCluster is the cluster the model describes, at its backend.
-func (r *clusterResource) azureCluster(ctx context.Context, m *clusterModel) (*azure.Cluster, diag.Diagnostics) {
+// cluster is the cluster the model describes, at its backend.
+func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *clusterModel) (azure.ClusterBackend, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	client, err := r.data.azure(ctx)
+	client, err := data.azure(ctx)
 	if err != nil {
 		diags.AddAttributeError(pathClusterAzure, "Cannot Reach Azure", err.Error())
-		return nil, diags
+		return azure.ClusterBackend{}, diags
 	}
-	a := m.Azure
 	var mm mastersModel
 	var lp linuxPoolModel
 	diags.Append(a.Masters.As(ctx, &mm, objectAsOptions)...)
@@ -337,7 +452,7 @@ func (r *clusterResource) azureCluster(ctx context.Context, m *clusterModel) (*a
 		diags.AddAttributeError(path.Root("kubernetes_version"), "Unsupported Kubernetes Version", err.Error())
 	}
 	if diags.HasError() {
-		return nil, diags
+		return azure.ClusterBackend{}, diags
 	}
 	image := func(id types.String) azure.Image {
 		if id.IsNull() {
@@ -346,16 +461,26 @@ func (r *clusterResource) azureCluster(ctx context.Context, m *clusterModel) (*a
 		return azure.Image{ID: id.ValueString()}
 	}
 	spec := azure.ClusterSpec{
-		Name: m.Name.ValueString(), ResourceGroup: a.ResourceGroupName.ValueString(), Location: a.Location.ValueString(),
-		KubernetesVersion: "v" + v.String(), PodCIDR: m.ClusterCIDR.ValueString(), ServiceCIDR: m.ServiceCIDR.ValueString(),
-		NodeCIDRMaskSize: int(m.NodeCIDRMaskSize.ValueInt64()),
+		Name:              m.Name.ValueString(),
+		ResourceGroup:     a.ResourceGroupName.ValueString(),
+		Location:          a.Location.ValueString(),
+		KubernetesVersion: "v" + v.String(),
+		PodCIDR:           m.ClusterCIDR.ValueString(),
+		ServiceCIDR:       m.ServiceCIDR.ValueString(),
+		NodeCIDRMaskSize:  int(m.NodeCIDRMaskSize.ValueInt64()),
 		Network: azure.ClusterNetwork{
-			VNetCIDR: a.VNetCIDR.ValueString(), MasterSubnetCIDR: a.MasterSubnetCIDR.ValueString(), AgentSubnetCIDR: a.AgentSubnetCIDR.ValueString(),
-			PublicAPIServer: a.APIServerAccess.ValueString() != "internal", DNSPrefix: a.DNSPrefix.ValueString(),
+			VNetCIDR:         a.VNetCIDR.ValueString(),
+			MasterSubnetCIDR: a.MasterSubnetCIDR.ValueString(),
+			AgentSubnetCIDR:  a.AgentSubnetCIDR.ValueString(),
+			PublicAPIServer:  a.APIServerAccess.ValueString() != "internal",
+			DNSPrefix:        a.DNSPrefix.ValueString(),
 		},
-		Masters:       azure.MachineSpec{Count: int(mm.Count.ValueInt64()), VMSize: mm.VMSize.ValueString(), Image: image(mm.ImageID), Zones: masterZones, OSDiskSizeGB: int32(mm.OSDiskSizeGB.ValueInt64())},
-		Agents:        azure.MachineSpec{Count: int(lp.NodeCount.ValueInt64()), VMSize: lp.VMSize.ValueString(), Image: image(lp.ImageID), Zones: poolZones, OSDiskSizeGB: int32(lp.OSDiskSizeGB.ValueInt64())},
-		AdminUsername: a.AdminUsername.ValueString(), SSHPublicKeys: keys, Tags: tags, APIServerSourcePrefixes: ranges,
+		Masters:                 azure.MachineSpec{Count: int(mm.Count.ValueInt64()), VMSize: mm.VMSize.ValueString(), Image: image(mm.ImageID), Zones: masterZones, OSDiskSizeGB: int32(mm.OSDiskSizeGB.ValueInt64())},
+		Agents:                  azure.MachineSpec{Count: int(lp.NodeCount.ValueInt64()), VMSize: lp.VMSize.ValueString(), Image: image(lp.ImageID), Zones: poolZones, OSDiskSizeGB: int32(lp.OSDiskSizeGB.ValueInt64())},
+		AdminUsername:           a.AdminUsername.ValueString(),
+		SSHPublicKeys:           keys,
+		Tags:                    tags,
+		APIServerSourcePrefixes: ranges,
 	}
 	// Existing subnets: configured (before the cluster exists) or recorded by an empty vnet_id.
 	configured := a.VNetID.IsUnknown() && !a.MasterSubnetID.IsUnknown() && !a.MasterSubnetID.IsNull()
@@ -363,7 +488,9 @@ func (r *clusterResource) azureCluster(ctx context.Context, m *clusterModel) (*a
 	if configured || recorded {
 		spec.Network.MasterSubnetID, spec.Network.AgentSubnetID = a.MasterSubnetID.ValueString(), a.AgentSubnetID.ValueString()
 	}
-	return &azure.Cluster{Client: client, Spec: spec}, diags
+	c := &azure.Cluster{Client: client, Spec: spec}
+	access := func(ctx context.Context) (*azure.Access, error) { return data.azureAccess(ctx, m.ID.ValueString()) }
+	return azure.ClusterBackend{Cluster: c, Access: access}, diags
 }
 
 // stringListOf converts a list attribute (nil for null or unknown).
@@ -387,23 +514,24 @@ func setAzureIDs(m *clusterModel, c *azure.Cluster) {
 	a.LinuxScaleSetID = types.StringValue(c.ScaleSetID())
 }
 
-func setAzureState(m *clusterModel, s *azure.ClusterState) {
-	m.Endpoint = types.StringValue("https://" + s.Endpoint)
+func setAzureState(m *clusterModel, s *cluster.State) {
+	m.Endpoint = types.StringValue(s.Endpoint)
 	m.CACertificate = types.StringValue(string(s.CACert))
 	m.CACertHash = types.StringValue(s.CAHash)
 	m.Azure.APIServerFQDN = types.StringValue(s.FQDN)
 	m.Running = types.BoolValue(true)
 }
 
-func (r *clusterResource) createAzure(ctx context.Context, m *clusterModel) diag.Diagnostics {
-	c, diags := r.azureCluster(ctx, m)
+func (a *clusterAzureModel) create(ctx context.Context, data *providerData, m *clusterModel) diag.Diagnostics {
+	c, diags := a.cluster(ctx, data, m)
 	if diags.HasError() {
 		return diags
 	}
-	setAzureIDs(m, c)
+	setAzureIDs(m, c.Cluster)
 	// What is unknown until the cluster runs stays empty if it never does: the state then only
 	// lets destroy find what was made.
-	m.Endpoint, m.CACertificate, m.CACertHash, m.Azure.APIServerFQDN = types.StringValue(""), types.StringValue(""), types.StringValue(""), types.StringValue("")
+	m.Endpoint, m.CACertificate, m.CACertHash = types.StringValue(""), types.StringValue(""), types.StringValue("")
+	a.APIServerFQDN = types.StringValue("")
 	m.Running = types.BoolValue(false)
 	state, err := c.Create(ctx)
 	if state != nil {
@@ -417,10 +545,10 @@ func (r *clusterResource) createAzure(ctx context.Context, m *clusterModel) diag
 	return diags
 }
 
-// readAzure reads what exists of the cluster: the control planes and agents that exist count,
-// so that the next apply makes the missing ones again.
-func (r *clusterResource) readAzure(ctx context.Context, m *clusterModel) (gone bool, diags diag.Diagnostics) {
-	c, diags := r.azureCluster(ctx, m)
+// read reads what exists of the cluster: the control planes and agents that exist count, so
+// that the next apply makes the missing ones again.
+func (a *clusterAzureModel) read(ctx context.Context, data *providerData, m *clusterModel) (gone bool, diags diag.Diagnostics) {
+	c, diags := a.cluster(ctx, data, m)
 	if diags.HasError() {
 		return false, diags
 	}
@@ -429,81 +557,66 @@ func (r *clusterResource) readAzure(ctx context.Context, m *clusterModel) (gone 
 		diags.AddError("Cannot Read Cluster", err.Error())
 		return false, diags
 	}
-	if !o.Exists {
+	if o == nil {
 		return true, diags
 	}
 	var mm mastersModel
 	var lp linuxPoolModel
-	diags.Append(m.Azure.Masters.As(ctx, &mm, objectAsOptions)...)
-	diags.Append(m.Azure.LinuxPool.As(ctx, &lp, objectAsOptions)...)
+	diags.Append(a.Masters.As(ctx, &mm, objectAsOptions)...)
+	diags.Append(a.LinuxPool.As(ctx, &lp, objectAsOptions)...)
 	if diags.HasError() {
 		return false, diags
 	}
-	m.Running = types.BoolValue(int64(o.Masters) == mm.Count.ValueInt64() && int64(o.Agents) == lp.NodeCount.ValueInt64())
-	mm.Count, lp.NodeCount = types.Int64Value(int64(min(o.Masters, int(mm.Count.ValueInt64())))), types.Int64Value(int64(o.Agents))
+	m.Running = types.BoolValue(o.Running)
+	mm.Count = types.Int64Value(int64(min(o.Masters, int(mm.Count.ValueInt64()))))
+	lp.NodeCount = types.Int64Value(int64(o.Agents))
 	var d diag.Diagnostics
-	m.Azure.Masters, d = types.ObjectValueFrom(ctx, mastersAttrTypes, mm)
+	a.Masters, d = types.ObjectValueFrom(ctx, mastersAttrTypes, mm)
 	diags.Append(d...)
-	m.Azure.LinuxPool, d = types.ObjectValueFrom(ctx, linuxPoolAttrType, lp)
+	a.LinuxPool, d = types.ObjectValueFrom(ctx, linuxPoolAttrType, lp)
 	diags.Append(d...)
 	return false, diags
 }
 
-// updateAzure makes missing control planes again and adds new ones, and scales the Linux agents.
-func (r *clusterResource) updateAzure(ctx context.Context, m, prior *clusterModel) diag.Diagnostics {
-	c, diags := r.azureCluster(ctx, m)
+// update makes missing control planes again and adds new ones, and scales the Linux agents.
+func (a *clusterAzureModel) update(ctx context.Context, data *providerData, m, prior *clusterModel) (bool, diag.Diagnostics) {
+	c, diags := a.cluster(ctx, data, m)
 	if diags.HasError() {
-		return diags
+		return true, diags
 	}
-	var mm mastersModel
-	var lp linuxPoolModel
-	diags.Append(m.Azure.Masters.As(ctx, &mm, objectAsOptions)...)
-	diags.Append(m.Azure.LinuxPool.As(ctx, &lp, objectAsOptions)...)
-	if diags.HasError() {
-		return diags
+	last := &cluster.State{
+		Endpoint: prior.Endpoint.ValueString(),
+		FQDN:     prior.Azure.APIServerFQDN.ValueString(),
+		CACert:   []byte(prior.CACertificate.ValueString()),
+		CAHash:   prior.CACertHash.ValueString(),
 	}
-	state := &azure.ClusterState{
-		Endpoint: strings.TrimPrefix(prior.Endpoint.ValueString(), "https://"), FQDN: prior.Azure.APIServerFQDN.ValueString(),
-		CACert: []byte(prior.CACertificate.ValueString()), CAHash: prior.CACertHash.ValueString(),
-	}
-	access, err := r.data.azureAccess(ctx, m.ID.ValueString())
-	if err != nil {
-		diags.AddError("Cannot Reach Cluster", err.Error())
-		return diags
-	}
-	var missing []int
-	for i := range int(mm.Count.ValueInt64()) {
-		ok, err := c.MasterExists(ctx, i)
-		if err != nil {
-			diags.AddError("Cannot Read Cluster", err.Error())
-			return diags
+	_, err := c.Repair(ctx, last)
+	var step *cluster.StepError
+	if errors.As(err, &step) {
+		switch step.Step {
+		case cluster.StepConnect:
+			diags.AddError("Cannot Reach Cluster", step.Err.Error())
+		case cluster.StepRead:
+			diags.AddError("Cannot Read Cluster", step.Err.Error())
+		case cluster.StepAddMaster:
+			diags.AddAttributeError(pathClusterAzure.AtName("masters"), "Cannot Add Control Planes", step.Err.Error())
+		case cluster.StepScale:
+			diags.AddAttributeError(pathClusterAzure.AtName("linux_pool"), "Cannot Scale the Linux Agents", step.Err.Error())
 		}
-		if !ok {
-			missing = append(missing, i)
-		}
-	}
-	if len(missing) > 0 {
-		if err := c.AddMasters(ctx, access, state, missing); err != nil {
-			diags.AddAttributeError(pathClusterAzure.AtName("masters"), "Cannot Add Control Planes", err.Error())
-			return diags
-		}
-	}
-	if err := c.ScaleAgents(ctx, access, state, int(lp.NodeCount.ValueInt64())); err != nil {
-		diags.AddAttributeError(pathClusterAzure.AtName("linux_pool"), "Cannot Scale the Linux Agents", err.Error())
-		return diags
+		return true, diags
 	}
 	m.Running = types.BoolValue(true)
-	return diags
+	return true, diags
 }
 
-func (r *clusterResource) deleteAzure(ctx context.Context, m *clusterModel) diag.Diagnostics {
-	c, diags := r.azureCluster(ctx, m)
+func (a *clusterAzureModel) delete(ctx context.Context, data *providerData, m *clusterModel) diag.Diagnostics {
+	c, diags := a.cluster(ctx, data, m)
 	if diags.HasError() {
 		return diags
 	}
 	if err := c.Delete(ctx); err != nil {
 		diags.AddError("Cannot Delete Cluster", fmt.Sprintf("Removing azure cluster %q failed: %s", m.Name.ValueString(), err))
 	}
-	r.data.forgetAzureAccess(m.ID.ValueString())
+	data.forgetAzureAccess(m.ID.ValueString())
 	return diags
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/kubewin/kubewin/internal/routetable"
 	"github.com/kubewin/kubewin/provider/internal/azure"
 	"github.com/kubewin/kubewin/provider/internal/local"
+	"github.com/kubewin/kubewin/provider/internal/route"
 )
 
 var (
@@ -65,7 +66,8 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 	resp.Schema = schema.Schema{
 		Description: "A route that sends a node's pod CIDR to the node, in a route table: the guides' \"upstream L3 routing\" for " +
 			"`l2bridge` networks. Name the table in a backend block: `local` (a route table of the local backend, a file) or `azure` " +
-			"(an Azure route table, associated with the nodes' subnet). Use it with `count` over a node pool's `nodes`. A route table holds at most " +
+			"(an Azure route table, associated with the nodes' subnet). Use it with `count` over a node pool's `nodes`. A route table holds at " +
+			"most " +
 			fmt.Sprint(routetable.MaxRoutes) + " routes (Azure's limit per route table, which the local route table keeps too) and no two " +
 			"overlapping destinations; both are checked at plan time, against the table's routes and the others planned.",
 		Blocks: map[string]schema.Block{
@@ -74,9 +76,10 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving the route to another backend replaces it.", "")},
 				Attributes: map[string]schema.Attribute{
 					"route_table": schema.StringAttribute{
-						Optional: true, PlanModifiers: replace,
-						Validators:  []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
-						Description: "Name of the route table (required), created on first use.",
+						Optional:      true,
+						PlanModifiers: replace,
+						Validators:    []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
+						Description:   "Name of the route table (required), created on first use.",
 					},
 				},
 			},
@@ -87,17 +90,20 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving the route to another backend replaces it.", "")},
 				Attributes: map[string]schema.Attribute{
 					"route_table_id": schema.StringAttribute{
-						Optional: true, PlanModifiers: replace,
-						Description: "Resource ID of the route table (required), e.g. `azurerm_route_table.pods.id`. A plan warns when it is not associated with the subnet of `next_hop`.",
+						Optional:      true,
+						PlanModifiers: replace,
+						Description: "Resource ID of the route table (required), e.g. `azurerm_route_table.pods.id`. A plan warns when it is not " +
+							"associated with the subnet of `next_hop`.",
 					},
 				},
 			},
 		},
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{
-				Required: true, PlanModifiers: replace,
-				Validators:  []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
-				Description: "Name of the route, unique in its table; the node's name is a good choice.",
+				Required:      true,
+				PlanModifiers: replace,
+				Validators:    []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
+				Description:   "Name of the route, unique in its table; the node's name is a good choice.",
 			},
 			"destination": schema.StringAttribute{
 				Required:    true,
@@ -110,8 +116,9 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Description: "The node's IP address.",
 			},
 			"id": schema.StringAttribute{
-				Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-				Description: "`<route_table>/<name>` for the local backend; the route's resource ID on Azure.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				Description:   "`<route_table>/<name>` for the local backend; the route's resource ID on Azure.",
 			},
 		},
 	}
@@ -132,99 +139,108 @@ func (r *podRouteResource) ValidateConfig(ctx context.Context, req resource.Vali
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	switch {
-	case m.Local == nil && m.Azure == nil:
-		resp.Diagnostics.AddAttributeError(path.Root("local"), "Missing Backend",
-			"The route does not say which route table it goes into. Add `local { route_table = \"<name>\" }` (the local backend) or `azure { route_table_id = \"<resource ID>\" }`.")
-	case m.Local != nil && m.Azure != nil:
-		resp.Diagnostics.AddAttributeError(path.Root("azure"), "Conflicting Backends", "Set one backend block, local or azure, not both.")
-	case m.Local != nil && m.Local.RouteTable.IsNull():
-		resp.Diagnostics.AddAttributeError(path.Root("local").AtName("route_table"), "Missing Route Table", "Set local.route_table to the name of the route table.")
-	case m.Azure != nil && m.Azure.RouteTableID.IsNull():
-		resp.Diagnostics.AddAttributeError(path.Root("azure").AtName("route_table_id"), "Missing Route Table", "Set azure.route_table_id to the route table's resource ID.")
-	case m.Azure != nil && !m.Azure.RouteTableID.IsUnknown():
-		if _, _, err := azure.ParseRouteTableID(m.Azure.RouteTableID.ValueString()); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("azure").AtName("route_table_id"), "Invalid Route Table ID", err.Error())
-		}
+	resp.Diagnostics.Append(checkOneBackend(m.Local, m.Azure,
+		"The route does not say which route table it goes into. "+
+			"Add `local { route_table = \"<name>\" }` (the local backend) or `azure { route_table_id = \"<resource ID>\" }`.",
+		"local or azure")...)
+	if b := m.backend(); b != nil {
+		resp.Diagnostics.Append(b.validate()...)
 	}
 }
 
-// routeTable is a route table of a backend.
-type routeTable interface {
-	// key identifies the table within the provider process.
-	key() string
-	read(ctx context.Context) (*routetable.Table, error)
-	get(ctx context.Context, name string) (routetable.Route, bool, error)
-	put(ctx context.Context, route routetable.Route) error
-	remove(ctx context.Context, name string) error
-	routeID(name string) string
+// routeBackend is a route's backend block: what differs between the backends' route tables in
+// the resource.
+type routeBackend interface {
+	validate() diag.Diagnostics
+	// open opens the route's table; unknown is true when its name is known only at apply.
+	open(ctx context.Context, data *providerData) (t route.Table, unknown bool, err error)
+	// checkPlan checks the plan of a route, before its table is read.
+	checkPlan() diag.Diagnostics
+	// checkTable checks the table a route to hop is planned into.
+	checkTable(ctx context.Context, t route.Table, hop netip.Addr) diag.Diagnostics
+}
+
+// backend is the backend the route's block names; nil when it names none or both.
+func (m *podRouteModel) backend() routeBackend {
+	switch {
+	case (m.Local == nil) == (m.Azure == nil):
+		return nil
+	case m.Local == nil:
+		return m.Azure
+	}
+	return m.Local
+}
+
+func (l *localRouteModel) validate() diag.Diagnostics {
+	var diags diag.Diagnostics
+	if l.RouteTable.IsNull() {
+		diags.AddAttributeError(path.Root("local").AtName("route_table"), "Missing Route Table", "Set local.route_table to the name of the route table.")
+	}
+	return diags
+}
+
+func (l *localRouteModel) open(_ context.Context, data *providerData) (route.Table, bool, error) {
+	if l.RouteTable.IsUnknown() {
+		return nil, true, nil
+	}
+	return local.Table{Backend: data.local, Name: l.RouteTable.ValueString()}, false, nil
+}
+
+func (l *localRouteModel) checkPlan() diag.Diagnostics { return checkNotRemote(path.Root("local")) }
+
+func (l *localRouteModel) checkTable(context.Context, route.Table, netip.Addr) diag.Diagnostics {
+	return nil
+}
+
+func (a *azureRouteModel) validate() diag.Diagnostics {
+	var diags diag.Diagnostics
+	switch {
+	case a.RouteTableID.IsNull():
+		diags.AddAttributeError(path.Root("azure").AtName("route_table_id"), "Missing Route Table", "Set azure.route_table_id to the route table's resource ID.")
+	case !a.RouteTableID.IsUnknown():
+		if _, _, err := azure.ParseRouteTableID(a.RouteTableID.ValueString()); err != nil {
+			diags.AddAttributeError(path.Root("azure").AtName("route_table_id"), "Invalid Route Table ID", err.Error())
+		}
+	}
+	return diags
+}
+
+func (a *azureRouteModel) open(ctx context.Context, data *providerData) (route.Table, bool, error) {
+	if a.RouteTableID.IsUnknown() {
+		return nil, true, nil
+	}
+	c, err := data.azure(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	t, err := c.OpenRouteTable(a.RouteTableID.ValueString())
+	return azure.PodRouteTable{RouteTable: t}, false, err
+}
+
+func (a *azureRouteModel) checkPlan() diag.Diagnostics { return nil }
+
+// checkTable warns when the Azure route table is not associated with the subnet of the next
+// hop: the nodes' traffic would not use the route.
+func (a *azureRouteModel) checkTable(ctx context.Context, t route.Table, hop netip.Addr) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if t.Serves(ctx, hop) {
+		return diags
+	}
+	diags.AddAttributeWarning(path.Root("azure").AtName("route_table_id"), "Route Table Not Associated With the Nodes' Subnet",
+		fmt.Sprintf("Route table %s is associated with no subnet holding the next hop %s: pods on other nodes will not reach this node's pods "+
+			"through it. "+
+			"Associate the table with the nodes' subnet (azurerm_subnet_route_table_association).", a.RouteTableID.ValueString(), hop))
+	return diags
 }
 
 // table opens the route's table; unknown is true when its name is known only at apply.
-func (r *podRouteResource) table(ctx context.Context, m *podRouteModel) (t routeTable, unknown bool, err error) {
-	switch {
-	case m.Local != nil:
-		if m.Local.RouteTable.IsUnknown() {
-			return nil, true, nil
-		}
-		return localTable{r.data.local, m.Local.RouteTable.ValueString()}, false, nil
-	case m.Azure != nil:
-		if m.Azure.RouteTableID.IsUnknown() {
-			return nil, true, nil
-		}
-		c, err := r.data.azure(ctx)
-		if err != nil {
-			return nil, false, err
-		}
-		at, err := c.OpenRouteTable(m.Azure.RouteTableID.ValueString())
-		return azureTable{at}, false, err
+func (r *podRouteResource) table(ctx context.Context, m *podRouteModel) (t route.Table, unknown bool, err error) {
+	b := m.backend()
+	if b == nil {
+		return nil, false, fmt.Errorf("the route names no backend")
 	}
-	return nil, false, fmt.Errorf("the route names no backend")
+	return b.open(ctx, r.data)
 }
-
-type localTable struct {
-	b    *local.Backend
-	name string
-}
-
-func (t localTable) key() string { return "local/" + t.name }
-func (t localTable) read(context.Context) (*routetable.Table, error) {
-	return t.b.RouteTable(t.name)
-}
-func (t localTable) get(_ context.Context, name string) (routetable.Route, bool, error) {
-	table, err := t.b.RouteTable(t.name)
-	if err != nil {
-		return routetable.Route{}, false, err
-	}
-	route, ok := table.Find(name)
-	return route, ok, nil
-}
-func (t localTable) put(_ context.Context, route routetable.Route) error {
-	return t.b.UpdateRouteTable(t.name, func(table *routetable.Table) error { return table.Put(route) })
-}
-func (t localTable) remove(_ context.Context, name string) error {
-	return t.b.UpdateRouteTable(t.name, func(table *routetable.Table) error {
-		table.Remove(name)
-		return nil
-	})
-}
-func (t localTable) routeID(name string) string { return t.name + "/" + name }
-
-type azureTable struct{ t *azure.RouteTable }
-
-func (t azureTable) key() string { return "azure/" + strings.ToLower(t.t.ID) }
-func (t azureTable) read(ctx context.Context) (*routetable.Table, error) {
-	table, _, err := t.t.Read(ctx)
-	return table, err
-}
-func (t azureTable) get(ctx context.Context, name string) (routetable.Route, bool, error) {
-	return t.t.Get(ctx, name)
-}
-func (t azureTable) put(ctx context.Context, route routetable.Route) error {
-	return t.t.Put(ctx, route)
-}
-func (t azureTable) remove(ctx context.Context, name string) error { return t.t.Delete(ctx, name) }
-func (t azureTable) routeID(name string) string                    { return t.t.RouteID(name) }
 
 // planned remembers, per route table, the routes this provider process has planned, so that the
 // table's limits hold for a whole configuration (count over hundreds of nodes) at plan time.
@@ -243,17 +259,18 @@ func (r *podRouteResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		resp.Diagnostics.Append(req.State.Get(ctx, &old)...)
 		if t, unknown, err := r.table(ctx, &old); err == nil && !unknown {
 			planned.Lock()
-			mark(planned.deleted, t.key(), old.Name.ValueString())
+			mark(planned.deleted, t.Key(), old.Name.ValueString())
 			planned.Unlock()
 		}
 		return
 	}
 	var m podRouteModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if m.Local != nil {
-		resp.Diagnostics.Append(checkNotRemote(path.Root("local"))...)
+	b := m.backend()
+	if b != nil {
+		resp.Diagnostics.Append(b.checkPlan()...)
 	}
-	if resp.Diagnostics.HasError() || m.Name.IsUnknown() || m.Destination.IsUnknown() || m.NextHop.IsUnknown() {
+	if resp.Diagnostics.HasError() || b == nil || m.Name.IsUnknown() || m.Destination.IsUnknown() || m.NextHop.IsUnknown() {
 		return
 	}
 	route, err := routeOf(m)
@@ -268,17 +285,15 @@ func (r *podRouteResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		resp.Diagnostics.AddError("Cannot Reach the Route Table", err.Error())
 		return
 	}
-	current, err := t.read(ctx)
+	current, err := t.Read(ctx)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot Read the Route Table", err.Error())
 		return
 	}
-	if at, ok := t.(azureTable); ok {
-		resp.Diagnostics.Append(checkAssociation(ctx, at.t, route.NextHop)...)
-	}
+	resp.Diagnostics.Append(b.checkTable(ctx, t, route.NextHop)...)
 	planned.Lock()
 	defer planned.Unlock()
-	key := t.key()
+	key := t.Key()
 	if planned.routes[key] == nil {
 		planned.routes[key] = map[string]routetable.Route{}
 	}
@@ -303,31 +318,6 @@ func (r *podRouteResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		}
 		resp.Diagnostics.AddAttributeError(attr, "Route Does Not Fit the Route Table", err.Error())
 	}
-}
-
-// checkAssociation warns when the Azure route table is not associated with the subnet of the
-// next hop: the nodes' traffic would not use the route.
-func checkAssociation(ctx context.Context, t *azure.RouteTable, hop netip.Addr) diag.Diagnostics {
-	var diags diag.Diagnostics
-	_, subnets, err := t.Read(ctx)
-	if err != nil {
-		return diags
-	}
-	prefixes, err := t.Client.SubnetPrefixes(ctx, subnets)
-	if err != nil {
-		return diags
-	}
-	for _, ps := range prefixes {
-		for _, p := range ps {
-			if p.Contains(hop) {
-				return diags
-			}
-		}
-	}
-	diags.AddAttributeWarning(path.Root("azure").AtName("route_table_id"), "Route Table Not Associated With the Nodes' Subnet",
-		fmt.Sprintf("Route table %s is associated with no subnet holding the next hop %s: pods on other nodes will not reach this node's pods through it. "+
-			"Associate the table with the nodes' subnet (azurerm_subnet_route_table_association).", t.ID, hop))
-	return diags
 }
 
 func mark(m map[string]map[string]bool, table, name string) {
@@ -358,8 +348,8 @@ func (r *podRouteResource) put(ctx context.Context, m *podRouteModel) error {
 	if err != nil {
 		return err
 	}
-	m.ID = types.StringValue(t.routeID(route.Name))
-	return t.put(ctx, route)
+	m.ID = types.StringValue(t.RouteID(route.Name))
+	return t.Put(ctx, route)
 }
 
 func (r *podRouteResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -386,7 +376,7 @@ func (r *podRouteResource) Read(ctx context.Context, req resource.ReadRequest, r
 		resp.Diagnostics.AddError("Cannot Reach the Route Table", err.Error())
 		return
 	}
-	route, ok, err := t.get(ctx, m.Name.ValueString())
+	route, ok, err := t.Get(ctx, m.Name.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot Read Route", err.Error())
 		return
@@ -396,7 +386,7 @@ func (r *podRouteResource) Read(ctx context.Context, req resource.ReadRequest, r
 		return
 	}
 	m.Destination, m.NextHop = types.StringValue(route.Destination.String()), types.StringValue(route.NextHop.String())
-	m.ID = types.StringValue(t.routeID(route.Name))
+	m.ID = types.StringValue(t.RouteID(route.Name))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -421,7 +411,7 @@ func (r *podRouteResource) Delete(ctx context.Context, req resource.DeleteReques
 	}
 	t, _, err := r.table(ctx, &m)
 	if err == nil {
-		err = t.remove(ctx, m.Name.ValueString())
+		err = t.Remove(ctx, m.Name.ValueString())
 	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot Delete Route", err.Error())

@@ -32,7 +32,6 @@ import (
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/internal/winname"
 	"github.com/kubewin/kubewin/provider/internal/azure"
-	"github.com/kubewin/kubewin/provider/internal/local"
 	"github.com/kubewin/kubewin/provider/internal/pool"
 )
 
@@ -108,12 +107,16 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 		Blocks: map[string]schema.Block{"local": localPoolBlock(), "azure": azurePoolBlock()},
 		Attributes: attributes(nodeAttributes(), map[string]schema.Attribute{
 			"name": schema.StringAttribute{
-				Required: true, PlanModifiers: replace,
-				Description: "Name of the pool: a lower-case DNS label. It is also the default node name prefix.",
+				Required:      true,
+				PlanModifiers: replace,
+				Description:   "Name of the pool: a lower-case DNS label. It is also the default node name prefix.",
 			},
 			"cluster_id": schema.StringAttribute{
-				Optional: true, PlanModifiers: replace,
-				Description: "The `id` of the `kubewin_cluster` the nodes join (an azure cluster's for the `azure` backend, a local cluster's for the `local` one). Without it the nodes join the cluster of the provider's `kubernetes` block (for the `local` backend only with its explicit opt-in).",
+				Optional:      true,
+				PlanModifiers: replace,
+				Description: "The `id` of the `kubewin_cluster` the nodes join (an azure cluster's for the `azure` backend, a local cluster's for " +
+					"the `local` one). Without it the nodes join the cluster of the provider's `kubernetes` block (for the `local` backend only " +
+					"with its explicit opt-in).",
 			},
 			"node_count": schema.Int64Attribute{
 				Required:    true,
@@ -121,24 +124,45 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Description: "Number of nodes. (`count` is a Terraform meta-argument, hence the name.)",
 			},
 			"node_name_prefix": schema.StringAttribute{
-				Optional: true, Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
-				Description: fmt.Sprintf("Prefix of the nodes' names, at most %d characters: a node is named prefix + %d base-36 digits, a Windows computer name of at most %d characters. Default: the pool's name.", winname.MaxPrefix, winname.SuffixLen, winname.MaxComputerName),
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+				Description: fmt.Sprintf("Prefix of the nodes' names, at most %d characters: a node is named prefix + %d base-36 digits, a "+
+					"Windows computer name of at most %d characters. Default: the pool's name.", winname.MaxPrefix, winname.SuffixLen, winname.MaxComputerName),
 			},
 			"max_surge": schema.Int64Attribute{
-				Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+				Optional:    true,
+				Computed:    true,
+				Default:     int64default.StaticInt64(1),
 				Validators:  []validator.Int64{int64validator.AtLeast(1)},
 				Description: "How many nodes a replacement creates before it drains and removes old ones. Default `1`.",
 			},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-			"id":       schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}, Description: "The pool's name."},
+			"id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				Description:   "The pool's name.",
+			},
 			"nodes": schema.ListNestedAttribute{
 				Computed:    true,
 				Description: "The pool's nodes.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"name":     schema.StringAttribute{Computed: true, Description: "Node (and computer) name."},
-					"ip":       schema.StringAttribute{Computed: true, Description: "The node's address."},
-					"pod_cidr": schema.StringAttribute{Computed: true, Description: "The node's pod CIDR."},
-					"ready":    schema.BoolAttribute{Computed: true, Description: "Whether the node is Ready."},
+					"name": schema.StringAttribute{
+						Computed:    true,
+						Description: "Node (and computer) name.",
+					},
+					"ip": schema.StringAttribute{
+						Computed:    true,
+						Description: "The node's address.",
+					},
+					"pod_cidr": schema.StringAttribute{
+						Computed:    true,
+						Description: "The node's pod CIDR.",
+					},
+					"ready": schema.BoolAttribute{
+						Computed:    true,
+						Description: "Whether the node is Ready.",
+					},
 				}},
 			},
 		}),
@@ -177,48 +201,15 @@ func (r *nodePoolResource) ValidateConfig(ctx context.Context, req resource.Vali
 	resp.Diagnostics.Append(checkBackend(&m)...)
 }
 
-// checkBackend checks that the pool names where its machines run, and that simulated machines
-// join only a cluster created as simulated unless the user opted in by name.
+// checkBackend checks that the pool names where its machines run, and its block's arguments.
 func checkBackend(m *nodePoolModel) diag.Diagnostics {
-	var diags diag.Diagnostics
-	switch {
-	case m.Local == nil && m.Azure == nil:
-		diags.AddAttributeError(path.Root("local"), "Missing Backend",
-			"The pool does not say where its machines run, and kubewin has no default backend. Add a backend block: "+
-				"`azure { … }` creates a virtual machine scale set in Azure; `local { image = \"<image directory>\" }` creates simulated Windows "+
-				"machines on this host, which join a kubewin_cluster of the local backend.")
-		return diags
-	case m.Local != nil && m.Azure != nil:
-		diags.AddAttributeError(pathAzure, "Conflicting Backends", "Set one backend block, azure or local, not both.")
-		return diags
-	case m.Azure != nil:
-		return checkAzureBlock(m.Azure)
-	}
-	if m.Local.Image.IsNull() {
-		diags.AddAttributeError(pathLocalImage, "Missing Image", "Set local.image to the directory `packer build` wrote with the kubewin-local builder.")
-	}
-	optIn := m.Local.JoinSimulatedNodesToExistingCluster
-	if m.ClusterID.IsNull() && !optIn.IsUnknown() && !optIn.ValueBool() {
-		diags.AddAttributeError(path.Root("cluster_id"), "Simulated Nodes Need a Simulated Cluster",
-			"The pool's machines are simulated (the local block): they run no containers. Without cluster_id they would join the cluster "+
-				"of the provider's kubernetes block, a cluster kubewin did not create, whose workloads would be scheduled onto them and never run. "+
-				"Set cluster_id to a kubewin_cluster (for example cluster_id = kubewin_cluster.dev.id). To test schedulers and policies against "+
-				"a scratch cluster on purpose, set local."+simulatedOptIn+" = true.")
-	}
-	return diags
-}
-
-// checkLocalCluster checks that a local pool's cluster_id names a cluster of the local backend.
-func (r *nodePoolResource) checkLocalCluster(m *nodePoolModel) diag.Diagnostics {
-	var diags diag.Diagnostics
-	if m.Local == nil || m.ClusterID.IsNull() || m.ClusterID.IsUnknown() {
-		return diags
-	}
-	if _, err := r.data.local.Cluster(m.ClusterID.ValueString()); err != nil {
-		diags.AddAttributeError(path.Root("cluster_id"), "Not a Cluster of the Local Backend",
-			fmt.Sprintf("The pool's machines are simulated (the local block) and join only a kubewin_cluster of the local backend, "+
-				"which has no cluster %q in its state directory %s. Set cluster_id to the id of a kubewin_cluster, e.g. kubewin_cluster.dev.id.",
-				m.ClusterID.ValueString(), r.data.local.StateDir))
+	diags := checkOneBackend(m.Local, m.Azure,
+		"The pool does not say where its machines run, and kubewin has no default backend. Add a backend block: "+
+			"`azure { … }` creates a virtual machine scale set in Azure; `local { image = \"<image directory>\" }` creates simulated Windows "+
+			"machines on this host, which join a kubewin_cluster of the local backend.",
+		"azure or local")
+	if b := m.backend(); b != nil {
+		diags.Append(b.check(m)...)
 	}
 	return diags
 }
@@ -240,23 +231,19 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if checkBackend(&m).HasError() {
 		return // reported by ValidateConfig
 	}
-	if m.Azure != nil && m.Azure.ScaleSetName.IsUnknown() && !m.Name.IsUnknown() {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, pathAzure.AtName("scale_set_name"), m.Name)...)
-	}
-	if m.Local != nil {
-		resp.Diagnostics.Append(checkNotRemote(path.Root("local"))...)
-	}
-	resp.Diagnostics.Append(r.checkLocalCluster(&m)...)
-	if resp.Diagnostics.HasError() || imageUnknown(&m) {
+	b := m.backend()
+	resp.Diagnostics.Append(b.modifyPlan(ctx, &m, &resp.Plan)...)
+	resp.Diagnostics.Append(b.checkCluster(r.data, &m)...)
+	if resp.Diagnostics.HasError() || b.imageUnknown() {
 		return
 	}
-	img, diags := r.image(ctx, &m)
+	img, diags := b.image(ctx, r.data, &m)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
 		return
 	}
 	manifest := img.manifest
-	imagePath := imageAttribute(&m)
+	imagePath := b.imagePath()
 	if clusterVersion := r.clusterVersion(ctx, &m); clusterVersion != "" {
 		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, imagePath)...)
 	}
@@ -268,22 +255,6 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	resp.Diagnostics.Append(checkNodeConfig(tmpl, manifest, func(field string) path.Path { return attributeOf(field, imagePath) })...)
 }
 
-// imageUnknown reports whether the pool's image is known only at apply.
-func imageUnknown(m *nodePoolModel) bool {
-	if m.Local != nil {
-		return m.Local.Image.IsUnknown()
-	}
-	return m.Azure.ImageID.IsUnknown() || m.Azure.ImageManifest.IsUnknown()
-}
-
-// imageAttribute is the attribute naming the pool's image.
-func imageAttribute(m *nodePoolModel) path.Path {
-	if m.Local != nil {
-		return pathLocalImage
-	}
-	return pathAzure.AtName("image_id")
-}
-
 // clusterVersion is the pool's cluster's version, or — for a local pool whose cluster is not
 // created yet — the version the local control plane programs will run; "" when unknown.
 func (r *nodePoolResource) clusterVersion(ctx context.Context, m *nodePoolModel) string {
@@ -292,14 +263,7 @@ func (r *nodePoolResource) clusterVersion(ctx context.Context, m *nodePoolModel)
 			return conn.facts.Version
 		}
 	}
-	if m.Local == nil {
-		return ""
-	}
-	v, err := r.data.local.ControlPlaneVersion()
-	if err != nil {
-		return ""
-	}
-	return v
+	return m.backend().plannedVersion(r.data)
 }
 
 // loadImage reads and validates an image's manifest, and returns it with its digest, which
@@ -361,7 +325,7 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 	if diags.HasError() {
 		return pool.Spec{}, nil, diags
 	}
-	img, d := r.image(ctx, m)
+	img, d := m.backend().image(ctx, r.data, m)
 	diags.Append(d...)
 	if diags.HasError() {
 		return pool.Spec{}, nil, diags
@@ -372,8 +336,13 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 	drainOpts, d := drainOptions(ctx, m.Drain)
 	diags.Append(d...)
 	s := pool.Spec{
-		Pool: m.Name.ValueString(), Count: int(m.NodeCount.ValueInt64()), Image: img.digest,
-		Template: *tmpl, MaxSurge: int(m.MaxSurge.ValueInt64()), TokenTTL: ttl, Drain: drainOpts,
+		Pool:     m.Name.ValueString(),
+		Count:    int(m.NodeCount.ValueInt64()),
+		Image:    img.digest,
+		Template: *tmpl,
+		MaxSurge: int(m.MaxSurge.ValueInt64()),
+		TokenTTL: ttl,
+		Drain:    drainOpts,
 	}
 	return s, mgr, diags
 }
@@ -382,7 +351,11 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 // need, without its image (which may be gone by then).
 func (r *nodePoolResource) manager(ctx context.Context, m *nodePoolModel, adminPassword string) (*pool.Manager, *clusterConn, diag.Diagnostics) {
 	diags := checkBackend(m)
-	diags.Append(r.checkLocalCluster(m)...)
+	if diags.HasError() {
+		return nil, nil, diags
+	}
+	b := m.backend()
+	diags.Append(b.checkCluster(r.data, m)...)
 	if diags.HasError() {
 		return nil, nil, diags
 	}
@@ -398,18 +371,9 @@ func (r *nodePoolResource) manager(ctx context.Context, m *nodePoolModel, adminP
 		diags.AddError("Cannot Reach Cluster", err.Error())
 		return nil, nil, diags
 	}
-	compute, d := r.compute(ctx, m, adminPassword)
+	compute, d := b.compute(ctx, r.data, m, adminPassword)
 	diags.Append(d...)
 	return &pool.Manager{Client: client, Compute: compute}, conn, diags
-}
-
-// localComputeOf is a local pool's machines; also for a pool whose cluster is gone.
-func localComputeOf(data *providerData, m *nodePoolModel) *local.Compute {
-	c := &local.Compute{Backend: data.local, Pool: m.Name.ValueString(), Prefix: m.NodeNamePrefix.ValueString()}
-	if m.Local != nil {
-		c.ImageDir, c.AnyCluster = m.Local.Image.ValueString(), m.Local.JoinSimulatedNodesToExistingCluster.ValueBool()
-	}
-	return c
 }
 
 func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, adminPassword string, timeout time.Duration) diag.Diagnostics {
@@ -419,9 +383,7 @@ func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, adminPas
 	if diags.HasError() {
 		return diags
 	}
-	if ss, ok := mgr.Compute.(*azure.ScaleSet); ok {
-		m.Azure.ScaleSetID = types.StringValue(ss.ID())
-	}
+	m.backend().applying(mgr.Compute)
 	nodes, err := mgr.Reconcile(ctx, s)
 	if nodes == nil {
 		nodes, _ = mgr.Nodes(context.WithoutCancel(ctx), s)
@@ -518,7 +480,12 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 	defer cancel()
 	if r.data.localClusterGone(m.ClusterID) {
 		// The cluster went first: only the machines remain, with nothing to drain.
-		c, diags := r.compute(ctx, &m, "")
+		diags := checkBackend(&m)
+		if diags.HasError() {
+			resp.Diagnostics.Append(diags...)
+			return
+		}
+		c, diags := m.backend().compute(ctx, r.data, &m, "")
 		if diags.HasError() {
 			resp.Diagnostics.Append(diags...)
 			return
@@ -645,30 +612,18 @@ type azureSettings struct {
 
 func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagnostics) {
 	s := poolSettings{
-		Name: m.Name.ValueString(), ClusterID: m.ClusterID.ValueString(),
-		NodeNamePrefix: m.NodeNamePrefix.ValueString(), NetworkMode: m.NetworkMode.ValueString(), TokenTTL: m.TokenTTL.ValueString(),
-		NodeCount: m.NodeCount.ValueInt64(), MaxPods: m.MaxPods.ValueInt64(), MaxSurge: m.MaxSurge.ValueInt64(),
-		Taints: taintsOf(m.Taints),
+		Name:           m.Name.ValueString(),
+		ClusterID:      m.ClusterID.ValueString(),
+		NodeNamePrefix: m.NodeNamePrefix.ValueString(),
+		NetworkMode:    m.NetworkMode.ValueString(),
+		TokenTTL:       m.TokenTTL.ValueString(),
+		NodeCount:      m.NodeCount.ValueInt64(),
+		MaxPods:        m.MaxPods.ValueInt64(),
+		MaxSurge:       m.MaxSurge.ValueInt64(),
+		Taints:         taintsOf(m.Taints),
 	}
 	var diags, d diag.Diagnostics
-	if m.Local != nil {
-		s.Local = &localSettings{Image: m.Local.Image.ValueString(), JoinSimulatedNodesToExistingCluster: m.Local.JoinSimulatedNodesToExistingCluster.ValueBoolPointer()}
-	}
-	if a := m.Azure; a != nil {
-		s.Azure = &azureSettings{
-			ResourceGroupName: a.ResourceGroupName.ValueString(), Location: a.Location.ValueString(), VMSize: a.VMSize.ValueString(),
-			SubnetID: a.SubnetID.ValueString(), ImageID: a.ImageID.ValueString(), ScaleSetName: a.ScaleSetName.ValueString(), ScaleSetID: a.ScaleSetID.ValueString(),
-			ImageManifest: a.ImageManifest.ValueStringPointer(), AdminUsername: a.AdminUsername.ValueStringPointer(),
-			OSDiskStorageAccountType: a.OSDiskStorageAccountType.ValueStringPointer(), OSDiskCaching: a.OSDiskCaching.ValueStringPointer(),
-			Priority: a.Priority.ValueStringPointer(), AcceleratedNetworkingEnabled: a.AcceleratedNetworkingEnabled.ValueBoolPointer(),
-			OSDiskSizeGB: a.OSDiskSizeGB.ValueInt64Pointer(), MaxBidPrice: a.MaxBidPrice.ValueFloat64Pointer(),
-		}
-		s.Azure.Tags, d = stringMapOf(ctx, a.Tags)
-		diags.Append(d...)
-		if !a.Zones.IsNull() {
-			diags.Append(a.Zones.ElementsAs(ctx, &s.Azure.Zones, false)...)
-		}
-	}
+	s.Local, s.Azure, diags = m.backend().settings(ctx)
 	if !m.Labels.IsNull() {
 		s.Labels, d = stringMapOf(ctx, m.Labels)
 		diags.Append(d...)
@@ -689,10 +644,18 @@ func (s poolSettings) model() nodePoolModel {
 		clusterID = types.StringValue(s.ClusterID)
 	}
 	m := nodePoolModel{
-		Name: types.StringValue(s.Name), ID: types.StringValue(s.Name), ClusterID: clusterID,
-		NodeNamePrefix: types.StringValue(s.NodeNamePrefix), NetworkMode: types.StringValue(s.NetworkMode), TokenTTL: types.StringValue(s.TokenTTL),
-		NodeCount: types.Int64Value(s.NodeCount), MaxPods: types.Int64Value(s.MaxPods), MaxSurge: types.Int64Value(s.MaxSurge),
-		Labels: stringMap(s.Labels), KubeletExtraArgs: stringMap(s.KubeletExtraArgs), Taints: taintModelsOf(s.Taints),
+		Name:             types.StringValue(s.Name),
+		ID:               types.StringValue(s.Name),
+		ClusterID:        clusterID,
+		NodeNamePrefix:   types.StringValue(s.NodeNamePrefix),
+		NetworkMode:      types.StringValue(s.NetworkMode),
+		TokenTTL:         types.StringValue(s.TokenTTL),
+		NodeCount:        types.Int64Value(s.NodeCount),
+		MaxPods:          types.Int64Value(s.MaxPods),
+		MaxSurge:         types.Int64Value(s.MaxSurge),
+		Labels:           stringMap(s.Labels),
+		KubeletExtraArgs: stringMap(s.KubeletExtraArgs),
+		Taints:           taintModelsOf(s.Taints),
 		Drain: types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{
 			"timeout": types.StringValue(s.DrainTimeout), "ignore_daemonsets": types.BoolValue(s.IgnoreDaemonSets), "delete_emptydir_data": types.BoolValue(s.DeleteEmptyDirData),
 		}),
@@ -708,13 +671,24 @@ func (s poolSettings) model() nodePoolModel {
 			zones = types.ListValueMust(types.StringType, stringValues(a.Zones))
 		}
 		m.Azure = &azurePoolModel{
-			ResourceGroupName: types.StringValue(a.ResourceGroupName), Location: types.StringValue(a.Location), VMSize: types.StringValue(a.VMSize),
-			SubnetID: types.StringValue(a.SubnetID), ImageID: types.StringValue(a.ImageID), ScaleSetName: types.StringValue(a.ScaleSetName), ScaleSetID: types.StringValue(a.ScaleSetID),
-			ImageManifest: types.StringPointerValue(a.ImageManifest), AdminUsername: types.StringPointerValue(a.AdminUsername), AdminPasswordWO: types.StringNull(),
-			OSDiskStorageAccountType: types.StringPointerValue(a.OSDiskStorageAccountType), OSDiskCaching: types.StringPointerValue(a.OSDiskCaching),
-			Priority: types.StringPointerValue(a.Priority), AcceleratedNetworkingEnabled: types.BoolPointerValue(a.AcceleratedNetworkingEnabled),
-			OSDiskSizeGB: types.Int64PointerValue(a.OSDiskSizeGB), MaxBidPrice: types.Float64PointerValue(a.MaxBidPrice),
-			Zones: zones, Tags: stringMap(a.Tags),
+			ResourceGroupName:            types.StringValue(a.ResourceGroupName),
+			Location:                     types.StringValue(a.Location),
+			VMSize:                       types.StringValue(a.VMSize),
+			SubnetID:                     types.StringValue(a.SubnetID),
+			ImageID:                      types.StringValue(a.ImageID),
+			ScaleSetName:                 types.StringValue(a.ScaleSetName),
+			ScaleSetID:                   types.StringValue(a.ScaleSetID),
+			ImageManifest:                types.StringPointerValue(a.ImageManifest),
+			AdminUsername:                types.StringPointerValue(a.AdminUsername),
+			AdminPasswordWO:              types.StringNull(),
+			OSDiskStorageAccountType:     types.StringPointerValue(a.OSDiskStorageAccountType),
+			OSDiskCaching:                types.StringPointerValue(a.OSDiskCaching),
+			Priority:                     types.StringPointerValue(a.Priority),
+			AcceleratedNetworkingEnabled: types.BoolPointerValue(a.AcceleratedNetworkingEnabled),
+			OSDiskSizeGB:                 types.Int64PointerValue(a.OSDiskSizeGB),
+			MaxBidPrice:                  types.Float64PointerValue(a.MaxBidPrice),
+			Zones:                        zones,
+			Tags:                         stringMap(a.Tags),
 		}
 	}
 	return m
@@ -777,16 +751,7 @@ func (r *nodePoolResource) saveSettings(ctx context.Context, m *nodePoolModel, c
 	if diags.HasError() {
 		return diags
 	}
-	var err error
-	if m.Local != nil {
-		var data []byte
-		if data, err = json.Marshal(s); err == nil {
-			err = r.data.local.SavePoolFile(s.Name, "pool.json", data)
-		}
-	} else {
-		err = saveClusterSettings(ctx, client, s)
-	}
-	if err != nil {
+	if err := m.backend().saveSettings(ctx, r.data, s, client); err != nil {
 		diags.AddWarning("Cannot Save Pool Settings", err.Error()+" (importing this pool will not work)")
 	}
 	return diags
