@@ -89,10 +89,6 @@ type Cluster struct {
 	Spec   ClusterSpec
 }
 
-func (c *Cluster) rid(provider, typ, name string) string {
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/%s/%s/%s", c.Client.SubscriptionID, c.Spec.ResourceGroup, provider, typ, name)
-}
-
 // Names of the cluster's resources.
 func (c *Cluster) nsgName(role string) string { return c.Spec.Name + "-" + role + "-nsg" }
 func (c *Cluster) vnetName() string           { return c.Spec.Name + "-vnet" }
@@ -108,16 +104,16 @@ func (c *Cluster) scaleSetName() string       { return c.Spec.Name + "-agents" }
 func (c *Cluster) AgentNamePrefix() string { return c.Spec.Name + "-agent-" }
 
 // ID is the cluster's ID: its load balancer's resource ID.
-func (c *Cluster) ID() string { return c.rid("Microsoft.Network", "loadBalancers", c.lbName()) }
+func (c *Cluster) ID() string { return c.id(typeLoadBalancer, c.lbName()).String() }
 
 // RouteTableID is the route table of the agents' subnet.
 func (c *Cluster) RouteTableID() string {
-	return c.rid("Microsoft.Network", "routeTables", c.routeTableName())
+	return c.id(typeRouteTable, c.routeTableName()).String()
 }
 
 // ScaleSetID is the Linux agents' scale set.
 func (c *Cluster) ScaleSetID() string {
-	return c.rid("Microsoft.Compute", "virtualMachineScaleSets", c.scaleSetName())
+	return c.id(typeScaleSet, c.scaleSetName()).String()
 }
 
 // MasterSubnetID and AgentSubnetID are the subnets of the control planes and agents.
@@ -125,14 +121,14 @@ func (c *Cluster) MasterSubnetID() string {
 	if id := c.Spec.Network.MasterSubnetID; id != "" {
 		return id
 	}
-	return c.rid("Microsoft.Network", "virtualNetworks", c.vnetName()) + "/subnets/masters"
+	return c.id(typeVirtualNetwork, c.vnetName()).child("subnets", "masters")
 }
 
 func (c *Cluster) AgentSubnetID() string {
 	if id := c.Spec.Network.AgentSubnetID; id != "" {
 		return id
 	}
-	return c.rid("Microsoft.Network", "virtualNetworks", c.vnetName()) + "/subnets/agents"
+	return c.id(typeVirtualNetwork, c.vnetName()).child("subnets", "agents")
 }
 
 // VNetID is kubewin's virtual network, "" with existing subnets.
@@ -140,7 +136,7 @@ func (c *Cluster) VNetID() string {
 	if c.Spec.Network.MasterSubnetID != "" {
 		return ""
 	}
-	return c.rid("Microsoft.Network", "virtualNetworks", c.vnetName())
+	return c.id(typeVirtualNetwork, c.vnetName()).String()
 }
 
 func (c *Cluster) tags(extra ...string) map[string]*string {

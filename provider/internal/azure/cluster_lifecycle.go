@@ -56,36 +56,23 @@ func (c *Cluster) kubeadmCluster(endpoint, fqdn string) kubeadmboot.Cluster {
 // agents — and returns once the agents are Ready nodes with their routes. What it made before an
 // error stays, for Delete.
 func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
-	ownNetwork := c.VNetID() != ""
-	g, gctx := errgroup.WithContext(ctx)
-	if ownNetwork {
-		g.Go(func() error { return c.ensureNSG(gctx, "masters") })
-		g.Go(func() error { return c.ensureNSG(gctx, "agents") })
-	}
-	g.Go(func() error { return c.ensureRouteTable(gctx) })
-	var host, fqdn string
-	if c.Spec.Network.PublicAPIServer {
-		g.Go(func() (err error) { host, fqdn, err = c.ensurePublicIP(gctx); return err })
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	if err := c.ensureVNet(ctx); err != nil {
-		return nil, err
-	}
 	subnet, err := c.masterSubnet(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.ensureLoadBalancer(ctx, subnet); err != nil {
+	if err := c.ensureAll(ctx, c.network(subnet)); err != nil {
 		return nil, err
 	}
-	if !c.Spec.Network.PublicAPIServer {
-		a, err := frontendAddress(subnet)
-		if err != nil {
-			return nil, err
-		}
+	var host, fqdn string
+	if c.Spec.Network.PublicAPIServer {
+		host, fqdn, err = c.publicAddress(ctx)
+	} else {
+		var a netip.Addr
+		a, err = frontendAddress(subnet)
 		host = a.String()
+	}
+	if err != nil {
+		return nil, err
 	}
 	endpoint := net.JoinHostPort(host, strconv.Itoa(kubeadmboot.APIServerPort))
 	cluster := c.kubeadmCluster(endpoint, fqdn)
@@ -135,7 +122,7 @@ func (c *Cluster) createMasters(ctx context.Context, subnet netip.Prefix, cluste
 			if err != nil {
 				return err
 			}
-			if err := c.ensureMasterNIC(gctx, i, addr); err != nil {
+			if err := c.ensure(gctx, c.masterNIC(i, addr)); err != nil {
 				return err
 			}
 			mi := m
@@ -144,7 +131,7 @@ func (c *Cluster) createMasters(ctx context.Context, subnet netip.Prefix, cluste
 			if err != nil {
 				return err
 			}
-			if err := c.createMaster(gctx, i, userData); err != nil {
+			if err := c.ensure(gctx, c.masterVM(i, userData)); err != nil {
 				return err
 			}
 			if i > 0 {
@@ -392,15 +379,20 @@ const maxMasters = 5
 // disks with them), network interfaces, the load balancer and its address, the virtual network,
 // the route table (with its routes) and the security groups.
 func (c *Cluster) Delete(ctx context.Context) error {
-	if err := c.deleteAgents(ctx); err != nil {
+	if err := c.remove(ctx, c.agentScaleSet(0, nil)); err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range maxMasters {
-		g.Go(func() error { return c.deleteMaster(gctx, i) })
+		g.Go(func() error { return c.remove(gctx, c.masterVM(i, nil)) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	return c.deleteNetwork(ctx, maxMasters)
+	for i := range maxMasters {
+		if err := c.remove(ctx, c.masterNIC(i, netip.Addr{})); err != nil {
+			return err
+		}
+	}
+	return c.removeAll(ctx, c.network(netip.Prefix{}))
 }

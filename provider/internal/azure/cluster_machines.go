@@ -61,25 +61,32 @@ func (c *Cluster) osDisk(m MachineSpec) *armcompute.OSDisk {
 	return d
 }
 
-// createMaster creates control plane i with its cloud-init user data.
-func (c *Cluster) createMaster(ctx context.Context, i int, userData []byte) error {
-	client := c.Client.compute.NewVirtualMachinesClient()
-	name := c.masterName(i)
-	linux, err := c.linuxConfiguration()
-	if err != nil {
-		return err
-	}
+// masterVM is control plane i's VM, with its cloud-init user data (on create).
+func (c *Cluster) masterVM(i int, userData []byte) object {
+	return newSpec(c, virtualMachines, c.masterName(i), func() (armcompute.VirtualMachine, error) {
+		linux, err := c.linuxConfiguration()
+		if err != nil {
+			return armcompute.VirtualMachine{}, err
+		}
+		return c.masterVMBody(i, linux, userData), nil
+	})
+}
+
+// masterVMBody is control plane i's VM: its NIC, its zone (the masters' zones in turn) and its
+// cloud-init user data.
+func (c *Cluster) masterVMBody(i int, linux *armcompute.LinuxConfiguration, userData []byte) armcompute.VirtualMachine {
 	m := armcompute.VirtualMachine{
 		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
 		Properties: &armcompute.VirtualMachineProperties{
 			HardwareProfile: &armcompute.HardwareProfile{VMSize: to.Ptr(armcompute.VirtualMachineSizeTypes(c.Spec.Masters.VMSize))},
 			StorageProfile:  &armcompute.StorageProfile{ImageReference: imageReference(c.Spec.Masters.Image), OSDisk: c.osDisk(c.Spec.Masters)},
 			OSProfile: &armcompute.OSProfile{
-				ComputerName: to.Ptr(name), AdminUsername: to.Ptr(c.Spec.AdminUsername), LinuxConfiguration: linux,
+				ComputerName: to.Ptr(c.masterName(i)), AdminUsername: to.Ptr(c.Spec.AdminUsername), LinuxConfiguration: linux,
 				CustomData: to.Ptr(base64.StdEncoding.EncodeToString(userData)),
 			},
 			NetworkProfile: &armcompute.NetworkProfile{NetworkInterfaces: []*armcompute.NetworkInterfaceReference{{
-				ID: to.Ptr(c.rid("Microsoft.Network", "networkInterfaces", c.nicName(i))), Properties: &armcompute.NetworkInterfaceReferenceProperties{Primary: to.Ptr(true)},
+				ID:         to.Ptr(c.id(typeInterface, c.nicName(i)).String()),
+				Properties: &armcompute.NetworkInterfaceReferenceProperties{Primary: to.Ptr(true)},
 			}}},
 			// The serial console keeps the bootstrap's report, which the provider reads.
 			DiagnosticsProfile: &armcompute.DiagnosticsProfile{BootDiagnostics: &armcompute.BootDiagnostics{Enabled: to.Ptr(true)}},
@@ -88,28 +95,7 @@ func (c *Cluster) createMaster(ctx context.Context, i int, userData []byte) erro
 	if z := c.Spec.Masters.Zones; len(z) > 0 {
 		m.Zones = []*string{to.Ptr(z[i%len(z)])}
 	}
-	id := c.rid("Microsoft.Compute", "virtualMachines", name)
-	return c.ensure(ctx, id, func() (map[string]*string, error) {
-		r, err := client.Get(ctx, c.Spec.ResourceGroup, name, nil)
-		return r.Tags, err
-	}, func() error {
-		p, err := client.BeginCreateOrUpdate(ctx, c.Spec.ResourceGroup, name, m, nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
-	})
-}
-
-func (c *Cluster) deleteMaster(ctx context.Context, i int) error {
-	client := c.Client.compute.NewVirtualMachinesClient()
-	name := c.masterName(i)
-	return c.remove(ctx, c.rid("Microsoft.Compute", "virtualMachines", name), func() (map[string]*string, error) {
-		r, err := client.Get(ctx, c.Spec.ResourceGroup, name, nil)
-		return r.Tags, err
-	}, func() error {
-		p, err := client.BeginDelete(ctx, c.Spec.ResourceGroup, name, nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
-	})
+	return m
 }
 
 // MasterExists reports whether control plane i's VM exists.
@@ -189,12 +175,8 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// agentScaleSet is the Linux agents' scale set.
-func (c *Cluster) agentScaleSet(capacity int, userData []byte) (armcompute.VirtualMachineScaleSet, error) {
-	linux, err := c.linuxConfiguration()
-	if err != nil {
-		return armcompute.VirtualMachineScaleSet{}, err
-	}
+// agentScaleSetBody is the Linux agents' scale set with capacity machines.
+func (c *Cluster) agentScaleSetBody(capacity int, linux *armcompute.LinuxConfiguration, userData []byte) armcompute.VirtualMachineScaleSet {
 	disk := c.osDisk(c.Spec.Agents)
 	ipc := &armcompute.VirtualMachineScaleSetIPConfigurationProperties{Primary: to.Ptr(true), Subnet: &armcompute.APIEntityReference{ID: to.Ptr(c.AgentSubnetID())}}
 	if c.Spec.Network.PublicAPIServer {
@@ -236,7 +218,7 @@ func (c *Cluster) agentScaleSet(capacity int, userData []byte) (armcompute.Virtu
 	if z := c.Spec.Agents.Zones; len(z) > 0 {
 		ss.Zones = to.SliceOfPtrs(z...)
 	}
-	return ss, nil
+	return ss
 }
 
 // agents is the agents' scale set as a pool's machines (pool.Compute), for scaling.
@@ -247,20 +229,38 @@ func (c *Cluster) agents() *ScaleSet {
 	}
 }
 
+// agentScaleSet is the Linux agents' scale set, with capacity machines and user data (on create).
+func (c *Cluster) agentScaleSet(capacity int, userData []byte) object {
+	return newSpec(c, scaleSets, c.scaleSetName(), func() (armcompute.VirtualMachineScaleSet, error) {
+		linux, err := c.linuxConfiguration()
+		if err != nil {
+			return armcompute.VirtualMachineScaleSet{}, err
+		}
+		return c.agentScaleSetBody(capacity, linux, userData), nil
+	})
+}
+
+// agentScaleSetUpdate changes the agents' capacity, with new user data in the scale set's model
+// (for the machines it adds) unless userData is nil.
+func (c *Cluster) agentScaleSetUpdate(capacity int, userData []byte) armcompute.VirtualMachineScaleSetUpdate {
+	sku := &armcompute.SKU{Name: to.Ptr(c.Spec.Agents.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(int64(capacity))}
+	u := armcompute.VirtualMachineScaleSetUpdate{SKU: sku}
+	if userData != nil {
+		u.Properties = &armcompute.VirtualMachineScaleSetUpdateProperties{VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{
+			OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString(userData))},
+		}}
+	}
+	return u
+}
+
 // setAgents creates the agents' scale set with capacity machines, or changes its capacity with
 // new user data in its model (for the machines it adds), in one write.
 func (c *Cluster) setAgents(ctx context.Context, capacity int, userData []byte) error {
 	client := c.Client.compute.NewVirtualMachineScaleSetsClient()
 	r, err := client.Get(ctx, c.Spec.ResourceGroup, c.scaleSetName(), nil)
 	if notFound(err) {
-		ss, err := c.agentScaleSet(capacity, userData)
-		if err != nil {
-			return err
-		}
 		tflog.Info(ctx, "creating the Linux agents' scale set", map[string]any{"scale_set": c.ScaleSetID(), "capacity": capacity})
-		p, err := client.BeginCreateOrUpdate(ctx, c.Spec.ResourceGroup, c.scaleSetName(), ss, nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
+		return c.agentScaleSet(capacity, userData).put(ctx, c.Client)
 	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", c.ScaleSetID(), err)
@@ -268,14 +268,8 @@ func (c *Cluster) setAgents(ctx context.Context, capacity int, userData []byte) 
 	if err := c.ours(c.ScaleSetID(), r.Tags); err != nil {
 		return err
 	}
-	u := armcompute.VirtualMachineScaleSetUpdate{SKU: &armcompute.SKU{Name: to.Ptr(c.Spec.Agents.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(int64(capacity))}}
-	if userData != nil {
-		u.Properties = &armcompute.VirtualMachineScaleSetUpdateProperties{VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{
-			OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString(userData))},
-		}}
-	}
 	tflog.Info(ctx, "scaling the Linux agents' scale set", map[string]any{"scale_set": c.ScaleSetID(), "capacity": capacity})
-	p, err := client.BeginUpdate(ctx, c.Spec.ResourceGroup, c.scaleSetName(), u, nil)
+	p, err := client.BeginUpdate(ctx, c.Spec.ResourceGroup, c.scaleSetName(), c.agentScaleSetUpdate(capacity, userData), nil)
 	_, err = wait(ctx, c.Client, p, err)
 	return err
 }
@@ -293,16 +287,4 @@ func (c *Cluster) agentCount(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	return int(*r.SKU.Capacity), nil
-}
-
-func (c *Cluster) deleteAgents(ctx context.Context) error {
-	client := c.Client.compute.NewVirtualMachineScaleSetsClient()
-	return c.remove(ctx, c.ScaleSetID(), func() (map[string]*string, error) {
-		r, err := client.Get(ctx, c.Spec.ResourceGroup, c.scaleSetName(), nil)
-		return r.Tags, err
-	}, func() error {
-		p, err := client.BeginDelete(ctx, c.Spec.ResourceGroup, c.scaleSetName(), nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
-	})
 }

@@ -8,52 +8,38 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/kubeadmboot"
 )
 
-// ensure creates a resource unless it exists already, which must then be the cluster's: get
-// returns its tags, or ARM's 404.
-func (c *Cluster) ensure(ctx context.Context, id string, get func() (map[string]*string, error), put func() error) error {
-	tags, err := get()
-	if err == nil {
-		return c.ours(id, tags)
+// network is the cluster's network in the order Create makes it, a step's objects in parallel
+// and each after those it refers to; Delete removes it in reverse. subnet is the masters' subnet,
+// where an internal load balancer's frontend is.
+func (c *Cluster) network(subnet netip.Prefix) [][]object {
+	var first []object
+	if c.VNetID() != "" {
+		first = append(first, c.securityGroup("masters"), c.securityGroup("agents"))
 	}
-	if !notFound(err) {
-		return fmt.Errorf("read %s: %w", id, err)
+	first = append(first, newSpec(c, routeTables, c.routeTableName(), pure(c.routeTableBody)))
+	if c.Spec.Network.PublicAPIServer {
+		first = append(first, newSpec(c, publicIPs, c.publicIPName(), pure(c.publicIPBody)))
 	}
-	tflog.Info(ctx, "creating", map[string]any{"resource": id})
-	if err := put(); err != nil {
-		return fmt.Errorf("create %s: %w", id, err)
+	steps := [][]object{first}
+	if c.VNetID() != "" {
+		steps = append(steps, []object{newSpec(c, virtualNetworks, c.vnetName(), pure(c.vnetBody))})
 	}
-	return nil
+	lb := newSpec(c, loadBalancers, c.lbName(), func() (armnetwork.LoadBalancer, error) { return c.loadBalancerBody(subnet) })
+	return append(steps, []object{lb})
 }
 
-// remove deletes a resource of the cluster; one that is gone, or is not the cluster's, is left.
-func (c *Cluster) remove(ctx context.Context, id string, get func() (map[string]*string, error), del func() error) error {
-	tags, err := get()
-	if notFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read %s: %w", id, err)
-	}
-	if c.ours(id, tags) != nil {
-		tflog.Warn(ctx, "not deleting a resource the cluster did not create", map[string]any{"resource": id})
-		return nil
-	}
-	tflog.Info(ctx, "deleting", map[string]any{"resource": id})
-	if err := del(); err != nil && !notFound(err) {
-		return fmt.Errorf("delete %s: %w", id, err)
-	}
-	return nil
+func (c *Cluster) securityGroup(role string) object {
+	return newSpec(c, securityGroups, c.nsgName(role), pure(func() armnetwork.SecurityGroup { return c.securityGroupBody(role) }))
 }
 
-func (c *Cluster) ensureNSG(ctx context.Context, role string) error {
-	client := c.Client.network.NewSecurityGroupsClient()
-	name := c.nsgName(role)
+// securityGroupBody is the security group of the masters' or the agents' subnet: the masters'
+// lets APIServerSourcePrefixes reach the API server.
+func (c *Cluster) securityGroupBody(role string) armnetwork.SecurityGroup {
 	m := armnetwork.SecurityGroup{Location: to.Ptr(c.Spec.Location), Tags: c.tags(), Properties: &armnetwork.SecurityGroupPropertiesFormat{}}
 	if role == "masters" {
 		rule := &armnetwork.SecurityRulePropertiesFormat{
@@ -72,48 +58,32 @@ func (c *Cluster) ensureNSG(ctx context.Context, role string) error {
 		}
 		m.Properties.SecurityRules = []*armnetwork.SecurityRule{{Name: to.Ptr("apiserver"), Properties: rule}}
 	}
-	return c.ensure(ctx, c.rid("Microsoft.Network", "networkSecurityGroups", name), func() (map[string]*string, error) {
-		r, err := client.Get(ctx, c.Spec.ResourceGroup, name, nil)
-		return r.Tags, err
-	}, func() error {
-		p, err := client.BeginCreateOrUpdate(ctx, c.Spec.ResourceGroup, name, m, nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
-	})
+	return m
 }
 
-func (c *Cluster) ensureRouteTable(ctx context.Context) error {
-	client := c.Client.network.NewRouteTablesClient()
-	name := c.routeTableName()
-	return c.ensure(ctx, c.RouteTableID(), func() (map[string]*string, error) {
-		r, err := client.Get(ctx, c.Spec.ResourceGroup, name, nil)
-		return r.Tags, err
-	}, func() error {
-		// Azure's own routes (BGP) are not wanted between the nodes' pods: only kubewin's.
-		m := armnetwork.RouteTable{Location: to.Ptr(c.Spec.Location), Tags: c.tags(), Properties: &armnetwork.RouteTablePropertiesFormat{DisableBgpRoutePropagation: to.Ptr(true)}}
-		p, err := client.BeginCreateOrUpdate(ctx, c.Spec.ResourceGroup, name, m, nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
-	})
-}
-
-func (c *Cluster) ensureVNet(ctx context.Context) error {
-	if c.VNetID() == "" {
-		return nil
+// routeTableBody is the agents' subnet's route table.
+func (c *Cluster) routeTableBody() armnetwork.RouteTable {
+	// Azure's own routes (BGP) are not wanted between the nodes' pods: only kubewin's.
+	return armnetwork.RouteTable{
+		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
+		Properties: &armnetwork.RouteTablePropertiesFormat{DisableBgpRoutePropagation: to.Ptr(true)},
 	}
-	client := c.Client.network.NewVirtualNetworksClient()
+}
+
+// vnetBody is kubewin's virtual network with the masters' and the agents' subnets.
+func (c *Cluster) vnetBody() armnetwork.VirtualNetwork {
 	n := c.Spec.Network
 	subnet := func(name, prefix, nsg string, table bool) *armnetwork.Subnet {
 		sn := &armnetwork.Subnet{Name: to.Ptr(name), Properties: &armnetwork.SubnetPropertiesFormat{
 			AddressPrefix:        to.Ptr(prefix),
-			NetworkSecurityGroup: &armnetwork.SecurityGroup{ID: to.Ptr(c.rid("Microsoft.Network", "networkSecurityGroups", nsg))},
+			NetworkSecurityGroup: &armnetwork.SecurityGroup{ID: to.Ptr(c.id(typeSecurityGroup, nsg).String())},
 		}}
 		if table {
 			sn.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(c.RouteTableID())}
 		}
 		return sn
 	}
-	m := armnetwork.VirtualNetwork{
+	return armnetwork.VirtualNetwork{
 		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
 		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
 			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr(n.VNetCIDR)}},
@@ -123,14 +93,6 @@ func (c *Cluster) ensureVNet(ctx context.Context) error {
 			},
 		},
 	}
-	return c.ensure(ctx, c.VNetID(), func() (map[string]*string, error) {
-		r, err := client.Get(ctx, c.Spec.ResourceGroup, c.vnetName(), nil)
-		return r.Tags, err
-	}, func() error {
-		p, err := client.BeginCreateOrUpdate(ctx, c.Spec.ResourceGroup, c.vnetName(), m, nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
-	})
 }
 
 // masterSubnet is the prefix of the masters' subnet.
@@ -149,10 +111,8 @@ func (c *Cluster) masterSubnet(ctx context.Context) (netip.Prefix, error) {
 	return p[0], nil
 }
 
-// ensurePublicIP makes the API server's public address and returns it and its DNS name.
-func (c *Cluster) ensurePublicIP(ctx context.Context) (addr, fqdn string, err error) {
-	client := c.Client.network.NewPublicIPAddressesClient()
-	name := c.publicIPName()
+// publicIPBody is the API server's public address.
+func (c *Cluster) publicIPBody() armnetwork.PublicIPAddress {
 	m := armnetwork.PublicIPAddress{
 		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
 		SKU: &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard), Tier: to.Ptr(armnetwork.PublicIPAddressSKUTierRegional)},
@@ -167,18 +127,13 @@ func (c *Cluster) ensurePublicIP(ctx context.Context) (addr, fqdn string, err er
 	if c.Spec.Network.DNSPrefix != "" {
 		m.Properties.DNSSettings = &armnetwork.PublicIPAddressDNSSettings{DomainNameLabel: to.Ptr(c.Spec.Network.DNSPrefix)}
 	}
-	id := c.rid("Microsoft.Network", "publicIPAddresses", name)
-	if err := c.ensure(ctx, id, func() (map[string]*string, error) {
-		r, err := client.Get(ctx, c.Spec.ResourceGroup, name, nil)
-		return r.Tags, err
-	}, func() error {
-		p, err := client.BeginCreateOrUpdate(ctx, c.Spec.ResourceGroup, name, m, nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
-	}); err != nil {
-		return "", "", err
-	}
-	r, err := client.Get(ctx, c.Spec.ResourceGroup, name, nil)
+	return m
+}
+
+// publicAddress reads the API server's public address and its DNS name.
+func (c *Cluster) publicAddress(ctx context.Context) (addr, fqdn string, err error) {
+	id := c.id(typePublicIP, c.publicIPName())
+	r, err := c.Client.network.NewPublicIPAddressesClient().Get(ctx, c.Spec.ResourceGroup, c.publicIPName(), nil)
 	if err != nil {
 		return "", "", fmt.Errorf("read %s: %w", id, err)
 	}
@@ -191,22 +146,21 @@ func (c *Cluster) ensurePublicIP(ctx context.Context) (addr, fqdn string, err er
 	return *r.Properties.IPAddress, fqdn, nil
 }
 
-// ensureLoadBalancer makes the API server's Standard load balancer: the frontend, the masters'
+// loadBalancerBody is the API server's Standard load balancer: the frontend, the masters'
 // pool with its probe and rule on 6443 and, with a public frontend, outbound rules for the
 // masters' and agents' pools.
-func (c *Cluster) ensureLoadBalancer(ctx context.Context, masterSubnet netip.Prefix) error {
-	client := c.Client.network.NewLoadBalancersClient()
-	id := c.ID()
+func (c *Cluster) loadBalancerBody(masterSubnet netip.Prefix) (armnetwork.LoadBalancer, error) {
+	id := c.id(typeLoadBalancer, c.lbName())
 	sub := func(kind, name string) *armnetwork.SubResource {
-		return &armnetwork.SubResource{ID: to.Ptr(id + "/" + kind + "/" + name)}
+		return &armnetwork.SubResource{ID: to.Ptr(id.child(kind, name))}
 	}
 	frontend := &armnetwork.FrontendIPConfiguration{Name: to.Ptr("apiserver"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{}}
 	if c.Spec.Network.PublicAPIServer {
-		frontend.Properties.PublicIPAddress = &armnetwork.PublicIPAddress{ID: to.Ptr(c.rid("Microsoft.Network", "publicIPAddresses", c.publicIPName()))}
+		frontend.Properties.PublicIPAddress = &armnetwork.PublicIPAddress{ID: to.Ptr(c.id(typePublicIP, c.publicIPName()).String())}
 	} else {
 		a, err := frontendAddress(masterSubnet)
 		if err != nil {
-			return err
+			return armnetwork.LoadBalancer{}, err
 		}
 		frontend.Properties.Subnet = &armnetwork.Subnet{ID: to.Ptr(c.MasterSubnetID())}
 		frontend.Properties.PrivateIPAllocationMethod = to.Ptr(armnetwork.IPAllocationMethodStatic)
@@ -238,24 +192,18 @@ func (c *Cluster) ensureLoadBalancer(ctx context.Context, masterSubnet netip.Pre
 	}
 	if c.Spec.Network.PublicAPIServer {
 		for _, pool := range []string{"masters", "agents"} {
-			m.Properties.OutboundRules = append(m.Properties.OutboundRules, &armnetwork.OutboundRule{Name: to.Ptr("outbound-" + pool), Properties: &armnetwork.OutboundRulePropertiesFormat{
-				FrontendIPConfigurations: []*armnetwork.SubResource{sub("frontendIPConfigurations", "apiserver")},
-				BackendAddressPool:       sub("backendAddressPools", pool),
-				Protocol:                 to.Ptr(armnetwork.LoadBalancerOutboundRuleProtocolAll),
-				IdleTimeoutInMinutes:     to.Ptr[int32](30), EnableTCPReset: to.Ptr(true),
-			}})
+			m.Properties.OutboundRules = append(m.Properties.OutboundRules, &armnetwork.OutboundRule{
+				Name: to.Ptr("outbound-" + pool),
+				Properties: &armnetwork.OutboundRulePropertiesFormat{
+					FrontendIPConfigurations: []*armnetwork.SubResource{sub("frontendIPConfigurations", "apiserver")},
+					BackendAddressPool:       sub("backendAddressPools", pool),
+					Protocol:                 to.Ptr(armnetwork.LoadBalancerOutboundRuleProtocolAll),
+					IdleTimeoutInMinutes:     to.Ptr[int32](30), EnableTCPReset: to.Ptr(true),
+				},
+			})
 		}
 	}
-	return c.ensure(ctx, id, func() (map[string]*string, error) {
-		r, err := client.Get(ctx, c.Spec.ResourceGroup, c.lbName(), nil)
-		return r.Tags, err
-	}, func() error { return c.putLoadBalancer(ctx, m) })
-}
-
-func (c *Cluster) putLoadBalancer(ctx context.Context, m armnetwork.LoadBalancer) error {
-	p, err := c.Client.network.NewLoadBalancersClient().BeginCreateOrUpdate(ctx, c.Spec.ResourceGroup, c.lbName(), m, nil)
-	_, err = wait(ctx, c.Client, p, err)
-	return err
+	return m, nil
 }
 
 // setMasterCount records the number of control planes on the load balancer.
@@ -269,19 +217,22 @@ func (c *Cluster) setMasterCount(ctx context.Context, n int) error {
 		m.Tags = map[string]*string{}
 	}
 	m.Tags[TagMasters] = to.Ptr(strconv.Itoa(n))
-	return c.putLoadBalancer(ctx, m)
+	return loadBalancers.put(ctx, c.Client, c.Spec.ResourceGroup, c.lbName(), m)
 }
 
 func (c *Cluster) pool(name string) *armnetwork.BackendAddressPool {
-	return &armnetwork.BackendAddressPool{ID: to.Ptr(c.ID() + "/backendAddressPools/" + name)}
+	return &armnetwork.BackendAddressPool{ID: to.Ptr(c.id(typeLoadBalancer, c.lbName()).child("backendAddressPools", name))}
 }
 
-// ensureMasterNIC makes control plane i's network interface, with its static address, in the
-// load balancer's masters' pool.
-func (c *Cluster) ensureMasterNIC(ctx context.Context, i int, addr netip.Addr) error {
-	client := c.Client.network.NewInterfacesClient()
-	name := c.nicName(i)
-	m := armnetwork.Interface{
+// masterNIC is control plane i's network interface, with its static address addr (on create).
+func (c *Cluster) masterNIC(i int, addr netip.Addr) object {
+	return newSpec(c, interfaces, c.nicName(i), pure(func() armnetwork.Interface { return c.masterNICBody(addr) }))
+}
+
+// masterNICBody is a control plane's network interface with its static address, in the load
+// balancer's masters' pool.
+func (c *Cluster) masterNICBody(addr netip.Addr) armnetwork.Interface {
+	return armnetwork.Interface{
 		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
 		Properties: &armnetwork.InterfacePropertiesFormat{
 			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: to.Ptr("ipconfig"), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
@@ -292,91 +243,4 @@ func (c *Cluster) ensureMasterNIC(ctx context.Context, i int, addr netip.Addr) e
 			}}},
 		},
 	}
-	return c.ensure(ctx, c.rid("Microsoft.Network", "networkInterfaces", name), func() (map[string]*string, error) {
-		r, err := client.Get(ctx, c.Spec.ResourceGroup, name, nil)
-		return r.Tags, err
-	}, func() error {
-		p, err := client.BeginCreateOrUpdate(ctx, c.Spec.ResourceGroup, name, m, nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
-	})
-}
-
-// deleteNetwork removes the cluster's network resources, dependents first.
-func (c *Cluster) deleteNetwork(ctx context.Context, masters int) error {
-	nics := c.Client.network.NewInterfacesClient()
-	for i := range masters {
-		name := c.nicName(i)
-		if err := c.remove(ctx, c.rid("Microsoft.Network", "networkInterfaces", name), func() (map[string]*string, error) {
-			r, err := nics.Get(ctx, c.Spec.ResourceGroup, name, nil)
-			return r.Tags, err
-		}, func() error {
-			p, err := nics.BeginDelete(ctx, c.Spec.ResourceGroup, name, nil)
-			_, err = wait(ctx, c.Client, p, err)
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	lbs := c.Client.network.NewLoadBalancersClient()
-	if err := c.remove(ctx, c.ID(), func() (map[string]*string, error) {
-		r, err := lbs.Get(ctx, c.Spec.ResourceGroup, c.lbName(), nil)
-		return r.Tags, err
-	}, func() error {
-		p, err := lbs.BeginDelete(ctx, c.Spec.ResourceGroup, c.lbName(), nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
-	}); err != nil {
-		return err
-	}
-	pips := c.Client.network.NewPublicIPAddressesClient()
-	if err := c.remove(ctx, c.rid("Microsoft.Network", "publicIPAddresses", c.publicIPName()), func() (map[string]*string, error) {
-		r, err := pips.Get(ctx, c.Spec.ResourceGroup, c.publicIPName(), nil)
-		return r.Tags, err
-	}, func() error {
-		p, err := pips.BeginDelete(ctx, c.Spec.ResourceGroup, c.publicIPName(), nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
-	}); err != nil {
-		return err
-	}
-	if c.VNetID() != "" {
-		vnets := c.Client.network.NewVirtualNetworksClient()
-		if err := c.remove(ctx, c.VNetID(), func() (map[string]*string, error) {
-			r, err := vnets.Get(ctx, c.Spec.ResourceGroup, c.vnetName(), nil)
-			return r.Tags, err
-		}, func() error {
-			p, err := vnets.BeginDelete(ctx, c.Spec.ResourceGroup, c.vnetName(), nil)
-			_, err = wait(ctx, c.Client, p, err)
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	tables := c.Client.network.NewRouteTablesClient()
-	if err := c.remove(ctx, c.RouteTableID(), func() (map[string]*string, error) {
-		r, err := tables.Get(ctx, c.Spec.ResourceGroup, c.routeTableName(), nil)
-		return r.Tags, err
-	}, func() error {
-		p, err := tables.BeginDelete(ctx, c.Spec.ResourceGroup, c.routeTableName(), nil)
-		_, err = wait(ctx, c.Client, p, err)
-		return err
-	}); err != nil {
-		return err
-	}
-	nsgs := c.Client.network.NewSecurityGroupsClient()
-	for _, role := range []string{"masters", "agents"} {
-		name := c.nsgName(role)
-		if err := c.remove(ctx, c.rid("Microsoft.Network", "networkSecurityGroups", name), func() (map[string]*string, error) {
-			r, err := nsgs.Get(ctx, c.Spec.ResourceGroup, name, nil)
-			return r.Tags, err
-		}, func() error {
-			p, err := nsgs.BeginDelete(ctx, c.Spec.ResourceGroup, name, nil)
-			_, err = wait(ctx, c.Client, p, err)
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
 }

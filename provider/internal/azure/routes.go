@@ -126,17 +126,22 @@ func (t *RouteTable) Put(ctx context.Context, route routetable.Route) error {
 	if err := table.CheckAdd(route); err != nil {
 		return err
 	}
-	p, err := t.routes().BeginCreateOrUpdate(ctx, t.resourceGroup, t.name, route.Name, armnetwork.Route{
+	p, err := t.routes().BeginCreateOrUpdate(ctx, t.resourceGroup, t.name, route.Name, routeBody(route), nil)
+	if _, err := wait(ctx, t.Client, p, err); err != nil {
+		return fmt.Errorf("write route %s: %w", t.RouteID(route.Name), err)
+	}
+	return nil
+}
+
+// routeBody is a route to a node: next hop type VirtualAppliance, the node's address.
+func routeBody(route routetable.Route) armnetwork.Route {
+	return armnetwork.Route{
 		Properties: &armnetwork.RoutePropertiesFormat{
 			AddressPrefix:    to.Ptr(route.Destination.String()),
 			NextHopType:      to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance),
 			NextHopIPAddress: to.Ptr(route.NextHop.String()),
 		},
-	}, nil)
-	if _, err := wait(ctx, t.Client, p, err); err != nil {
-		return fmt.Errorf("write route %s: %w", t.RouteID(route.Name), err)
 	}
-	return nil
 }
 
 // Delete removes a route; a route already gone is not an error.

@@ -16,7 +16,6 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -93,7 +92,7 @@ var _ pool.Compute = (*ScaleSet)(nil)
 
 // ID is the scale set's resource ID.
 func (s *ScaleSet) ID() string {
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachineScaleSets/%s", s.Client.SubscriptionID, s.Machines.ResourceGroup, s.Name)
+	return resourceID{subscription: s.Client.SubscriptionID, group: s.Machines.ResourceGroup, typ: typeScaleSet, name: s.Name}.String()
 }
 
 func (s *ScaleSet) scaleSets() *armcompute.VirtualMachineScaleSetsClient {
@@ -219,15 +218,18 @@ func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 	}
 	if existing == nil {
 		tflog.Info(ctx, "creating scale set", map[string]any{"scale_set": s.ID(), "capacity": n})
-		p, perr := s.create(ctx, n, customData)
-		_, err = wait(ctx, s.Client, p, perr)
+		password := s.AdminPassword
+		if password == "" {
+			password = randomPassword()
+		}
+		err = scaleSets.put(ctx, s.Client, s.Machines.ResourceGroup, s.Name, s.body(n, password, customData))
 	} else {
 		capacity := int64(n)
 		if existing.SKU != nil && existing.SKU.Capacity != nil {
 			capacity += *existing.SKU.Capacity
 		}
 		tflog.Info(ctx, "scaling out scale set", map[string]any{"scale_set": s.ID(), "capacity": capacity})
-		p, perr := s.update(ctx, capacity, customData)
+		p, perr := s.scaleSets().BeginUpdate(ctx, s.Machines.ResourceGroup, s.Name, s.update(capacity, customData), nil)
 		_, err = wait(ctx, s.Client, p, perr)
 	}
 	// What was created, also when the operation failed part-way.
@@ -245,11 +247,8 @@ func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 	return added, listErr
 }
 
-func (s *ScaleSet) create(ctx context.Context, capacity int, customData []byte) (*runtime.Poller[armcompute.VirtualMachineScaleSetsClientCreateOrUpdateResponse], error) {
-	password := s.AdminPassword
-	if password == "" {
-		password = randomPassword()
-	}
+// body is the scale set with capacity machines, their administrator's password and custom data.
+func (s *ScaleSet) body(capacity int, password string, customData []byte) armcompute.VirtualMachineScaleSet {
 	m := s.Machines
 	tags := map[string]*string{TagPool: to.Ptr(s.Pool), TagManagedBy: to.Ptr("kubewin")}
 	for k, v := range m.Tags {
@@ -293,10 +292,12 @@ func (s *ScaleSet) create(ctx context.Context, capacity int, customData []byte) 
 		vp.EvictionPolicy = to.Ptr(armcompute.VirtualMachineEvictionPolicyTypesDelete)
 		vp.BillingProfile = &armcompute.BillingProfile{MaxPrice: to.Ptr(m.MaxBidPrice)}
 	}
-	return s.scaleSets().BeginCreateOrUpdate(ctx, m.ResourceGroup, s.Name, vmss, nil)
+	return vmss
 }
 
-func (s *ScaleSet) update(ctx context.Context, capacity int64, customData []byte) (*runtime.Poller[armcompute.VirtualMachineScaleSetsClientUpdateResponse], error) {
+// update raises the scale set's capacity, with custom data, image and NICs in its model for the
+// machines it adds.
+func (s *ScaleSet) update(capacity int64, customData []byte) armcompute.VirtualMachineScaleSetUpdate {
 	m := s.Machines
 	u := armcompute.VirtualMachineScaleSetUpdate{
 		SKU: &armcompute.SKU{Name: to.Ptr(m.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(capacity)},
@@ -310,7 +311,7 @@ func (s *ScaleSet) update(ctx context.Context, capacity int64, customData []byte
 			},
 		},
 	}
-	return s.scaleSets().BeginUpdate(ctx, m.ResourceGroup, s.Name, u, nil)
+	return u
 }
 
 func (s *ScaleSet) storageProfile() *armcompute.VirtualMachineScaleSetStorageProfile {
@@ -413,8 +414,7 @@ func (s *ScaleSet) Destroy(ctx context.Context) error {
 		return err
 	}
 	tflog.Info(ctx, "deleting scale set", map[string]any{"scale_set": s.ID()})
-	p, err := s.scaleSets().BeginDelete(ctx, s.Machines.ResourceGroup, s.Name, nil)
-	if _, err := wait(ctx, s.Client, p, err); err != nil && !notFound(err) {
+	if err := scaleSets.del(ctx, s.Client, s.Machines.ResourceGroup, s.Name); err != nil && !notFound(err) {
 		return fmt.Errorf("delete scale set %s: %w", s.ID(), err)
 	}
 	return nil

@@ -1,0 +1,114 @@
+package azure
+
+import (
+	"encoding/json"
+	"net/netip"
+	"testing"
+
+	"github.com/kubewin/kubewin/internal/routetable"
+	"github.com/kubewin/kubewin/internal/testkit/golden"
+)
+
+// assertBody compares a request body, as the SDK sends it, with testdata/name.
+func assertBody(t *testing.T, name string, body any) {
+	t.Helper()
+	b, err := json.MarshalIndent(body, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, name, append(b, '\n'))
+}
+
+const testVNet = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v"
+
+func bodyCluster(public bool) *Cluster {
+	spec := ClusterSpec{
+		Name: "acs", ResourceGroup: "rg", Location: "westeurope", KubernetesVersion: "v1.37.1",
+		PodCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12", NodeCIDRMaskSize: 24,
+		Network: ClusterNetwork{
+			VNetCIDR: "10.240.0.0/16", MasterSubnetCIDR: "10.240.255.0/24", AgentSubnetCIDR: "10.240.0.0/20",
+			PublicAPIServer: true, DNSPrefix: "acs-rg",
+		},
+		Masters:                 MachineSpec{Count: 3, VMSize: "Standard_D2s_v3", Image: UbuntuLTS, Zones: []string{"1", "2", "3"}, OSDiskSizeGB: 64},
+		Agents:                  MachineSpec{Count: 2, VMSize: "Standard_D4s_v3", Image: Image{ID: "/subscriptions/s/images/ubuntu"}},
+		AdminUsername:           "azureuser",
+		SSHPublicKeys:           []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKubewinTestKeyOnly admin"},
+		Tags:                    map[string]string{"env": "test"},
+		APIServerSourcePrefixes: []string{"203.0.113.0/24"},
+	}
+	if !public {
+		spec.Network = ClusterNetwork{
+			MasterSubnetID: testVNet + "/subnets/m", AgentSubnetID: testVNet + "/subnets/a",
+		}
+		spec.APIServerSourcePrefixes = []string{"10.0.0.0/8", "192.168.0.0/16"}
+	}
+	return &Cluster{Client: &Client{SubscriptionID: "00000000-0000-0000-0000-000000000000"}, Spec: spec}
+}
+
+// The request bodies of a cluster's resources: with its own network and a public API server,
+// and in existing subnets with an internal one.
+func TestClusterBodies(t *testing.T) {
+	subnet := netip.MustParsePrefix("10.240.255.0/24")
+	for _, tc := range []struct {
+		dir    string
+		public bool
+	}{{"cluster-public", true}, {"cluster-internal", false}} {
+		t.Run(tc.dir, func(t *testing.T) {
+			c := bodyCluster(tc.public)
+			linux, err := c.linuxConfiguration()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lb, err := c.loadBalancerBody(subnet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr, err := masterAddress(subnet, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bodies := map[string]any{
+				"nsg-masters.json":            c.securityGroupBody("masters"),
+				"load-balancer.json":          lb,
+				"master-1-nic.json":           c.masterNICBody(addr),
+				"master-1-vm.json":            c.masterVMBody(1, linux, []byte("#cloud-config\n")),
+				"agents-scale-set.json":       c.agentScaleSetBody(2, linux, []byte("#cloud-config\n")),
+				"agents-scale-set-scale.json": c.agentScaleSetUpdate(3, nil),
+			}
+			if tc.public {
+				bodies["nsg-agents.json"] = c.securityGroupBody("agents")
+				bodies["route-table.json"] = c.routeTableBody()
+				bodies["vnet.json"] = c.vnetBody()
+				bodies["public-ip.json"] = c.publicIPBody()
+				bodies["agents-scale-set-add.json"] = c.agentScaleSetUpdate(3, []byte("#cloud-config\n"))
+			}
+			for name, body := range bodies {
+				assertBody(t, tc.dir+"/"+name, body)
+			}
+		})
+	}
+}
+
+// The request bodies of a pool's scale set: created (Spot, in zones) and scaled out.
+func TestScaleSetBodies(t *testing.T) {
+	s := &ScaleSet{
+		Client: &Client{SubscriptionID: "00000000-0000-0000-0000-000000000000"}, Name: "win", Pool: "win", ComputerNamePrefix: "win",
+		Machines: Machines{
+			ResourceGroup: "rg", Location: "westeurope", VMSize: "Standard_D4s_v5",
+			SubnetID: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
+			ImageID: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/img" +
+				"/providers/Microsoft.Compute/galleries/g/images/w/versions/1.0.0",
+			AdminUsername: "kubewin", Zones: []string{"1", "2"}, IPForwarding: true, AcceleratedNetworking: true,
+			OSDisk: OSDisk{StorageAccountType: "Premium_LRS", Caching: "ReadWrite", SizeGB: 128},
+			Spot:   true, MaxBidPrice: -1, Tags: map[string]string{"env": "test"},
+		},
+	}
+	assertBody(t, "pool/scale-set.json", s.body(2, "password-of-the-test", []byte("<powershell/>")))
+	assertBody(t, "pool/scale-set-add.json", s.update(5, []byte("<powershell/>")))
+}
+
+// The request body of a pod route.
+func TestRouteBody(t *testing.T) {
+	r := routetable.Route{Name: "node-1", Destination: netip.MustParsePrefix("10.244.1.0/24"), NextHop: netip.MustParseAddr("10.240.0.5")}
+	assertBody(t, "route.json", routeBody(r))
+}
