@@ -86,14 +86,17 @@ func localPoolBlock() schema.Block {
 			// Required within the block: checked by checkBackend, as the framework would
 			// require it of a pool without the block too.
 			"image": schema.StringAttribute{
-				Optional:    true,
-				Validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
-				Description: "The image the machines are created from (required): the directory `packer build` wrote with the `kubewin-local` builder (it holds `" + simmachine.ImageManifestFile + "`). Changing it replaces the nodes, surge-first.",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+				Description: "The image the machines are created from (required): the directory `packer build` wrote with the `kubewin-local` " +
+					"builder (it holds `" + simmachine.ImageManifestFile + "`). Changing it replaces the nodes, surge-first.",
 			},
 			simulatedOptIn: schema.BoolAttribute{
 				Optional: true,
-				Description: "Let the pool's simulated nodes join the cluster of the provider's `kubernetes` block, a cluster kubewin did not create. " +
-					"Its scheduler will place pods on them that never run anything: set it only for a scratch cluster, to test schedulers and policies.",
+				Description: "Let the pool's simulated nodes join the cluster of the provider's `kubernetes` block, a cluster kubewin did not " +
+					"create. " +
+					"Its scheduler will place pods on them that never run anything: set it only for a scratch cluster, to test schedulers and " +
+					"policies.",
 			},
 		},
 	}
@@ -112,10 +115,26 @@ func azurePoolBlock() schema.Block {
 			"the route table to kubewin (`--configure-cloud-routes=false`) or not use `kubewin_pod_route`.",
 		PlanModifiers: backendReplaceIf,
 		Attributes: map[string]schema.Attribute{
-			"resource_group_name": schema.StringAttribute{Optional: true, PlanModifiers: replace, Description: "Resource group of the scale set (required)."},
-			"location":            schema.StringAttribute{Optional: true, PlanModifiers: replace, Description: "Azure region of the scale set (required), e.g. `westeurope`."},
-			"vm_size":             schema.StringAttribute{Optional: true, Description: "Size of the VMs (required), e.g. `Standard_D4s_v5`."},
-			"subnet_id":           schema.StringAttribute{Optional: true, PlanModifiers: replace, Description: "Resource ID of the subnet the nodes' NICs are in (required). For `l2bridge` and `host-gateway` the NICs forward IP, so that pod traffic routed to a node reaches it."},
+			"resource_group_name": schema.StringAttribute{
+				Optional:      true,
+				PlanModifiers: replace,
+				Description:   "Resource group of the scale set (required).",
+			},
+			"location": schema.StringAttribute{
+				Optional:      true,
+				PlanModifiers: replace,
+				Description:   "Azure region of the scale set (required), e.g. `westeurope`.",
+			},
+			"vm_size": schema.StringAttribute{
+				Optional:    true,
+				Description: "Size of the VMs (required), e.g. `Standard_D4s_v5`.",
+			},
+			"subnet_id": schema.StringAttribute{
+				Optional:      true,
+				PlanModifiers: replace,
+				Description: "Resource ID of the subnet the nodes' NICs are in (required). For `l2bridge` and `host-gateway` the NICs forward IP, " +
+					"so that pod traffic routed to a node reaches it.",
+			},
 			"image_id": schema.StringAttribute{
 				Optional: true,
 				Description: "Resource ID of the image the kubewin Packer plugin published (required): a gallery image version or a managed image. " +
@@ -123,46 +142,79 @@ func azurePoolBlock() schema.Block {
 					"`, `" + azureimage.TagRuntime + "` and `" + azureimage.TagRuntimeVersion + "` at plan time, or from `image_manifest`.",
 			},
 			"image_manifest": schema.StringAttribute{
-				Optional:    true,
-				Description: "The image's manifest (the `kubewin-manifest.json` the Packer provisioner downloads, e.g. `file(\"output/kubewin-manifest.json\")`), for images without kubewin's tags.",
+				Optional: true,
+				Description: "The image's manifest (the `kubewin-manifest.json` the Packer provisioner downloads, e.g. " +
+					"`file(\"output/kubewin-manifest.json\")`), for images without kubewin's tags.",
 			},
 			"scale_set_name": schema.StringAttribute{
-				Optional: true, Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
-				Validators:  []validator.String{stringvalidator.RegexMatches(scaleSetNameRE, "must be 1-64 letters, digits, '.', '_' or '-'")},
-				Description: "Name of the scale set. Default: the pool's name.",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{stringvalidator.RegexMatches(scaleSetNameRE, "must be 1-64 letters, digits, '.', '_' or '-'")},
+				Description:   "Name of the scale set. Default: the pool's name.",
 			},
 			"admin_username": schema.StringAttribute{
-				Optional: true, PlanModifiers: replace,
-				Validators:  []validator.String{stringvalidator.RegexMatches(adminUsernameRE, "must be 1-20 letters, digits, '.', '_' or '-', starting with a letter"), stringvalidator.NoneOfCaseInsensitive(reservedAdmins...)},
+				Optional:      true,
+				PlanModifiers: replace,
+				Validators: []validator.String{stringvalidator.RegexMatches(adminUsernameRE, "must be 1-20 letters, digits, '.', '_' or '-', "+
+					"starting with a letter"), stringvalidator.NoneOfCaseInsensitive(reservedAdmins...)},
 				Description: "The VMs' administrator account. Default `kubewin`.",
 			},
 			"admin_password_wo": schema.StringAttribute{
-				Optional: true, WriteOnly: true, Sensitive: true,
+				Optional:   true,
+				WriteOnly:  true,
+				Sensitive:  true,
 				Validators: []validator.String{stringvalidator.LengthBetween(12, 123)},
 				Description: "The administrator's password, used when the scale set is created (write-only: never in the plan or the state). " +
 					"Without it the password is random and known to nobody: use it only if you need to log on to the nodes.",
 			},
 			"zones": schema.ListAttribute{
-				Optional: true, ElementType: types.StringType,
+				Optional:    true,
+				ElementType: types.StringType,
 				Validators:  []validator.List{},
 				Description: "Availability zones of the VMs, e.g. `[\"1\", \"2\", \"3\"]`.",
 			},
-			"accelerated_networking_enabled": schema.BoolAttribute{Optional: true, Description: "Accelerated networking on the NICs. Default `false`."},
+			"accelerated_networking_enabled": schema.BoolAttribute{
+				Optional:    true,
+				Description: "Accelerated networking on the NICs. Default `false`.",
+			},
 			"os_disk_storage_account_type": schema.StringAttribute{
 				Optional:    true,
 				Validators:  []validator.String{stringvalidator.OneOf("Standard_LRS", "StandardSSD_LRS", "Premium_LRS", "StandardSSD_ZRS", "Premium_ZRS")},
 				Description: "Storage type of the OS disk. Default: the image's.",
 			},
-			"os_disk_size_gb": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(30, 4095)}, Description: "Size of the OS disk in GB. Default: the image's."},
-			"os_disk_caching": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf("None", "ReadOnly", "ReadWrite")}, Description: "Caching of the OS disk."},
-			"priority": schema.StringAttribute{
-				Optional: true, PlanModifiers: replace,
-				Validators:  []validator.String{stringvalidator.OneOf("Regular", "Spot")},
-				Description: "`Regular`, or `Spot` VMs (evicted — deleted — when Azure needs the capacity; the next apply replaces them). Default `Regular`.",
+			"os_disk_size_gb": schema.Int64Attribute{
+				Optional:    true,
+				Validators:  []validator.Int64{int64validator.Between(30, 4095)},
+				Description: "Size of the OS disk in GB. Default: the image's.",
 			},
-			"max_bid_price": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.AtLeast(-1)}, Description: "Highest hourly price for Spot VMs; `-1` (the default) evicts for capacity only."},
-			"tags":          schema.MapAttribute{Optional: true, ElementType: types.StringType, Description: "Tags of the scale set."},
-			"scale_set_id":  schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}, Description: "Resource ID of the scale set."},
+			"os_disk_caching": schema.StringAttribute{
+				Optional:    true,
+				Validators:  []validator.String{stringvalidator.OneOf("None", "ReadOnly", "ReadWrite")},
+				Description: "Caching of the OS disk.",
+			},
+			"priority": schema.StringAttribute{
+				Optional:      true,
+				PlanModifiers: replace,
+				Validators:    []validator.String{stringvalidator.OneOf("Regular", "Spot")},
+				Description: "`Regular`, or `Spot` VMs (evicted — deleted — when Azure needs the capacity; the next apply replaces them). Default " +
+					"`Regular`.",
+			},
+			"max_bid_price": schema.Float64Attribute{
+				Optional:    true,
+				Validators:  []validator.Float64{float64validator.AtLeast(-1)},
+				Description: "Highest hourly price for Spot VMs; `-1` (the default) evicts for capacity only.",
+			},
+			"tags": schema.MapAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				Description: "Tags of the scale set.",
+			},
+			"scale_set_id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				Description:   "Resource ID of the scale set.",
+			},
 		},
 	}
 }
@@ -418,13 +470,20 @@ func azureMachines(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.Ima
 	}
 	mode := v1alpha1.NetworkMode(m.NetworkMode.ValueString())
 	machines := azure.Machines{
-		ResourceGroup: a.ResourceGroupName.ValueString(), Location: a.Location.ValueString(), SubnetID: a.SubnetID.ValueString(),
-		VMSize: a.VMSize.ValueString(), ImageID: a.ImageID.ValueString(), AdminUsername: "kubewin", Zones: zones,
+		ResourceGroup: a.ResourceGroupName.ValueString(),
+		Location:      a.Location.ValueString(),
+		SubnetID:      a.SubnetID.ValueString(),
+		VMSize:        a.VMSize.ValueString(),
+		ImageID:       a.ImageID.ValueString(),
+		AdminUsername: "kubewin",
+		Zones:         zones,
 		// Routed modes deliver pod traffic to the node's NIC, addressed to pods: it must forward.
 		IPForwarding:          mode == v1alpha1.NetworkModeL2Bridge || mode == v1alpha1.NetworkModeHostGateway,
 		AcceleratedNetworking: a.AcceleratedNetworkingEnabled.ValueBool(),
 		OSDisk:                azure.OSDisk{StorageAccountType: a.OSDiskStorageAccountType.ValueString(), Caching: a.OSDiskCaching.ValueString(), SizeGB: int32(a.OSDiskSizeGB.ValueInt64())},
-		Spot:                  a.Priority.ValueString() == "Spot", MaxBidPrice: -1, Tags: tags,
+		Spot:                  a.Priority.ValueString() == "Spot",
+		MaxBidPrice:           -1,
+		Tags:                  tags,
 	}
 	if !a.AdminUsername.IsNull() {
 		machines.AdminUsername = a.AdminUsername.ValueString()

@@ -112,26 +112,38 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"name": schema.StringAttribute{
 				Required:      true,
 				PlanModifiers: replace,
-				Validators:    []validator.String{stringvalidator.RegexMatches(clusterNameRE, "must be 1-40 lower-case letters, digits and '-', starting with a letter and ending with a letter or digit")},
-				Description:   "Name of the cluster: unique in the local backend's state directory; on Azure, the prefix of its resources' names.",
+				Validators: []validator.String{stringvalidator.RegexMatches(clusterNameRE, "must be 1-40 lower-case letters, digits and '-', "+
+					"starting with a letter and ending with a letter or digit")},
+				Description: "Name of the cluster: unique in the local backend's state directory; on Azure, the prefix of its resources' names.",
 			},
 			"kubernetes_version": schema.StringAttribute{
-				Optional: true, Computed: true, PlanModifiers: append([]planmodifier.String{stringplanmodifier.UseStateForUnknown()}, replace...),
-				Description: fmt.Sprintf("Kubernetes release of the control plane, e.g. `1.37.1`: required for an azure cluster (Kubernetes 1.%d to 1.%d); "+
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: append([]planmodifier.String{stringplanmodifier.UseStateForUnknown()}, replace...),
+				Description: fmt.Sprintf("Kubernetes release of the control plane, e.g. `1.37.1`: required for an azure cluster (Kubernetes 1.%d "+
+					"to 1.%d); "+
 					"a local cluster runs the version of its programs, which this reads (setting another is an error).", kubeversion.OldestMinor, kubeversion.NewestMinor),
 			},
 			"cluster_cidr": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString("10.244.0.0/16"), PlanModifiers: replace,
-				Validators:  []validator.String{cidrValidator{}},
-				Description: "Pod network of the cluster, split into per-node pod CIDRs by node IPAM. Default `10.244.0.0/16`.",
+				Optional:      true,
+				Computed:      true,
+				Default:       stringdefault.StaticString("10.244.0.0/16"),
+				PlanModifiers: replace,
+				Validators:    []validator.String{cidrValidator{}},
+				Description:   "Pod network of the cluster, split into per-node pod CIDRs by node IPAM. Default `10.244.0.0/16`.",
 			},
 			"service_cidr": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString("10.96.0.0/12"), PlanModifiers: replace,
-				Validators:  []validator.String{cidrValidator{}},
-				Description: "Service network of the cluster. Default `10.96.0.0/12`.",
+				Optional:      true,
+				Computed:      true,
+				Default:       stringdefault.StaticString("10.96.0.0/12"),
+				PlanModifiers: replace,
+				Validators:    []validator.String{cidrValidator{}},
+				Description:   "Service network of the cluster. Default `10.96.0.0/12`.",
 			},
 			"node_cidr_mask_size": schema.Int64Attribute{
-				Optional: true, Computed: true, Default: int64default.StaticInt64(ipam.DefaultNodeMaskSize),
+				Optional: true,
+				Computed: true,
+				Default:  int64default.StaticInt64(ipam.DefaultNodeMaskSize),
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
 					resp.RequiresReplace = isLocalState(ctx, req.State)
 				}, "Replaces a cluster of the local backend.", "")},
@@ -139,17 +151,39 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				Description: fmt.Sprintf("Prefix length of each node's pod CIDR. Default `%d`.", ipam.DefaultNodeMaskSize),
 			},
 			"running": schema.BoolAttribute{
-				Computed: true, Default: booldefault.StaticBool(true),
-				Description: "Whether the cluster runs: every control plane process of a local cluster (it reads `false` after a reboot; the next apply starts it again), " +
+				Computed: true,
+				Default:  booldefault.StaticBool(true),
+				Description: "Whether the cluster runs: every control plane process of a local cluster (it reads `false` after a reboot; the next " +
+					"apply starts it again), " +
 					"every control plane and agent of an azure cluster (the next apply makes the missing ones again).",
 			},
-			"id":             schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The cluster's ID, which `kubewin_windows_node_pool.cluster_id` takes: a local cluster's name, an azure cluster's load balancer's resource ID."},
-			"endpoint":       schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "URL of the API server: `https://127.0.0.1:<port>` for a local cluster, `https://<load balancer frontend address>:6443` on Azure."},
-			"ca_certificate": schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The cluster CA certificate (PEM)."},
-			"ca_cert_hash":   schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The CA pin nodes join with: `sha256:` and the hex sha256 of the CA's SubjectPublicKeyInfo, as kubeadm prints it."},
+			"id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description: "The cluster's ID, which `kubewin_windows_node_pool.cluster_id` takes: a local cluster's name, an azure cluster's " +
+					"load balancer's resource ID.",
+			},
+			"endpoint": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description: "URL of the API server: `https://127.0.0.1:<port>` for a local cluster, `https://<load balancer frontend " +
+					"address>:6443` on Azure.",
+			},
+			"ca_certificate": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "The cluster CA certificate (PEM).",
+			},
+			"ca_cert_hash": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "The CA pin nodes join with: `sha256:` and the hex sha256 of the CA's SubjectPublicKeyInfo, as kubeadm prints it.",
+			},
 			"kubeconfig_path": schema.StringAttribute{
-				Computed: true, PlanModifiers: keep,
-				Description: "A local cluster's cluster-admin kubeconfig on this machine (owner-only; null on Azure). The credential itself is never stored in the Terraform state.",
+				Computed:      true,
+				PlanModifiers: keep,
+				Description: "A local cluster's cluster-admin kubeconfig on this machine (owner-only; null on Azure). The credential itself is " +
+					"never stored in the Terraform state.",
 			},
 		},
 	}
@@ -463,9 +497,18 @@ func (r *clusterResource) UpgradeState(context.Context) map[int64]resource.State
 				return
 			}
 			resp.Diagnostics.Append(resp.State.Set(ctx, &clusterModel{
-				Name: old.Name, KubernetesVersion: old.KubernetesVersion, ClusterCIDR: old.ClusterCIDR, ServiceCIDR: old.ServiceCIDR,
-				NodeCIDRMaskSize: old.NodeCIDRMaskSize, Local: &clusterLocalModel{}, Running: old.Running, ID: old.ID, Endpoint: old.Endpoint,
-				CACertificate: old.CACertificate, CACertHash: old.CACertHash, KubeconfigPath: old.KubeconfigPath,
+				Name:              old.Name,
+				KubernetesVersion: old.KubernetesVersion,
+				ClusterCIDR:       old.ClusterCIDR,
+				ServiceCIDR:       old.ServiceCIDR,
+				NodeCIDRMaskSize:  old.NodeCIDRMaskSize,
+				Local:             &clusterLocalModel{},
+				Running:           old.Running,
+				ID:                old.ID,
+				Endpoint:          old.Endpoint,
+				CACertificate:     old.CACertificate,
+				CACertHash:        old.CACertHash,
+				KubeconfigPath:    old.KubeconfigPath,
 			})...)
 		},
 	}}

@@ -89,12 +89,31 @@ func clusterAzureBlock(context.Context) schema.Block {
 	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	machine := func(countName, countDesc string, def int64, countValidators []validator.Int64) map[string]schema.Attribute {
 		return map[string]schema.Attribute{
-			countName: schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(def), Validators: countValidators, Description: countDesc},
-			"vm_size": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultVMSize), Description: "Size of the VMs. Default `" + defaultVMSize + "`."},
+			countName: schema.Int64Attribute{
+				Optional:    true,
+				Computed:    true,
+				Default:     int64default.StaticInt64(def),
+				Validators:  countValidators,
+				Description: countDesc,
+			},
+			"vm_size": schema.StringAttribute{
+				Optional:    true,
+				Computed:    true,
+				Default:     stringdefault.StaticString(defaultVMSize),
+				Description: "Size of the VMs. Default `" + defaultVMSize + "`.",
+			},
 			"image_id": schema.StringAttribute{Optional: true, Description: "A managed or gallery image of Ubuntu to boot from, with cloud-init (and, to skip their installation, " +
 				"kubeadm, the kubelet and containerd). Default: the marketplace's Ubuntu 24.04 LTS (`Canonical:ubuntu-24_04-lts:server:latest`)."},
-			"zones":           schema.ListAttribute{Optional: true, ElementType: types.StringType, Description: "Availability zones, e.g. `[\"1\", \"2\", \"3\"]`; control planes are spread over them in turn."},
-			"os_disk_size_gb": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(30, 4095)}, Description: "Size of the OS disks in GB. Default: the image's."},
+			"zones": schema.ListAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				Description: "Availability zones, e.g. `[\"1\", \"2\", \"3\"]`; control planes are spread over them in turn.",
+			},
+			"os_disk_size_gb": schema.Int64Attribute{
+				Optional:    true,
+				Validators:  []validator.Int64{int64validator.Between(30, 4095)},
+				Description: "Size of the OS disks in GB. Default: the image's.",
+			},
 		}
 	}
 	machinesDefault := func(attrTypes map[string]attr.Type, countName string, count int64) defaults.Object {
@@ -106,59 +125,148 @@ func clusterAzureBlock(context.Context) schema.Block {
 	return schema.SingleNestedBlock{
 		Description: "The cluster is made in Azure, with the provider's `azure` credentials, as acs-engine made it from an api model " +
 			"(`provider::kubewin::acs_apimodel` reads one): a virtual network with a subnet for the control planes and one for the agents " +
-			"(or existing subnets), a network security group on each, a route table on the agents' subnet (kubenet-style routing: each node's pod CIDR " +
-			"to its address; kubewin writes the Linux agents' routes, `kubewin_pod_route` the Windows nodes'), a Standard load balancer whose frontend " +
-			"is the API server endpoint (a static public address with a health probe and a rule on 6443 and outbound rules for the control planes and " +
+			"(or existing subnets), a network security group on each, a route table on the agents' subnet (kubenet-style routing: each node's pod " +
+			"CIDR " +
+			"to its address; kubewin writes the Linux agents' routes, `kubewin_pod_route` the Windows nodes'), a Standard load balancer whose " +
+			"frontend " +
+			"is the API server endpoint (a static public address with a health probe and a rule on 6443 and outbound rules for the control planes " +
+			"and " +
 			"agents; or internal), 1, 3 or 5 Ubuntu control planes with static addresses across zones, bootstrapped by cloud-init running " +
-			"`kubeadm init` and `kubeadm join --control-plane` (stacked etcd), and a scale set of Linux agents joining with `kubeadm join`. Windows " +
+			"`kubeadm init` and `kubeadm join --control-plane` (stacked etcd), and a scale set of Linux agents joining with `kubeadm join`. " +
+			"Windows " +
 			"nodes join as `kubewin_windows_node_pool`s with `cluster_id` set to this cluster's `id`, in the agents' subnet.\n\n" +
 			"PKI: the first control plane's kubeadm makes the cluster CA, whose private key never leaves the control planes: they share it through " +
-			"kubeadm's encrypted certificate upload, with a certificate key that exists only in their custom data (a control plane added later gets " +
+			"kubeadm's encrypted certificate upload, with a certificate key that exists only in their custom data (a control plane added later " +
+			"gets " +
 			"a fresh upload from a running one). The provider reads the CA certificate from the first control plane's serial console (boot " +
-			"diagnostics) and takes short-lived admin certificates for a key it keeps in memory through an ARM run command on a control plane, which " +
-			"has the cluster's CSR API sign it: every Terraform run that reaches the cluster costs one run command. The state holds no key, token or " +
+			"diagnostics) and takes short-lived admin certificates for a key it keeps in memory through an ARM run command on a control plane, " +
+			"which " +
+			"has the cluster's CSR API sign it: every Terraform run that reaches the cluster costs one run command. The state holds no key, token " +
+			"or " +
 			"password; machines join with bootstrap tokens that are deleted once they joined.",
 		Attributes: map[string]schema.Attribute{
-			"resource_group_name": schema.StringAttribute{Optional: true, Description: "Resource group the cluster's resources are made in (required; it must exist)."},
-			"location":            schema.StringAttribute{Optional: true, Description: "Azure region (required), e.g. `westeurope`."},
+			"resource_group_name": schema.StringAttribute{
+				Optional:    true,
+				Description: "Resource group the cluster's resources are made in (required; it must exist).",
+			},
+			"location": schema.StringAttribute{
+				Optional:    true,
+				Description: "Azure region (required), e.g. `westeurope`.",
+			},
 			"dns_prefix": schema.StringAttribute{
-				Optional: true, Validators: []validator.String{stringvalidator.RegexMatches(dnsLabelRE, "must be a DNS label: 3-63 lower-case letters, digits and '-', starting with a letter")},
-				Description: "DNS label of the API server's public address (acs-engine's `masterProfile.dnsPrefix`): `<dns_prefix>.<location>.cloudapp.azure.com`, also in the API server's certificate.",
+				Optional: true,
+				Validators: []validator.String{stringvalidator.RegexMatches(dnsLabelRE, "must be a DNS label: 3-63 lower-case letters, digits and "+
+					"'-', starting with a letter")},
+				Description: "DNS label of the API server's public address (acs-engine's `masterProfile.dnsPrefix`): " +
+					"`<dns_prefix>.<location>.cloudapp.azure.com`, also in the API server's certificate.",
 			},
 			"api_server_access": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString("public"), Validators: []validator.String{stringvalidator.OneOf("public", "internal")},
-				Description: "`public`: the load balancer's frontend is a static public IP address, and its outbound rules give the control planes and Linux agents their " +
-					"outbound connections; `internal`: the frontend is the control planes' subnet's fifth address, and outbound connections are yours to provide (a NAT gateway). Default `public`.",
+				Optional:   true,
+				Computed:   true,
+				Default:    stringdefault.StaticString("public"),
+				Validators: []validator.String{stringvalidator.OneOf("public", "internal")},
+				Description: "`public`: the load balancer's frontend is a static public IP address, and its outbound rules give the control " +
+					"planes and Linux agents their " +
+					"outbound connections; `internal`: the frontend is the control planes' subnet's fifth address, and outbound connections are " +
+					"yours to provide (a NAT gateway). Default `public`.",
 			},
-			"api_server_authorized_ip_ranges": schema.ListAttribute{Optional: true, ElementType: types.StringType, Description: "Address prefixes that may reach the API server (the control planes' security group). Default: any."},
-			"vnet_cidr":                       schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultVNetCIDR), Validators: []validator.String{cidrValidator{}}, Description: "Address space of the cluster's virtual network. Default `" + defaultVNetCIDR + "`."},
-			"master_subnet_cidr":              schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultMasterSubnetCIDR), Validators: []validator.String{cidrValidator{}}, Description: "The control planes' subnet; control plane i has its sixth address and on (acs-engine's `firstConsecutiveStaticIP`). Default `" + defaultMasterSubnetCIDR + "`."},
-			"agent_subnet_cidr":               schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultAgentSubnetCIDR), Validators: []validator.String{cidrValidator{}}, Description: "The agents' subnet, for the Linux agents and the Windows pools. Default `" + defaultAgentSubnetCIDR + "`."},
+			"api_server_authorized_ip_ranges": schema.ListAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				Description: "Address prefixes that may reach the API server (the control planes' security group). Default: any.",
+			},
+			"vnet_cidr": schema.StringAttribute{
+				Optional:    true,
+				Computed:    true,
+				Default:     stringdefault.StaticString(defaultVNetCIDR),
+				Validators:  []validator.String{cidrValidator{}},
+				Description: "Address space of the cluster's virtual network. Default `" + defaultVNetCIDR + "`.",
+			},
+			"master_subnet_cidr": schema.StringAttribute{
+				Optional:   true,
+				Computed:   true,
+				Default:    stringdefault.StaticString(defaultMasterSubnetCIDR),
+				Validators: []validator.String{cidrValidator{}},
+				Description: "The control planes' subnet; control plane i has its sixth address and on (acs-engine's `firstConsecutiveStaticIP`). " +
+					"Default `" + defaultMasterSubnetCIDR + "`.",
+			},
+			"agent_subnet_cidr": schema.StringAttribute{
+				Optional:    true,
+				Computed:    true,
+				Default:     stringdefault.StaticString(defaultAgentSubnetCIDR),
+				Validators:  []validator.String{cidrValidator{}},
+				Description: "The agents' subnet, for the Linux agents and the Windows pools. Default `" + defaultAgentSubnetCIDR + "`.",
+			},
 			"master_subnet_id": schema.StringAttribute{
-				Optional: true, Computed: true, PlanModifiers: keep,
-				Description: "An existing subnet for the control planes, with `agent_subnet_id`: kubewin then makes no virtual network and no security groups, and the agents' " +
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: keep,
+				Description: "An existing subnet for the control planes, with `agent_subnet_id`: kubewin then makes no virtual network and no " +
+					"security groups, and the agents' " +
 					"subnet must be associated with `route_table_id` by you. Default: the cluster's own.",
 			},
-			"agent_subnet_id": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keep, Description: "An existing subnet for the agents (see `master_subnet_id`). Default: the cluster's own; Windows pools take it as `subnet_id`."},
-			"admin_username":  schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("azureuser"), Validators: []validator.String{stringvalidator.RegexMatches(adminUsernameRE, "must be 1-20 letters, digits, '.', '_' or '-', starting with a letter"), stringvalidator.NoneOfCaseInsensitive(reservedAdmins...)}, Description: "The Linux machines' administrator. Default `azureuser`."},
-			"ssh_public_keys": schema.ListAttribute{Optional: true, ElementType: types.StringType, Description: "OpenSSH public keys of the administrator (acs-engine's `linuxProfile.ssh.publicKeys`). Without one nobody can log on: password logons are off."},
+			"agent_subnet_id": schema.StringAttribute{
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: keep,
+				Description: "An existing subnet for the agents (see `master_subnet_id`). Default: the cluster's own; Windows pools take it as " +
+					"`subnet_id`.",
+			},
+			"admin_username": schema.StringAttribute{
+				Optional: true,
+				Computed: true,
+				Default:  stringdefault.StaticString("azureuser"),
+				Validators: []validator.String{stringvalidator.RegexMatches(adminUsernameRE, "must be 1-20 letters, digits, '.', '_' or '-', "+
+					"starting with a letter"), stringvalidator.NoneOfCaseInsensitive(reservedAdmins...)},
+				Description: "The Linux machines' administrator. Default `azureuser`.",
+			},
+			"ssh_public_keys": schema.ListAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				Description: "OpenSSH public keys of the administrator (acs-engine's `linuxProfile.ssh.publicKeys`). Without one nobody can log " +
+					"on: password logons are off.",
+			},
 			"masters": schema.SingleNestedAttribute{
-				Optional: true, Computed: true, Default: machinesDefault(mastersAttrTypes, "count", 1),
+				Optional:    true,
+				Computed:    true,
+				Default:     machinesDefault(mastersAttrTypes, "count", 1),
 				Description: "The control planes.",
 				Attributes: machine("count", "Number of control planes: 1, 3 or 5 (stacked etcd keeps a quorum through the loss of 1 of 3 or 2 of 5). It can grow in place. Default `1`.", 1,
 					[]validator.Int64{int64validator.OneOf(1, 3, 5)}),
 			},
 			"linux_pool": schema.SingleNestedAttribute{
-				Optional: true, Computed: true, Default: machinesDefault(linuxPoolAttrType, "node_count", defaultLinuxNodes),
+				Optional:    true,
+				Computed:    true,
+				Default:     machinesDefault(linuxPoolAttrType, "node_count", defaultLinuxNodes),
 				Description: "The Linux agents, a scale set: CoreDNS and kube-proxy's Linux pods (and other Linux-only system pods) run there.",
 				Attributes: machine("node_count", fmt.Sprintf("Number of Linux agents; it changes in place (new ones join with a fresh bootstrap token; removed ones are drained first). Default `%d`.", defaultLinuxNodes), defaultLinuxNodes,
 					[]validator.Int64{int64validator.Between(1, 100)}),
 			},
-			"tags":               schema.MapAttribute{Optional: true, ElementType: types.StringType, Description: "Tags of the cluster's resources, with kubewin's own `kubewin.io/cluster`."},
-			"api_server_fqdn":    schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "DNS name of the API server's public address (with `dns_prefix`)."},
-			"vnet_id":            schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The cluster's virtual network (null with existing subnets)."},
-			"route_table_id":     schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The agents' subnet's route table, for `kubewin_pod_route`s of the Windows nodes."},
-			"linux_scale_set_id": schema.StringAttribute{Computed: true, PlanModifiers: keep, Description: "The Linux agents' scale set."},
+			"tags": schema.MapAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				Description: "Tags of the cluster's resources, with kubewin's own `kubewin.io/cluster`.",
+			},
+			"api_server_fqdn": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "DNS name of the API server's public address (with `dns_prefix`).",
+			},
+			"vnet_id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "The cluster's virtual network (null with existing subnets).",
+			},
+			"route_table_id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "The agents' subnet's route table, for `kubewin_pod_route`s of the Windows nodes.",
+			},
+			"linux_scale_set_id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: keep,
+				Description:   "The Linux agents' scale set.",
+			},
 		},
 	}
 }
@@ -173,7 +281,8 @@ func (a *clusterAzureModel) validate(_ context.Context, m *clusterModel) diag.Di
 	}
 	if m.KubernetesVersion.IsNull() {
 		diags.AddAttributeError(path.Root("kubernetes_version"), "Missing Kubernetes Version",
-			fmt.Sprintf("An azure cluster needs kubernetes_version, a release such as \"1.%d.1\" (1.%d to 1.%d): its control planes install that version.", kubeversion.NewestMinor, kubeversion.OldestMinor, kubeversion.NewestMinor))
+			fmt.Sprintf("An azure cluster needs kubernetes_version, a release such as \"1.%d.1\" (1.%d to 1.%d): its control planes install that "+
+				"version.", kubeversion.NewestMinor, kubeversion.OldestMinor, kubeversion.NewestMinor))
 	}
 	if a.MasterSubnetID.IsNull() != a.AgentSubnetID.IsNull() && !a.MasterSubnetID.IsUnknown() && !a.AgentSubnetID.IsUnknown() {
 		diags.AddAttributeError(pathClusterAzure.AtName("master_subnet_id"), "Incomplete Existing Network", "Set both master_subnet_id and agent_subnet_id (existing subnets), or neither (the cluster's own virtual network).")
@@ -229,12 +338,14 @@ func (*clusterAzureModel) modifyPlan(ctx context.Context, _ *providerData, req r
 	}
 	if plan.Azure == nil {
 		diags.AddAttributeError(pathClusterAzure, "Cluster Would Be Replaced",
-			"Moving an azure cluster to another backend would destroy it: kubewin never destroys a cluster as a side effect of a change. Keep the azure block; to remove the cluster, remove the resource.")
+			"Moving an azure cluster to another backend would destroy it: kubewin never destroys a cluster as a side effect of a change. Keep the "+
+				"azure block; to remove the cluster, remove the resource.")
 		return diags
 	}
 	refuse := func(at path.Path, name, from, to string) {
 		diags.AddAttributeError(at, "Change Would Replace the Cluster",
-			fmt.Sprintf("Changing %s of azure cluster %q (from %q to %q) would need a new cluster, and kubewin never destroys a cluster as a side effect of a change. "+
+			fmt.Sprintf("Changing %s of azure cluster %q (from %q to %q) would need a new cluster, and kubewin never destroys a cluster as a side "+
+				"effect of a change. "+
 				"Keep %s = %q; to change it, make a new kubewin_cluster (another name), move the node pools to it, then remove this one.", name, state.Name.ValueString(), from, to, name, from))
 	}
 	same := func(a, b attr.Value) bool { return a.IsUnknown() || b.IsUnknown() || a.Equal(b) }
@@ -297,7 +408,8 @@ func (*clusterAzureModel) modifyPlan(ctx context.Context, _ *providerData, req r
 	// The state counts the control planes that exist (Read): a lost one is made again.
 	if !pm.Count.IsUnknown() && !sm.Count.IsUnknown() && pm.Count.ValueInt64() < sm.Count.ValueInt64() {
 		diags.AddAttributeError(masters.AtName("count"), "Control Planes Cannot Be Removed",
-			fmt.Sprintf("azure.masters.count goes from %d to %d: kubewin adds control planes in place but does not remove them (their etcd members would have to leave first). Keep count = %d.",
+			fmt.Sprintf("azure.masters.count goes from %d to %d: kubewin adds control planes in place but does not remove them (their etcd "+
+				"members would have to leave first). Keep count = %d.",
 				sm.Count.ValueInt64(), pm.Count.ValueInt64(), sm.Count.ValueInt64()))
 	}
 	return diags
@@ -349,16 +461,26 @@ func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *
 		return azure.Image{ID: id.ValueString()}
 	}
 	spec := azure.ClusterSpec{
-		Name: m.Name.ValueString(), ResourceGroup: a.ResourceGroupName.ValueString(), Location: a.Location.ValueString(),
-		KubernetesVersion: "v" + v.String(), PodCIDR: m.ClusterCIDR.ValueString(), ServiceCIDR: m.ServiceCIDR.ValueString(),
-		NodeCIDRMaskSize: int(m.NodeCIDRMaskSize.ValueInt64()),
+		Name:              m.Name.ValueString(),
+		ResourceGroup:     a.ResourceGroupName.ValueString(),
+		Location:          a.Location.ValueString(),
+		KubernetesVersion: "v" + v.String(),
+		PodCIDR:           m.ClusterCIDR.ValueString(),
+		ServiceCIDR:       m.ServiceCIDR.ValueString(),
+		NodeCIDRMaskSize:  int(m.NodeCIDRMaskSize.ValueInt64()),
 		Network: azure.ClusterNetwork{
-			VNetCIDR: a.VNetCIDR.ValueString(), MasterSubnetCIDR: a.MasterSubnetCIDR.ValueString(), AgentSubnetCIDR: a.AgentSubnetCIDR.ValueString(),
-			PublicAPIServer: a.APIServerAccess.ValueString() != "internal", DNSPrefix: a.DNSPrefix.ValueString(),
+			VNetCIDR:         a.VNetCIDR.ValueString(),
+			MasterSubnetCIDR: a.MasterSubnetCIDR.ValueString(),
+			AgentSubnetCIDR:  a.AgentSubnetCIDR.ValueString(),
+			PublicAPIServer:  a.APIServerAccess.ValueString() != "internal",
+			DNSPrefix:        a.DNSPrefix.ValueString(),
 		},
-		Masters:       azure.MachineSpec{Count: int(mm.Count.ValueInt64()), VMSize: mm.VMSize.ValueString(), Image: image(mm.ImageID), Zones: masterZones, OSDiskSizeGB: int32(mm.OSDiskSizeGB.ValueInt64())},
-		Agents:        azure.MachineSpec{Count: int(lp.NodeCount.ValueInt64()), VMSize: lp.VMSize.ValueString(), Image: image(lp.ImageID), Zones: poolZones, OSDiskSizeGB: int32(lp.OSDiskSizeGB.ValueInt64())},
-		AdminUsername: a.AdminUsername.ValueString(), SSHPublicKeys: keys, Tags: tags, APIServerSourcePrefixes: ranges,
+		Masters:                 azure.MachineSpec{Count: int(mm.Count.ValueInt64()), VMSize: mm.VMSize.ValueString(), Image: image(mm.ImageID), Zones: masterZones, OSDiskSizeGB: int32(mm.OSDiskSizeGB.ValueInt64())},
+		Agents:                  azure.MachineSpec{Count: int(lp.NodeCount.ValueInt64()), VMSize: lp.VMSize.ValueString(), Image: image(lp.ImageID), Zones: poolZones, OSDiskSizeGB: int32(lp.OSDiskSizeGB.ValueInt64())},
+		AdminUsername:           a.AdminUsername.ValueString(),
+		SSHPublicKeys:           keys,
+		Tags:                    tags,
+		APIServerSourcePrefixes: ranges,
 	}
 	// Existing subnets: configured (before the cluster exists) or recorded by an empty vnet_id.
 	configured := a.VNetID.IsUnknown() && !a.MasterSubnetID.IsUnknown() && !a.MasterSubnetID.IsNull()

@@ -66,7 +66,8 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 	resp.Schema = schema.Schema{
 		Description: "A route that sends a node's pod CIDR to the node, in a route table: the guides' \"upstream L3 routing\" for " +
 			"`l2bridge` networks. Name the table in a backend block: `local` (a route table of the local backend, a file) or `azure` " +
-			"(an Azure route table, associated with the nodes' subnet). Use it with `count` over a node pool's `nodes`. A route table holds at most " +
+			"(an Azure route table, associated with the nodes' subnet). Use it with `count` over a node pool's `nodes`. A route table holds at " +
+			"most " +
 			fmt.Sprint(routetable.MaxRoutes) + " routes (Azure's limit per route table, which the local route table keeps too) and no two " +
 			"overlapping destinations; both are checked at plan time, against the table's routes and the others planned.",
 		Blocks: map[string]schema.Block{
@@ -75,9 +76,10 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving the route to another backend replaces it.", "")},
 				Attributes: map[string]schema.Attribute{
 					"route_table": schema.StringAttribute{
-						Optional: true, PlanModifiers: replace,
-						Validators:  []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
-						Description: "Name of the route table (required), created on first use.",
+						Optional:      true,
+						PlanModifiers: replace,
+						Validators:    []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
+						Description:   "Name of the route table (required), created on first use.",
 					},
 				},
 			},
@@ -88,17 +90,20 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving the route to another backend replaces it.", "")},
 				Attributes: map[string]schema.Attribute{
 					"route_table_id": schema.StringAttribute{
-						Optional: true, PlanModifiers: replace,
-						Description: "Resource ID of the route table (required), e.g. `azurerm_route_table.pods.id`. A plan warns when it is not associated with the subnet of `next_hop`.",
+						Optional:      true,
+						PlanModifiers: replace,
+						Description: "Resource ID of the route table (required), e.g. `azurerm_route_table.pods.id`. A plan warns when it is not " +
+							"associated with the subnet of `next_hop`.",
 					},
 				},
 			},
 		},
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{
-				Required: true, PlanModifiers: replace,
-				Validators:  []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
-				Description: "Name of the route, unique in its table; the node's name is a good choice.",
+				Required:      true,
+				PlanModifiers: replace,
+				Validators:    []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
+				Description:   "Name of the route, unique in its table; the node's name is a good choice.",
 			},
 			"destination": schema.StringAttribute{
 				Required:    true,
@@ -111,8 +116,9 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Description: "The node's IP address.",
 			},
 			"id": schema.StringAttribute{
-				Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-				Description: "`<route_table>/<name>` for the local backend; the route's resource ID on Azure.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				Description:   "`<route_table>/<name>` for the local backend; the route's resource ID on Azure.",
 			},
 		},
 	}
@@ -221,7 +227,8 @@ func (a *azureRouteModel) checkTable(ctx context.Context, t route.Table, hop net
 		return diags
 	}
 	diags.AddAttributeWarning(path.Root("azure").AtName("route_table_id"), "Route Table Not Associated With the Nodes' Subnet",
-		fmt.Sprintf("Route table %s is associated with no subnet holding the next hop %s: pods on other nodes will not reach this node's pods through it. "+
+		fmt.Sprintf("Route table %s is associated with no subnet holding the next hop %s: pods on other nodes will not reach this node's pods "+
+			"through it. "+
 			"Associate the table with the nodes' subnet (azurerm_subnet_route_table_association).", a.RouteTableID.ValueString(), hop))
 	return diags
 }

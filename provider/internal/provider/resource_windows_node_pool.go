@@ -107,12 +107,16 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 		Blocks: map[string]schema.Block{"local": localPoolBlock(), "azure": azurePoolBlock()},
 		Attributes: attributes(nodeAttributes(), map[string]schema.Attribute{
 			"name": schema.StringAttribute{
-				Required: true, PlanModifiers: replace,
-				Description: "Name of the pool: a lower-case DNS label. It is also the default node name prefix.",
+				Required:      true,
+				PlanModifiers: replace,
+				Description:   "Name of the pool: a lower-case DNS label. It is also the default node name prefix.",
 			},
 			"cluster_id": schema.StringAttribute{
-				Optional: true, PlanModifiers: replace,
-				Description: "The `id` of the `kubewin_cluster` the nodes join (an azure cluster's for the `azure` backend, a local cluster's for the `local` one). Without it the nodes join the cluster of the provider's `kubernetes` block (for the `local` backend only with its explicit opt-in).",
+				Optional:      true,
+				PlanModifiers: replace,
+				Description: "The `id` of the `kubewin_cluster` the nodes join (an azure cluster's for the `azure` backend, a local cluster's for " +
+					"the `local` one). Without it the nodes join the cluster of the provider's `kubernetes` block (for the `local` backend only " +
+					"with its explicit opt-in).",
 			},
 			"node_count": schema.Int64Attribute{
 				Required:    true,
@@ -120,24 +124,45 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Description: "Number of nodes. (`count` is a Terraform meta-argument, hence the name.)",
 			},
 			"node_name_prefix": schema.StringAttribute{
-				Optional: true, Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
-				Description: fmt.Sprintf("Prefix of the nodes' names, at most %d characters: a node is named prefix + %d base-36 digits, a Windows computer name of at most %d characters. Default: the pool's name.", winname.MaxPrefix, winname.SuffixLen, winname.MaxComputerName),
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+				Description: fmt.Sprintf("Prefix of the nodes' names, at most %d characters: a node is named prefix + %d base-36 digits, a "+
+					"Windows computer name of at most %d characters. Default: the pool's name.", winname.MaxPrefix, winname.SuffixLen, winname.MaxComputerName),
 			},
 			"max_surge": schema.Int64Attribute{
-				Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+				Optional:    true,
+				Computed:    true,
+				Default:     int64default.StaticInt64(1),
 				Validators:  []validator.Int64{int64validator.AtLeast(1)},
 				Description: "How many nodes a replacement creates before it drains and removes old ones. Default `1`.",
 			},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-			"id":       schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}, Description: "The pool's name."},
+			"id": schema.StringAttribute{
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				Description:   "The pool's name.",
+			},
 			"nodes": schema.ListNestedAttribute{
 				Computed:    true,
 				Description: "The pool's nodes.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"name":     schema.StringAttribute{Computed: true, Description: "Node (and computer) name."},
-					"ip":       schema.StringAttribute{Computed: true, Description: "The node's address."},
-					"pod_cidr": schema.StringAttribute{Computed: true, Description: "The node's pod CIDR."},
-					"ready":    schema.BoolAttribute{Computed: true, Description: "Whether the node is Ready."},
+					"name": schema.StringAttribute{
+						Computed:    true,
+						Description: "Node (and computer) name.",
+					},
+					"ip": schema.StringAttribute{
+						Computed:    true,
+						Description: "The node's address.",
+					},
+					"pod_cidr": schema.StringAttribute{
+						Computed:    true,
+						Description: "The node's pod CIDR.",
+					},
+					"ready": schema.BoolAttribute{
+						Computed:    true,
+						Description: "Whether the node is Ready.",
+					},
 				}},
 			},
 		}),
@@ -311,8 +336,13 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 	drainOpts, d := drainOptions(ctx, m.Drain)
 	diags.Append(d...)
 	s := pool.Spec{
-		Pool: m.Name.ValueString(), Count: int(m.NodeCount.ValueInt64()), Image: img.digest,
-		Template: *tmpl, MaxSurge: int(m.MaxSurge.ValueInt64()), TokenTTL: ttl, Drain: drainOpts,
+		Pool:     m.Name.ValueString(),
+		Count:    int(m.NodeCount.ValueInt64()),
+		Image:    img.digest,
+		Template: *tmpl,
+		MaxSurge: int(m.MaxSurge.ValueInt64()),
+		TokenTTL: ttl,
+		Drain:    drainOpts,
 	}
 	return s, mgr, diags
 }
@@ -582,10 +612,15 @@ type azureSettings struct {
 
 func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagnostics) {
 	s := poolSettings{
-		Name: m.Name.ValueString(), ClusterID: m.ClusterID.ValueString(),
-		NodeNamePrefix: m.NodeNamePrefix.ValueString(), NetworkMode: m.NetworkMode.ValueString(), TokenTTL: m.TokenTTL.ValueString(),
-		NodeCount: m.NodeCount.ValueInt64(), MaxPods: m.MaxPods.ValueInt64(), MaxSurge: m.MaxSurge.ValueInt64(),
-		Taints: taintsOf(m.Taints),
+		Name:           m.Name.ValueString(),
+		ClusterID:      m.ClusterID.ValueString(),
+		NodeNamePrefix: m.NodeNamePrefix.ValueString(),
+		NetworkMode:    m.NetworkMode.ValueString(),
+		TokenTTL:       m.TokenTTL.ValueString(),
+		NodeCount:      m.NodeCount.ValueInt64(),
+		MaxPods:        m.MaxPods.ValueInt64(),
+		MaxSurge:       m.MaxSurge.ValueInt64(),
+		Taints:         taintsOf(m.Taints),
 	}
 	var diags, d diag.Diagnostics
 	s.Local, s.Azure, diags = m.backend().settings(ctx)
@@ -609,10 +644,18 @@ func (s poolSettings) model() nodePoolModel {
 		clusterID = types.StringValue(s.ClusterID)
 	}
 	m := nodePoolModel{
-		Name: types.StringValue(s.Name), ID: types.StringValue(s.Name), ClusterID: clusterID,
-		NodeNamePrefix: types.StringValue(s.NodeNamePrefix), NetworkMode: types.StringValue(s.NetworkMode), TokenTTL: types.StringValue(s.TokenTTL),
-		NodeCount: types.Int64Value(s.NodeCount), MaxPods: types.Int64Value(s.MaxPods), MaxSurge: types.Int64Value(s.MaxSurge),
-		Labels: stringMap(s.Labels), KubeletExtraArgs: stringMap(s.KubeletExtraArgs), Taints: taintModelsOf(s.Taints),
+		Name:             types.StringValue(s.Name),
+		ID:               types.StringValue(s.Name),
+		ClusterID:        clusterID,
+		NodeNamePrefix:   types.StringValue(s.NodeNamePrefix),
+		NetworkMode:      types.StringValue(s.NetworkMode),
+		TokenTTL:         types.StringValue(s.TokenTTL),
+		NodeCount:        types.Int64Value(s.NodeCount),
+		MaxPods:          types.Int64Value(s.MaxPods),
+		MaxSurge:         types.Int64Value(s.MaxSurge),
+		Labels:           stringMap(s.Labels),
+		KubeletExtraArgs: stringMap(s.KubeletExtraArgs),
+		Taints:           taintModelsOf(s.Taints),
 		Drain: types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{
 			"timeout": types.StringValue(s.DrainTimeout), "ignore_daemonsets": types.BoolValue(s.IgnoreDaemonSets), "delete_emptydir_data": types.BoolValue(s.DeleteEmptyDirData),
 		}),
@@ -628,13 +671,24 @@ func (s poolSettings) model() nodePoolModel {
 			zones = types.ListValueMust(types.StringType, stringValues(a.Zones))
 		}
 		m.Azure = &azurePoolModel{
-			ResourceGroupName: types.StringValue(a.ResourceGroupName), Location: types.StringValue(a.Location), VMSize: types.StringValue(a.VMSize),
-			SubnetID: types.StringValue(a.SubnetID), ImageID: types.StringValue(a.ImageID), ScaleSetName: types.StringValue(a.ScaleSetName), ScaleSetID: types.StringValue(a.ScaleSetID),
-			ImageManifest: types.StringPointerValue(a.ImageManifest), AdminUsername: types.StringPointerValue(a.AdminUsername), AdminPasswordWO: types.StringNull(),
-			OSDiskStorageAccountType: types.StringPointerValue(a.OSDiskStorageAccountType), OSDiskCaching: types.StringPointerValue(a.OSDiskCaching),
-			Priority: types.StringPointerValue(a.Priority), AcceleratedNetworkingEnabled: types.BoolPointerValue(a.AcceleratedNetworkingEnabled),
-			OSDiskSizeGB: types.Int64PointerValue(a.OSDiskSizeGB), MaxBidPrice: types.Float64PointerValue(a.MaxBidPrice),
-			Zones: zones, Tags: stringMap(a.Tags),
+			ResourceGroupName:            types.StringValue(a.ResourceGroupName),
+			Location:                     types.StringValue(a.Location),
+			VMSize:                       types.StringValue(a.VMSize),
+			SubnetID:                     types.StringValue(a.SubnetID),
+			ImageID:                      types.StringValue(a.ImageID),
+			ScaleSetName:                 types.StringValue(a.ScaleSetName),
+			ScaleSetID:                   types.StringValue(a.ScaleSetID),
+			ImageManifest:                types.StringPointerValue(a.ImageManifest),
+			AdminUsername:                types.StringPointerValue(a.AdminUsername),
+			AdminPasswordWO:              types.StringNull(),
+			OSDiskStorageAccountType:     types.StringPointerValue(a.OSDiskStorageAccountType),
+			OSDiskCaching:                types.StringPointerValue(a.OSDiskCaching),
+			Priority:                     types.StringPointerValue(a.Priority),
+			AcceleratedNetworkingEnabled: types.BoolPointerValue(a.AcceleratedNetworkingEnabled),
+			OSDiskSizeGB:                 types.Int64PointerValue(a.OSDiskSizeGB),
+			MaxBidPrice:                  types.Float64PointerValue(a.MaxBidPrice),
+			Zones:                        zones,
+			Tags:                         stringMap(a.Tags),
 		}
 	}
 	return m
