@@ -62,19 +62,26 @@ func compute[C any](f func(*armcompute.ClientFactory) C) func(*Client) C {
 // The kinds kubewin makes.
 var (
 	securityGroups = newKind(typeSecurityGroup, network((*armnetwork.ClientFactory).NewSecurityGroupsClient),
-		(*armnetwork.SecurityGroupsClient).Get, (*armnetwork.SecurityGroupsClient).BeginCreateOrUpdate, (*armnetwork.SecurityGroupsClient).BeginDelete)
+		(*armnetwork.SecurityGroupsClient).Get, (*armnetwork.SecurityGroupsClient).BeginCreateOrUpdate,
+		(*armnetwork.SecurityGroupsClient).BeginDelete)
 	routeTables = newKind(typeRouteTable, network((*armnetwork.ClientFactory).NewRouteTablesClient),
-		(*armnetwork.RouteTablesClient).Get, (*armnetwork.RouteTablesClient).BeginCreateOrUpdate, (*armnetwork.RouteTablesClient).BeginDelete)
+		(*armnetwork.RouteTablesClient).Get, (*armnetwork.RouteTablesClient).BeginCreateOrUpdate,
+		(*armnetwork.RouteTablesClient).BeginDelete)
 	virtualNetworks = newKind(typeVirtualNetwork, network((*armnetwork.ClientFactory).NewVirtualNetworksClient),
-		(*armnetwork.VirtualNetworksClient).Get, (*armnetwork.VirtualNetworksClient).BeginCreateOrUpdate, (*armnetwork.VirtualNetworksClient).BeginDelete)
+		(*armnetwork.VirtualNetworksClient).Get, (*armnetwork.VirtualNetworksClient).BeginCreateOrUpdate,
+		(*armnetwork.VirtualNetworksClient).BeginDelete)
 	publicIPs = newKind(typePublicIP, network((*armnetwork.ClientFactory).NewPublicIPAddressesClient),
-		(*armnetwork.PublicIPAddressesClient).Get, (*armnetwork.PublicIPAddressesClient).BeginCreateOrUpdate, (*armnetwork.PublicIPAddressesClient).BeginDelete)
+		(*armnetwork.PublicIPAddressesClient).Get, (*armnetwork.PublicIPAddressesClient).BeginCreateOrUpdate,
+		(*armnetwork.PublicIPAddressesClient).BeginDelete)
 	loadBalancers = newKind(typeLoadBalancer, network((*armnetwork.ClientFactory).NewLoadBalancersClient),
-		(*armnetwork.LoadBalancersClient).Get, (*armnetwork.LoadBalancersClient).BeginCreateOrUpdate, (*armnetwork.LoadBalancersClient).BeginDelete)
+		(*armnetwork.LoadBalancersClient).Get, (*armnetwork.LoadBalancersClient).BeginCreateOrUpdate,
+		(*armnetwork.LoadBalancersClient).BeginDelete)
 	interfaces = newKind(typeInterface, network((*armnetwork.ClientFactory).NewInterfacesClient),
-		(*armnetwork.InterfacesClient).Get, (*armnetwork.InterfacesClient).BeginCreateOrUpdate, (*armnetwork.InterfacesClient).BeginDelete)
+		(*armnetwork.InterfacesClient).Get, (*armnetwork.InterfacesClient).BeginCreateOrUpdate,
+		(*armnetwork.InterfacesClient).BeginDelete)
 	virtualMachines = newKind(typeVirtualMachine, compute((*armcompute.ClientFactory).NewVirtualMachinesClient),
-		(*armcompute.VirtualMachinesClient).Get, (*armcompute.VirtualMachinesClient).BeginCreateOrUpdate, (*armcompute.VirtualMachinesClient).BeginDelete)
+		(*armcompute.VirtualMachinesClient).Get, (*armcompute.VirtualMachinesClient).BeginCreateOrUpdate,
+		(*armcompute.VirtualMachinesClient).BeginDelete)
 	scaleSets = newKind(typeScaleSet, compute((*armcompute.ClientFactory).NewVirtualMachineScaleSetsClient),
 		(*armcompute.VirtualMachineScaleSetsClient).Get, (*armcompute.VirtualMachineScaleSetsClient).BeginCreateOrUpdate,
 		(*armcompute.VirtualMachineScaleSetsClient).BeginDelete)

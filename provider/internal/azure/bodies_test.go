@@ -19,6 +19,8 @@ func assertBody(t *testing.T, name string, body any) {
 	golden.Assert(t, name, append(b, '\n'))
 }
 
+const testVNet = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v"
+
 func bodyCluster(public bool) *Cluster {
 	spec := ClusterSpec{
 		Name: "acs", ResourceGroup: "rg", Location: "westeurope", KubernetesVersion: "v1.37.1",
@@ -36,8 +38,7 @@ func bodyCluster(public bool) *Cluster {
 	}
 	if !public {
 		spec.Network = ClusterNetwork{
-			MasterSubnetID: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/m",
-			AgentSubnetID:  "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
+			MasterSubnetID: testVNet + "/subnets/m", AgentSubnetID: testVNet + "/subnets/a",
 		}
 		spec.APIServerSourcePrefixes = []string{"10.0.0.0/8", "192.168.0.0/16"}
 	}
@@ -94,8 +95,9 @@ func TestScaleSetBodies(t *testing.T) {
 		Client: &Client{SubscriptionID: "00000000-0000-0000-0000-000000000000"}, Name: "win", Pool: "win", ComputerNamePrefix: "win",
 		Machines: Machines{
 			ResourceGroup: "rg", Location: "westeurope", VMSize: "Standard_D4s_v5",
-			SubnetID:      "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
-			ImageID:       "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/img/providers/Microsoft.Compute/galleries/g/images/w/versions/1.0.0",
+			SubnetID: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
+			ImageID: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/img" +
+				"/providers/Microsoft.Compute/galleries/g/images/w/versions/1.0.0",
 			AdminUsername: "kubewin", Zones: []string{"1", "2"}, IPForwarding: true, AcceleratedNetworking: true,
 			OSDisk: OSDisk{StorageAccountType: "Premium_LRS", Caching: "ReadWrite", SizeGB: 128},
 			Spot:   true, MaxBidPrice: -1, Tags: map[string]string{"env": "test"},

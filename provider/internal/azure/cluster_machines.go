@@ -243,7 +243,8 @@ func (c *Cluster) agentScaleSet(capacity int, userData []byte) object {
 // agentScaleSetUpdate changes the agents' capacity, with new user data in the scale set's model
 // (for the machines it adds) unless userData is nil.
 func (c *Cluster) agentScaleSetUpdate(capacity int, userData []byte) armcompute.VirtualMachineScaleSetUpdate {
-	u := armcompute.VirtualMachineScaleSetUpdate{SKU: &armcompute.SKU{Name: to.Ptr(c.Spec.Agents.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(int64(capacity))}}
+	sku := &armcompute.SKU{Name: to.Ptr(c.Spec.Agents.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(int64(capacity))}
+	u := armcompute.VirtualMachineScaleSetUpdate{SKU: sku}
 	if userData != nil {
 		u.Properties = &armcompute.VirtualMachineScaleSetUpdateProperties{VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{
 			OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString(userData))},

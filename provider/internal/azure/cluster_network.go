@@ -64,7 +64,10 @@ func (c *Cluster) securityGroupBody(role string) armnetwork.SecurityGroup {
 // routeTableBody is the agents' subnet's route table.
 func (c *Cluster) routeTableBody() armnetwork.RouteTable {
 	// Azure's own routes (BGP) are not wanted between the nodes' pods: only kubewin's.
-	return armnetwork.RouteTable{Location: to.Ptr(c.Spec.Location), Tags: c.tags(), Properties: &armnetwork.RouteTablePropertiesFormat{DisableBgpRoutePropagation: to.Ptr(true)}}
+	return armnetwork.RouteTable{
+		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
+		Properties: &armnetwork.RouteTablePropertiesFormat{DisableBgpRoutePropagation: to.Ptr(true)},
+	}
 }
 
 // vnetBody is kubewin's virtual network with the masters' and the agents' subnets.
