@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the real programs kubewin's tests and local backend run (and the documentation and
-# release tools), from Go modules, into
+# Builds the real programs kubewin's tests and local backend run (and the documentation, release
+# and lint tools), from Go modules, into
 # $TESTBIN (default .testbin/). Each tool is rebuilt only when its pinned module changes:
 # a stamp file records the sha256 of the go.mod/go.sum it was built from.
 set -euo pipefail
@@ -82,6 +82,16 @@ build_packersdc() {
 	echo "testenv: building packer-sdc $(modver packersdc github.com/hashicorp/packer-plugin-sdk)"
 	(cd "$root/tools/packersdc" && go build -trimpath -ldflags "-s -w" -o "$bin/packer-sdc" github.com/hashicorp/packer-plugin-sdk/cmd/packer-sdc)
 	mark packersdc
+}
+
+build_lint() {
+	fresh lint golangci-lint && return
+	local v; v=$(modver lint github.com/golangci/golangci-lint/v2)
+	echo "testenv: building golangci-lint $v"
+	# golangci-lint reports the version given here only when its build date is set as well.
+	(cd "$root/tools/lint" && go build -trimpath -ldflags "-s -w -X main.version=${v#v} -X main.date=unknown" -o "$bin/golangci-lint" \
+		github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
+	mark lint
 }
 
 # make demo's release mirror (hack/demorelease) serves Windows node binaries built from source

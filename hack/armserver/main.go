@@ -46,12 +46,15 @@ func main() {
 	group := flag.String("resource-group", "kubewin", "resource group to create")
 	vnet := flag.String("vnet", "kubewin-vnet=10.0.0.0/16", "virtual network to create, NAME=ADDRESS-PREFIX")
 	flag.Var(&subnets, "subnet", "subnet of the virtual network, NAME=PREFIX (repeatable; default nodes=10.0.1.0/24)")
-	flag.Var(&images, "image", "managed image or gallery image version ID to create, or ID=DIRECTORY of a kubewin-local image that instances boot from and whose manifest gives the image's kubewin tags (repeatable)")
+	flag.Var(&images, "image", "managed image or gallery image version ID to create, or ID=DIRECTORY of a kubewin-local image that instances boot from "+
+		"and whose manifest gives the image's kubewin tags (repeatable)")
 	routeTable := flag.String("route-table", "", "route table to create, associated with every subnet")
 	boot := flag.String("boot", "", "nodeboot binary for this host: boot instances as simulated machines running it")
-	kubeBin := flag.String("kube-bin", "", "directory of kubeadm, kubectl and the control plane's programs (.testbin): boot Linux machines (clusters) as simulated machines with them")
+	kubeBin := flag.String("kube-bin", "", "directory of kubeadm, kubectl and the control plane's programs (.testbin): boot Linux machines (clusters) "+
+		"as simulated machines with them")
 	envFile := flag.String("env-file", "", "also write the client environment (KEY=VALUE lines) to this file")
-	tfvars := flag.String("tfvars", "", "also write Terraform variables (resource_group_name, location, subnet_id, route_table_id, image_id) as JSON to this file")
+	tfvars := flag.String("tfvars", "", "also write Terraform variables (resource_group_name, location, subnet_id, route_table_id, image_id) as JSON "+
+		"to this file")
 	flag.Parse()
 	if len(subnets) == 0 {
 		subnets = listFlag{"nodes=10.0.1.0/24"}
@@ -93,8 +96,10 @@ func main() {
 	}
 	c := s.Credentials()
 	fmt.Printf("armtest ARM + Entra ID server (simulated; no Azure behind it)\n")
-	fmt.Printf("  URL            %s\n  metadata host  %s\n  CA file        %s\n  OIDC issuer    %s\n", s.URL(), s.MetadataHost(), s.CAFile(), s.Issuer().URL())
-	fmt.Printf("  tenant         %s\n  subscription   %s\n  client id      %s\n  client secret  %s\n", c.TenantID, c.SubscriptionID, c.ClientID, c.ClientSecret)
+	fmt.Printf("  URL            %s\n  metadata host  %s\n  CA file        %s\n  OIDC issuer    %s\n", s.URL(), s.MetadataHost(), s.CAFile(),
+		s.Issuer().URL())
+	fmt.Printf("  tenant         %s\n  subscription   %s\n  client id      %s\n  client secret  %s\n", c.TenantID, c.SubscriptionID, c.ClientID,
+		c.ClientSecret)
 	fmt.Printf("\n# client environment:\n%s", "export "+strings.ReplaceAll(strings.TrimSuffix(env, "\n"), "\n", "\nexport ")+"\n")
 
 	stop := make(chan os.Signal, 1)

@@ -53,9 +53,12 @@ func main() {
 		return b
 	}
 	m := releasemirror.New()
-	m.AddKubernetes(*kube, map[string][]byte{"kubelet.exe": read("kubelet.exe"), "kube-proxy.exe": read("kube-proxy.exe"), "kubeadm.exe": read("kubeadm.exe"), "kube-log-runner.exe": read("kube-log-runner.exe")})
-	m.AddContainerd(*containerd, map[string][]byte{"bin/containerd.exe": read("containerd.exe"), "bin/ctr.exe": read("ctr.exe"), "bin/containerd-shim-runhcs-v1.exe": read("containerd-shim-runhcs-v1.exe")})
-	m.AddCNIPlugins(*cni, map[string][]byte{"./win-bridge.exe": read("win-bridge.exe"), "./win-overlay.exe": read("win-overlay.exe"), "./host-local.exe": read("host-local.exe")})
+	m.AddKubernetes(*kube, map[string][]byte{"kubelet.exe": read("kubelet.exe"), "kube-proxy.exe": read("kube-proxy.exe"),
+		"kubeadm.exe": read("kubeadm.exe"), "kube-log-runner.exe": read("kube-log-runner.exe")})
+	m.AddContainerd(*containerd, map[string][]byte{"bin/containerd.exe": read("containerd.exe"), "bin/ctr.exe": read("ctr.exe"),
+		"bin/containerd-shim-runhcs-v1.exe": read("containerd-shim-runhcs-v1.exe")})
+	m.AddCNIPlugins(*cni, map[string][]byte{"./win-bridge.exe": read("win-bridge.exe"), "./win-overlay.exe": read("win-overlay.exe"),
+		"./host-local.exe": read("host-local.exe")})
 	exe, err := os.ReadFile(*nodeboot)
 	if err != nil {
 		log.Fatalf("demorelease: %v (make build writes it)", err)
@@ -115,7 +118,8 @@ func pushPause(ref string, exe []byte) error {
 				return nil, err
 			}
 		}
-		if err := tw.WriteHeader(&tar.Header{Name: "Files/pause.exe", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(exe)), ModTime: time.Unix(0, 0)}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Name: "Files/pause.exe", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(exe)), ModTime: time.Unix(0,
+			0)}); err != nil {
 			return nil, err
 		}
 		if _, err := tw.Write(exe); err != nil {

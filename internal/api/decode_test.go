@@ -73,7 +73,8 @@ func TestDecodeStrict(t *testing.T) {
 		{"not an object", "[1, 2]", `must be an object`},
 		{"wrong type", `{"apiVersion":"kubewin.io/v1alpha1","kind":"NodeConfig","node":{"maxPods":"many"}}`, `cannot unmarshal string`},
 		{"trailing data", `{"apiVersion":"kubewin.io/v1alpha1","kind":"NodeConfig"} {"x":1}`, `check for trailing data`},
-		{"two YAML documents", "apiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\n---\napiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\n", `more than one YAML document`},
+		{"two YAML documents", "apiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\n---\napiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\n",
+			`more than one YAML document`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,7 +151,8 @@ kubelet:
 // HNS takes a peer's VNI in 16 bits: a VNI above 65535 cannot work on Windows.
 func TestWindowsVNIRange(t *testing.T) {
 	for vni, ok := range map[int]bool{4095: false, 4096: true, 65535: true, 65536: false} {
-		doc := fmt.Sprintf("apiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\ncluster: {apiServerEndpoint: 10.0.0.4:6443, unsafeSkipCAVerification: true, bootstrapToken: abcdef.0123456789abcdef, clusterCIDR: 10.244.0.0/16, serviceCIDR: 10.96.0.0/12}\nnetwork: {mode: overlay, vni: %d}\n", vni)
+		doc := fmt.Sprintf("apiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\ncluster: {apiServerEndpoint: 10.0.0.4:6443, unsafeSkipCAVerification: "+
+			"true, bootstrapToken: abcdef.0123456789abcdef, clusterCIDR: 10.244.0.0/16, serviceCIDR: 10.96.0.0/12}\nnetwork: {mode: overlay, vni: %d}\n", vni)
 		_, err := LoadNodeConfig([]byte(doc))
 		if bad := err != nil && strings.Contains(err.Error(), "network.vni"); bad == ok {
 			t.Errorf("vni %d: %v", vni, err)
@@ -168,7 +170,8 @@ func TestImageManifestValidation(t *testing.T) {
     {"path": "bin/kubelet.exe", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1},
     {"path": "BIN/Kubelet.exe", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1},
     {"path": "../etc/passwd", "sha256": "XYZ", "size": -1},
-    {"path": "containerd.exe", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1, "unpack": "Program Files/containerd"},
+    {"path": "containerd.exe", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1,
+	"unpack": "Program Files/containerd"},
     {"path": "cni.tgz", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1, "unpack": "C:/opt"}
   ]
 }`

@@ -39,11 +39,13 @@ func Manifest(id string, tags map[string]string) (*v1alpha1.ImageManifest, error
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("image %s has no %s tag: tag it when you publish it (the kubewin Packer examples do), or give the pool its manifest (image_manifest = file(\"…/kubewin-manifest.json\"))", id, strings.Join(missing, ", "))
+		return nil, fmt.Errorf("image %s has no %s tag: tag it when you publish it (the kubewin Packer examples do), or give the pool its manifest "+
+			"(image_manifest = file(\"…/kubewin-manifest.json\"))", id, strings.Join(missing, ", "))
 	}
 	build, err := strconv.ParseUint(tags[TagWindowsBuild], 10, 32)
 	if err != nil || !slices.Contains(v1alpha1.WindowsBuilds, v1alpha1.WindowsBuild(build)) {
-		return nil, fmt.Errorf("image %s: tag %s=%q is not a Windows Server build kubewin supports (%v)", id, TagWindowsBuild, tags[TagWindowsBuild], v1alpha1.WindowsBuilds)
+		return nil, fmt.Errorf("image %s: tag %s=%q is not a Windows Server build kubewin supports (%v)", id, TagWindowsBuild, tags[TagWindowsBuild],
+			v1alpha1.WindowsBuilds)
 	}
 	return &v1alpha1.ImageManifest{
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindImageManifest,

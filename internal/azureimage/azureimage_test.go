@@ -25,7 +25,8 @@ func TestManifestErrors(t *testing.T) {
 		want string
 	}{
 		{map[string]string{TagKubernetesVersion: "v1.36.2"}, "has no kubewin.io/windows-build, kubewin.io/runtime tag"},
-		{map[string]string{TagWindowsBuild: "14393", TagKubernetesVersion: "v1.36.2", TagRuntime: "containerd"}, `kubewin.io/windows-build="14393" is not a Windows Server build kubewin supports`},
+		{map[string]string{TagWindowsBuild: "14393", TagKubernetesVersion: "v1.36.2", TagRuntime: "containerd"},
+			`kubewin.io/windows-build="14393" is not a Windows Server build kubewin supports`},
 		{map[string]string{TagWindowsBuild: "x", TagKubernetesVersion: "v1.36.2", TagRuntime: "containerd"}, "is not a Windows Server build"},
 	} {
 		if _, err := Manifest("img", tt.tags); err == nil || !strings.Contains(err.Error(), tt.want) {

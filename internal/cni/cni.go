@@ -273,9 +273,11 @@ func (in Input) winBridge() pluginConf {
 		return c
 	}
 	c := in.pluginBase("win-bridge", 2)
-	c.Policies = append(c.Policies, policy{Name: "EndpointPolicy", Value: v2Policy{Type: "OutBoundNAT", Settings: outboundNATSettings{Exceptions: in.natExceptions()}}})
+	c.Policies = append(c.Policies, policy{Name: "EndpointPolicy", Value: v2Policy{Type: "OutBoundNAT",
+		Settings: outboundNATSettings{Exceptions: in.natExceptions()}}})
 	for _, dst := range in.encapRoutes() {
-		c.Policies = append(c.Policies, policy{Name: "EndpointPolicy", Value: v2Policy{Type: "SDNRoute", Settings: sdnRouteSettings{DestinationPrefix: dst, NeedEncap: true}}})
+		c.Policies = append(c.Policies, policy{Name: "EndpointPolicy", Value: v2Policy{Type: "SDNRoute", Settings: sdnRouteSettings{DestinationPrefix: dst,
+			NeedEncap: true}}})
 	}
 	return c
 }
@@ -284,8 +286,10 @@ func (in Input) winOverlay() pluginConf {
 	c := in.pluginBase("win-overlay", 2)
 	c.EndpointMacPrefix = MACPrefix
 	c.Policies = []policy{
-		{Name: "EndpointPolicy", Value: v2Policy{Type: "OutBoundNAT", Settings: outboundNATSettings{Exceptions: []string{in.ServiceCIDR.String(), in.ClusterCIDR.String()}}}},
-		{Name: "EndpointPolicy", Value: v2Policy{Type: "SDNRoute", Settings: sdnRouteSettings{DestinationPrefix: in.ServiceCIDR.String(), NeedEncap: true}}},
+		{Name: "EndpointPolicy", Value: v2Policy{Type: "OutBoundNAT", Settings: outboundNATSettings{Exceptions: []string{in.ServiceCIDR.String(),
+			in.ClusterCIDR.String()}}}},
+		{Name: "EndpointPolicy", Value: v2Policy{Type: "SDNRoute", Settings: sdnRouteSettings{DestinationPrefix: in.ServiceCIDR.String(),
+			NeedEncap: true}}},
 		{Name: "EndpointPolicy", Value: v2Policy{Type: "ProviderAddress", Settings: providerAddressSettings{ProviderAddress: in.NodeIP.String()}}},
 	}
 	return c

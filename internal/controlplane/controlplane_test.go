@@ -167,11 +167,14 @@ func join(t *testing.T, token, nodeName string) {
 	// The node's own credentials create its Node object; node IPAM gives it a pod CIDR.
 	keyDER, _ := x509.MarshalECPrivateKey(key)
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	nodeClient := kubernetes.NewForConfigOrDie(&rest.Config{Host: cp.Endpoint(), TLSClientConfig: rest.TLSClientConfig{CAData: caPEM, CertData: certPEM, KeyData: keyPEM}})
-	if _, err := nodeClient.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{}); err != nil {
+	nodeClient := kubernetes.NewForConfigOrDie(&rest.Config{Host: cp.Endpoint(), TLSClientConfig: rest.TLSClientConfig{CAData: caPEM, CertData: certPEM,
+		KeyData: keyPEM}})
+	if _, err := nodeClient.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}},
+		metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create Node as the node: %v", err)
 	}
-	if _, err := nodeClient.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName + "-other"}}, metav1.CreateOptions{}); err == nil {
+	if _, err := nodeClient.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName + "-other"}},
+		metav1.CreateOptions{}); err == nil {
 		t.Fatal("NodeRestriction let a node create another node")
 	}
 	var podCIDR string
@@ -224,7 +227,8 @@ func TestState(t *testing.T) {
 	}
 	// No bootstrap token is left behind by kubeadm's bootstrap-token phase: every token secret
 	// was created by a test, after the control plane saved its state.
-	secrets, err := adminClient(t).CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
+	secrets, err := adminClient(t).CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(),
+		metav1.ListOptions{FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +269,8 @@ func TestResume(t *testing.T) {
 	}()
 	cfg, _ := started.AdminRESTConfig()
 	c := kubernetes.NewForConfigOrDie(cfg)
-	if _, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}},
+		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := started.Stop(ctx, 10*time.Second); err != nil {

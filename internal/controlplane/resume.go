@@ -45,6 +45,7 @@ func Resume(ctx context.Context, dir string, progress io.Writer) (*ControlPlane,
 		}
 		fmt.Fprintf(cp.Config.Progress, "[control-plane] %s (%s)\n", s.name, time.Since(t).Round(time.Millisecond))
 	}
-	fmt.Fprintf(cp.Config.Progress, "[control-plane] %s resumed at %s in %s\n", cp.Config.ClusterName, cp.Endpoint(), time.Since(began).Round(time.Millisecond))
+	fmt.Fprintf(cp.Config.Progress, "[control-plane] %s resumed at %s in %s\n", cp.Config.ClusterName, cp.Endpoint(),
+		time.Since(began).Round(time.Millisecond))
 	return cp, cp.save()
 }

@@ -92,7 +92,8 @@ func launch(ctx context.Context, cfg Config, cp *ControlPlane, steps func(*Contr
 	if err := cp.save(); err != nil {
 		return cp, err
 	}
-	fmt.Fprintf(cfg.Progress, "[control-plane] %s %s ready at %s in %s\n", cfg.ClusterName, cp.Version, cp.Endpoint(), cp.StartedIn.Round(time.Millisecond))
+	fmt.Fprintf(cfg.Progress, "[control-plane] %s %s ready at %s in %s\n", cfg.ClusterName, cp.Version, cp.Endpoint(),
+		cp.StartedIn.Round(time.Millisecond))
 	return cp, nil
 }
 
@@ -291,7 +292,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		"--kubelet-client-certificate="+pki("apiserver-kubelet-client.crt"), "--kubelet-client-key="+pki("apiserver-kubelet-client.key"),
 		"--proxy-client-cert-file="+pki("front-proxy-client.crt"), "--proxy-client-key-file="+pki("front-proxy-client.key"),
 		"--requestheader-client-ca-file="+pki("front-proxy-ca.crt"), "--requestheader-allowed-names=front-proxy-client",
-		"--requestheader-extra-headers-prefix=X-Remote-Extra-", "--requestheader-group-headers=X-Remote-Group", "--requestheader-username-headers=X-Remote-User",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-", "--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-username-headers=X-Remote-User",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+pki("sa.pub"), "--service-account-signing-key-file="+pki("sa.key"),
 		"--service-cluster-ip-range="+cp.Config.ServiceCIDR,
@@ -373,7 +375,8 @@ func (cp *ControlPlane) uploadClusterState(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	secrets, err := cs.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
+	secrets, err := cs.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx,
+		metav1.ListOptions{FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
 	if err != nil {
 		return err
 	}
@@ -399,7 +402,8 @@ func (cp *ControlPlane) waitControllers(ctx context.Context) error {
 		return err
 	}
 	// The scheduler serves a self-signed certificate; this checks health on loopback only.
-	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probe of a self-signed endpoint
+	insecure := &http.Client{Timeout: 2 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback only, as above
 	return cp.waitFor(ctx, KubeScheduler, func() error {
 		return httpOK(insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", cp.Ports.Scheduler))
 	})

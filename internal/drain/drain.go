@@ -42,7 +42,8 @@ func Node(ctx context.Context, c kubernetes.Interface, name string, o Options) e
 	if err := cordon(ctx, c, name); err != nil {
 		return err
 	}
-	pods, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", name).String()})
+	pods, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName",
+		name).String()})
 	if err != nil {
 		return fmt.Errorf("list pods of node %s: %w", name, err)
 	}
@@ -98,7 +99,8 @@ func skipped(p corev1.Pod, o Options) (bool, error) {
 	if !o.DeleteEmptyDirData {
 		for _, v := range p.Spec.Volumes {
 			if v.EmptyDir != nil {
-				return false, fmt.Errorf("pod %s/%s has emptyDir volume %s, whose data would be lost: set delete_emptydir_data to allow it", p.Namespace, p.Name, v.Name)
+				return false, fmt.Errorf("pod %s/%s has emptyDir volume %s, whose data would be lost: set delete_emptydir_data to allow it", p.Namespace, p.Name,
+					v.Name)
 			}
 		}
 	}

@@ -27,7 +27,8 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &cp)) }
 
 // kubelet confirms the deletion of the node's pods, as a kubelet does once containers stop.
 func kubelet(ctx context.Context, t *testing.T, c kubernetes.Interface, node string) {
-	w, err := c.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	w, err := c.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName",
+		node).String()})
 	if err != nil {
 		t.Error(err)
 		return
@@ -73,7 +74,8 @@ func TestDrainRespectsPDB(t *testing.T) {
 	runningPod(t, c, node, "b")
 	if _, err := c.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "keep-one"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": node}}},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": node}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +120,16 @@ func TestDrainRespectsPDB(t *testing.T) {
 }
 
 func TestSkipped(t *testing.T) {
-	ds := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ds", OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "kube-proxy", Controller: ptr.To(true)}}}}
+	ds := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ds", OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "kube-proxy",
+		Controller: ptr.To(true)}}}}
 	if _, err := skipped(ds, Options{}); err == nil || !strings.Contains(err.Error(), "set ignore_daemonsets") {
 		t.Errorf("DaemonSet pod without IgnoreDaemonSets: %v", err)
 	}
 	if skip, err := skipped(ds, Options{IgnoreDaemonSets: true}); !skip || err != nil {
 		t.Errorf("DaemonSet pod with IgnoreDaemonSets: %v %v", skip, err)
 	}
-	ed := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cache"}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
+	ed := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cache"}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "scratch",
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
 	if _, err := skipped(ed, Options{}); err == nil || !strings.Contains(err.Error(), "set delete_emptydir_data") {
 		t.Errorf("emptyDir pod: %v", err)
 	}

@@ -96,7 +96,8 @@ func (in Install) Run(ctx context.Context, t Transport, l Lang) ([]byte, error) 
 		return nil, fmt.Errorf("upload the bake plan: %w", err)
 	}
 	in.Say("running nodeboot bake on the guest")
-	if _, err := Run(ctx, t, Command{What: "nodeboot bake", Line: l.Bake(nodecmd.DefaultPaths().Payload(NodebootFile), args), Elevated: true}, in.Out); err != nil {
+	if _, err := Run(ctx, t, Command{What: "nodeboot bake", Line: l.Bake(nodecmd.DefaultPaths().Payload(NodebootFile), args), Elevated: true},
+		in.Out); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer

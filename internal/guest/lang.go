@@ -147,7 +147,8 @@ func (Windows) Restart() string {
 // github.com").
 func (Windows) Fetch(url, sha256, node string) string {
 	return PowerShell(fmt.Sprintf(`$dst = %s; $want = %s; $url = %s
-if ((Test-Path -LiteralPath $dst) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $dst).Hash.ToLower() -eq $want)) { Write-Output "$dst present and verified"; exit 0 }
+if ((Test-Path -LiteralPath $dst) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $dst).Hash.ToLower() -eq $want)) { Write-Output "$dst present " +
+	"and verified"; exit 0 }
 New-Item -ItemType Directory -Force -Path (Split-Path -Parent $dst) | Out-Null
 [Net.ServicePointManager]::SecurityProtocol = [Net.SecurityProtocolType]::Tls12
 Invoke-WebRequest -UseBasicParsing -Uri $url -OutFile "$dst.part"
@@ -314,7 +315,8 @@ func (s Sim) Receive(node string, secret bool) string {
 		umask = "umask 077 && "
 	}
 	dst := sh(s.Path(node))
-	return fmt.Sprintf(`d=%s && mkdir -p "$(dirname "$d")" && %sbase64 -d > "$d.part" && mv -f "$d.part" "$d" && sha256sum "$d" | cut -d' ' -f1`, dst, umask)
+	return fmt.Sprintf(`d=%s && mkdir -p "$(dirname "$d")" && %sbase64 -d > "$d.part" && mv -f "$d.part" "$d" && sha256sum "$d" | cut -d' ' -f1`, dst,
+		umask)
 }
 
 func (s Sim) Send(node string) string { return "base64 " + sh(s.Path(node)) }
@@ -377,7 +379,8 @@ rm -f "$p"`, s.pidFile())
 
 func (s Sim) Snapshot(list string) string {
 	return fmt.Sprintf(`l=%s; seen=$(find %s -mindepth 1) || exit 1
-mkdir -p "$(dirname "$l")" && { printf '%%s\n' "$seen" | grep . || true; } > "$l" && echo "$(printf '%%s' "$seen" | grep -c .) entries recorded"`, sh(s.Path(list)), sh(s.Root))
+mkdir -p "$(dirname "$l")" && { printf '%%s\n' "$seen" | grep . || true; } > "$l" && echo "$(printf '%%s' "$seen" | grep -c .) " +
+	"entries recorded"`, sh(s.Path(list)), sh(s.Root))
 }
 
 func (s Sim) Restore(list string) string {

@@ -99,7 +99,8 @@ func NewSplitter(cluster netip.Prefix, maskSize int) (*Splitter, error) {
 		return nil, ErrIPv6
 	}
 	if maskSize < cluster.Bits() || maskSize > MaxPodCIDRBits {
-		return nil, fmt.Errorf("node mask size /%d does not fit cluster CIDR %s: use a size from /%d to /%d", maskSize, cluster, cluster.Bits(), MaxPodCIDRBits)
+		return nil, fmt.Errorf("node mask size /%d does not fit cluster CIDR %s: use a size from /%d to /%d", maskSize, cluster, cluster.Bits(),
+			MaxPodCIDRBits)
 	}
 	return &Splitter{cluster: cluster.Masked(), bits: maskSize}, nil
 }

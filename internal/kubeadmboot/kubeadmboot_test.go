@@ -53,7 +53,8 @@ func TestUserDataValidates(t *testing.T) {
 			if err := os.WriteFile(f, ud, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if out, err := exec.Command(cloudInit, "schema", "--config-file", f).CombinedOutput(); err != nil || !strings.Contains(string(out), "Valid cloud-config") {
+			if out, err := exec.Command(cloudInit, "schema", "--config-file", f).CombinedOutput(); err != nil || !strings.Contains(string(out),
+				"Valid cloud-config") {
 				t.Fatalf("cloud-init schema: %v\n%s\n%s", err, out, ud)
 			}
 			doc, err := Parse(ud)
@@ -96,10 +97,12 @@ func TestClusterOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Endpoint != testCluster.Endpoint || got.PodSubnet != testCluster.PodSubnet || got.NodeCIDRMaskSize != 24 || got.KubernetesVersion != "v1.37.1" {
+	if got.Endpoint != testCluster.Endpoint || got.PodSubnet != testCluster.PodSubnet || got.NodeCIDRMaskSize != 24 ||
+		got.KubernetesVersion != "v1.37.1" {
 		t.Errorf("ClusterOf = %+v, want %+v", got, testCluster)
 	}
-	for _, want := range []string{"certificateKey: " + testKey, "token: " + testToken, "encryptionAlgorithm: ECDSA-P256", "controlPlaneEndpoint: 20.1.2.3:6443"} {
+	for _, want := range []string{"certificateKey: " + testKey, "token: " + testToken, "encryptionAlgorithm: ECDSA-P256",
+		"controlPlaneEndpoint: 20.1.2.3:6443"} {
 		if !bytes.Contains(cfg, []byte(want)) {
 			t.Errorf("the init configuration lacks %q:\n%s", want, cfg)
 		}
@@ -159,7 +162,8 @@ func TestAdminCertificateScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "kubewin", Organization: []string{"kubeadm:cluster-admins"}}}, key)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "kubewin",
+		Organization: []string{"kubeadm:cluster-admins"}}}, key)
 	if err != nil {
 		t.Fatal(err)
 	}

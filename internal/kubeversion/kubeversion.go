@@ -50,9 +50,11 @@ const MaxKubeletSkew = 3
 func CheckSkew(node, apiServer *version.Version) error {
 	switch {
 	case node.Major() != apiServer.Major() || node.Minor() > apiServer.Minor():
-		return fmt.Errorf("the node's Kubernetes %s is newer than the control plane's %s: a kubelet may not be newer than its API server; use an image with Kubernetes 1.%d or older, or upgrade the control plane first", node, apiServer, apiServer.Minor())
+		return fmt.Errorf("the node's Kubernetes %s is newer than the control plane's %s: a kubelet may not be newer than its API server; use an image "+
+			"with Kubernetes 1.%d or older, or upgrade the control plane first", node, apiServer, apiServer.Minor())
 	case apiServer.Minor()-node.Minor() > MaxKubeletSkew:
-		return fmt.Errorf("the node's Kubernetes %s is more than %d minors older than the control plane's %s; use an image with Kubernetes 1.%d or newer", node, MaxKubeletSkew, apiServer, apiServer.Minor()-MaxKubeletSkew)
+		return fmt.Errorf("the node's Kubernetes %s is more than %d minors older than the control plane's %s; use an image with Kubernetes 1.%d or newer",
+			node, MaxKubeletSkew, apiServer, apiServer.Minor()-MaxKubeletSkew)
 	}
 	return nil
 }

@@ -36,7 +36,8 @@ const NodeProxierRole = "system:node-proxier"
 // Prepare makes the report objects of a pool's nodes and grants the pool's access. It is
 // idempotent; nodes no longer in the list lose their object and access.
 func Prepare(ctx context.Context, c kubernetes.Interface, pool string, nodes []string) error {
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nodestatus.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nodestatus.Namespace}},
+		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", nodestatus.Namespace, err)
 	}
 	names := make([]string, 0, len(nodes))
@@ -44,7 +45,8 @@ func Prepare(ctx context.Context, c kubernetes.Interface, pool string, nodes []s
 	for _, n := range nodes {
 		names = append(names, nodestatus.ObjectName(n))
 		subjects = append(subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:node:" + n})
-		if _, err := c.CoreV1().ConfigMaps(nodestatus.Namespace).Create(ctx, nodestatus.ReportObject(PoolLabel, pool, n), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := c.CoreV1().ConfigMaps(nodestatus.Namespace).Create(ctx, nodestatus.ReportObject(PoolLabel, pool, n),
+			metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create report object for node %s: %w", n, err)
 		}
 	}
@@ -75,7 +77,8 @@ func Prepare(ctx context.Context, c kubernetes.Interface, pool string, nodes []s
 	if err := apply(ctx, c.RbacV1().Roles(nodestatus.Namespace).Create, c.RbacV1().Roles(nodestatus.Namespace).Update, role); err != nil {
 		return fmt.Errorf("grant report access for pool %s: %w", pool, err)
 	}
-	if err := apply(ctx, c.RbacV1().RoleBindings(nodestatus.Namespace).Create, c.RbacV1().RoleBindings(nodestatus.Namespace).Update, binding); err != nil {
+	if err := apply(ctx, c.RbacV1().RoleBindings(nodestatus.Namespace).Create, c.RbacV1().RoleBindings(nodestatus.Namespace).Update,
+		binding); err != nil {
 		return fmt.Errorf("grant report access for pool %s: %w", pool, err)
 	}
 	// Remove the objects of nodes that left the pool.

@@ -64,7 +64,8 @@ func checkExtraArgs(minor int, extra map[string]string) error {
 		i := slices.IndexFunc(removedKubeletFlags, func(f removedFlag) bool { return f.name == name })
 		if i >= 0 && minor >= removedKubeletFlags[i].removedIn {
 			f := removedKubeletFlags[i]
-			problems = append(problems, fmt.Sprintf("kubelet.extraArgs[%s]: --%s was removed in Kubernetes 1.%d and the kubelet 1.%d would not start: remove it and use %s", name, name, f.removedIn, minor, f.instead))
+			problems = append(problems, fmt.Sprintf("kubelet.extraArgs[%s]: --%s was removed in Kubernetes 1.%d and the kubelet 1.%d would not start: remove "+
+				"it and use %s", name, name, f.removedIn, minor, f.instead))
 		}
 	}
 	if len(problems) > 0 {

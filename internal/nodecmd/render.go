@@ -150,7 +150,8 @@ func KubeProxy(in Input) (*Component, error) {
 	}
 	if c.Network.Mode == v1alpha1.NetworkModeOverlay {
 		if !in.SourceVIP.IsValid() {
-			return nil, fmt.Errorf("kube-proxy on an overlay network needs a source VIP: set kubeProxy.sourceVIP or let nodeboot reserve one from the pod CIDR")
+			return nil, fmt.Errorf("kube-proxy on an overlay network needs a source VIP: set kubeProxy.sourceVIP or let nodeboot reserve one from " +
+				"the pod CIDR")
 		}
 		win.SourceVip = in.SourceVIP.String()
 	}

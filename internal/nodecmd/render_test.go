@@ -78,7 +78,8 @@ func TestKubeletWindowsInvariants(t *testing.T) {
 			t.Fatal(err)
 		}
 		conf := string(k.Files[in.Paths.KubeletConfig])
-		for _, want := range []string{"cgroupsPerQOS: false", "enforceNodeAllocatable:\n- none", `resolvConf: ""`, "containerRuntimeEndpoint: npipe:////./pipe/containerd-containerd", "key: os"} {
+		for _, want := range []string{"cgroupsPerQOS: false", "enforceNodeAllocatable:\n- none", `resolvConf: ""`,
+			"containerRuntimeEndpoint: npipe:////./pipe/containerd-containerd", "key: os"} {
 			if !strings.Contains(conf, want) {
 				t.Errorf("1.%d: config lacks %q:\n%s", minor, want, conf)
 			}
@@ -108,7 +109,8 @@ func TestKubeletExtraArgs(t *testing.T) {
 		t.Errorf("extra args not appended in order: %s", args)
 	}
 
-	in.Config.Kubelet.ExtraArgs = map[string]string{"pod-infra-container-image": "mcr.microsoft.com/oss/kubernetes/pause:3.6", "node-labels": "a=b", "network-plugin": "cni"}
+	in.Config.Kubelet.ExtraArgs = map[string]string{"pod-infra-container-image": "mcr.microsoft.com/oss/kubernetes/pause:3.6", "node-labels": "a=b",
+		"network-plugin": "cni"}
 	_, err = Kubelet(in)
 	for _, want := range []string{
 		"kubelet.extraArgs[pod-infra-container-image]: --pod-infra-container-image was removed in Kubernetes 1.34 and the kubelet 1.36 would not start",

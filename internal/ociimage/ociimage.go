@@ -51,7 +51,8 @@ func Resolve(ctx context.Context, ref string, build uint32, o Options) (string, 
 	}
 	prefix := fmt.Sprintf("10.0.%d.", build)
 	matches := func(p *v1.Platform) bool {
-		return p != nil && p.OS == "windows" && p.Architecture == "amd64" && (p.OSVersion == prefix[:len(prefix)-1] || strings.HasPrefix(p.OSVersion, prefix))
+		return p != nil && p.OS == "windows" && p.Architecture == "amd64" && (p.OSVersion == prefix[:len(prefix)-1] || strings.HasPrefix(p.OSVersion,
+			prefix))
 	}
 	if desc.MediaType.IsIndex() {
 		idx, err := desc.ImageIndex()
@@ -71,7 +72,8 @@ func Resolve(ctx context.Context, ref string, build uint32, o Options) (string, 
 				seen = append(seen, m.Platform.OS+"/"+m.Platform.Architecture+" "+m.Platform.OSVersion)
 			}
 		}
-		return "", fmt.Errorf("%s has no windows/amd64 image for Windows build %d (os.version %s*): it has %s; use a pause image that supports this build (registry.k8s.io/pause 3.10.2 or later covers 17763, 20348 and 26100)",
+		return "", fmt.Errorf("%s has no windows/amd64 image for Windows build %d (os.version %s*): it has %s; use a pause image that supports this build "+
+			"(registry.k8s.io/pause 3.10.2 or later covers 17763, 20348 and 26100)",
 			ref, build, prefix, strings.Join(seen, ", "))
 	}
 	img, err := desc.Image()
@@ -148,7 +150,8 @@ func WriteArchive(ctx context.Context, w io.Writer, ref, digest string, o Option
 	}
 	tw := tar.NewWriter(w)
 	put := func(path string, size int64, r io.Reader) error {
-		if err := tw.WriteHeader(&tar.Header{Name: path, Mode: 0o644, Size: size, ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Name: path, Mode: 0o644, Size: size, ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg,
+			Format: tar.FormatPAX}); err != nil {
 			return err
 		}
 		n, err := io.Copy(tw, r)

@@ -20,7 +20,8 @@ func TestResolveAndArchive(t *testing.T) {
 			t.Errorf("ociimage.Resolve(%d) = %s, %v; want %s", build, got, err, want)
 		}
 	}
-	if _, err := ociimage.Resolve(ctx, ref, 14393, ociimage.Options{}); err == nil || !strings.Contains(err.Error(), "no windows/amd64 image for Windows build 14393") {
+	if _, err := ociimage.Resolve(ctx, ref, 14393, ociimage.Options{}); err == nil || !strings.Contains(err.Error(),
+		"no windows/amd64 image for Windows build 14393") {
 		t.Errorf("unsupported build: %v", err)
 	}
 

@@ -81,7 +81,8 @@ func (s SSH) Dial(ctx context.Context) (*SSHClient, error) {
 		case errors.Is(err, errHostKey):
 			return nil, &Error{Kind: Untrusted, Addr: addr, Err: err}
 		case strings.Contains(err.Error(), "unable to authenticate"):
-			return nil, &Error{Kind: Unauthorized, Addr: addr, Err: fmt.Errorf("user %s with the key %s: %w", s.User, ssh.FingerprintSHA256(signer.PublicKey()), err)}
+			return nil, &Error{Kind: Unauthorized, Addr: addr, Err: fmt.Errorf("user %s with the key %s: %w", s.User,
+				ssh.FingerprintSHA256(signer.PublicKey()), err)}
 		}
 		return nil, &Error{Kind: Unreachable, Addr: addr, Err: err}
 	}

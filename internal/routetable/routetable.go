@@ -44,11 +44,13 @@ func (t *Table) CheckAdd(r Route) error {
 		}
 		others++
 		if o.Destination.Overlaps(r.Destination) {
-			return fmt.Errorf("destination %s overlaps %s of route %q in route table %s: each pod CIDR needs exactly one route", r.Destination, o.Destination, o.Name, t.Name)
+			return fmt.Errorf("destination %s overlaps %s of route %q in route table %s: each pod CIDR needs exactly one route", r.Destination, o.Destination,
+				o.Name, t.Name)
 		}
 	}
 	if others >= MaxRoutes {
-		return fmt.Errorf("route table %s already holds %d routes, the most a route table may hold: spread the routes over several tables or use host-gateway or overlay networking", t.Name, MaxRoutes)
+		return fmt.Errorf("route table %s already holds %d routes, the most a route table may hold: spread the routes over several tables or use "+
+			"host-gateway or overlay networking", t.Name, MaxRoutes)
 	}
 	return nil
 }

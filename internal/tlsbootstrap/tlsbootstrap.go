@@ -67,7 +67,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "kubelet client key: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: o.Server, BearerToken: o.Token, TLSClientConfig: rest.TLSClientConfig{CAData: o.CACert}, Timeout: 30 * time.Second})
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: o.Server, BearerToken: o.Token, TLSClientConfig: rest.TLSClientConfig{CAData: o.CACert},
+		Timeout: 30 * time.Second})
 	if err != nil {
 		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "%w", err)
 	}

@@ -51,7 +51,8 @@ func ValidatePrefix(prefix string) error {
 	case prefix == "":
 		return fmt.Errorf("node name prefix must not be empty")
 	case len(prefix) > MaxPrefix:
-		return fmt.Errorf("node name prefix %q makes Windows computer names of %d characters (prefix + %d-character index), over the limit of %d: use a prefix of at most %d characters, e.g. %q",
+		return fmt.Errorf("node name prefix %q makes Windows computer names of %d characters (prefix + %d-character index), over the limit of %d: use a "+
+			"prefix of at most %d characters, e.g. %q",
 			prefix, len(prefix)+SuffixLen, SuffixLen, MaxComputerName, MaxPrefix, Shorten(prefix))
 	case !prefixRE.MatchString(prefix):
 		return fmt.Errorf("node name prefix %q must be lower-case letters, digits and '-', starting with a letter", prefix)

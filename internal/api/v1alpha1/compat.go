@@ -12,7 +12,8 @@ func CheckCompatible(c *NodeConfig, m *ImageManifest) field.ErrorList {
 	var errs field.ErrorList
 	if c.Runtime.Name != m.Runtime.Name {
 		errs = append(errs, field.Invalid(field.NewPath("runtime", "name"), c.Runtime.Name,
-			"the image was baked with the "+string(m.Runtime.Name)+" runtime: set runtime.name to "+string(m.Runtime.Name)+" or use an image baked with "+string(c.Runtime.Name)))
+			"the image was baked with the "+string(m.Runtime.Name)+" runtime: set runtime.name to "+string(m.Runtime.Name)+" or use an image "+
+				"baked with "+string(c.Runtime.Name)))
 	}
 	if c.Cluster.KubernetesVersion == "" {
 		return errs

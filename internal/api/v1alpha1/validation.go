@@ -96,7 +96,8 @@ func (c *Cluster) validate(p *field.Path) (clusterNets, field.ErrorList) {
 	nets.cluster, errs = requiredPrefix(p.Child("clusterCIDR"), c.ClusterCIDR, errs)
 	nets.service, errs = requiredPrefix(p.Child("serviceCIDR"), c.ServiceCIDR, errs)
 	if nets.cluster.IsValid() && nets.service.IsValid() && nets.cluster.Overlaps(nets.service) {
-		errs = append(errs, field.Invalid(p.Child("serviceCIDR"), c.ServiceCIDR, fmt.Sprintf("overlaps clusterCIDR %s: choose ranges that do not intersect", nets.cluster)))
+		errs = append(errs, field.Invalid(p.Child("serviceCIDR"), c.ServiceCIDR, fmt.Sprintf("overlaps clusterCIDR %s: choose ranges that do not intersect",
+			nets.cluster)))
 	}
 	for i, s := range c.ClusterDNS {
 		a, err := ipam.ParseAddr(s)
@@ -154,7 +155,8 @@ func (n *Node) validate(p *field.Path, c clusterNets) field.ErrorList {
 			p    netip.Prefix
 		}{{"cluster.clusterCIDR", c.cluster}, {"cluster.serviceCIDR", c.service}} {
 			if other.p.IsValid() && subnet.Overlaps(other.p) {
-				errs = append(errs, field.Invalid(p.Child("subnet"), n.Subnet, fmt.Sprintf("overlaps %s %s: choose ranges that do not intersect", other.name, other.p)))
+				errs = append(errs, field.Invalid(p.Child("subnet"), n.Subnet, fmt.Sprintf("overlaps %s %s: choose ranges that do not intersect", other.name,
+					other.p)))
 			}
 		}
 	}
@@ -165,7 +167,8 @@ func (n *Node) validate(p *field.Path, c clusterNets) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("maxPods"), n.MaxPods, "must be at least 1"))
 	case pod.IsValid() && pod.Bits() <= ipam.MaxPodCIDRBits:
 		if room := int64(1)<<(32-pod.Bits()) - 4; int64(n.MaxPods) > room {
-			errs = append(errs, field.Invalid(p.Child("maxPods"), n.MaxPods, fmt.Sprintf("pod CIDR %s holds only %d pod addresses: lower maxPods or use a larger pod CIDR", pod, room)))
+			errs = append(errs, field.Invalid(p.Child("maxPods"), n.MaxPods,
+				fmt.Sprintf("pod CIDR %s holds only %d pod addresses: lower maxPods or use a larger pod CIDR", pod, room)))
 		}
 	}
 	return errs
@@ -195,7 +198,8 @@ func validateNodeLabels(p *field.Path, labels map[string]string) field.ErrorList
 		}
 		if ns, _, ok := strings.Cut(k, "/"); ok && isKubernetesNamespace(ns) && !kubeletMaySet(k, ns) {
 			errs = append(errs, field.Forbidden(p.Key(k), fmt.Sprintf(
-				"a kubelet may not set labels in the %s namespace except %s and the %s namespaces: apply this label with kubectl or use your own prefix (e.g. example.com/%s)",
+				"a kubelet may not set labels in the %s namespace except %s and the %s namespaces: apply this label with kubectl or use your own prefix (e.g. "+
+					"example.com/%s)",
 				ns, strings.Join(kubeletLabelKeys, ", "), strings.Join(kubeletLabelNamespaces, ", "), k[len(ns)+1:])))
 		}
 	}
@@ -273,7 +277,8 @@ func (n *Network) validate(p *field.Path, runtime RuntimeName) field.ErrorList {
 		// IsolationId uint16), and flannel's Windows lease carries it so (vxlanLeaseAttrs VNI
 		// uint16); below 4096 Windows refuses it (flannel pkg/backend/vxlan/vxlan_windows.go).
 		if n.VNI < DefaultVNI || n.VNI > MaxWindowsVNI {
-			errs = append(errs, field.Invalid(p.Child("vni"), n.VNI, fmt.Sprintf("Windows overlay networks need a VNI from %d to %d (flannel's vxlan backend must use the same)", DefaultVNI, MaxWindowsVNI)))
+			errs = append(errs, field.Invalid(p.Child("vni"), n.VNI,
+				fmt.Sprintf("Windows overlay networks need a VNI from %d to %d (flannel's vxlan backend must use the same)", DefaultVNI, MaxWindowsVNI)))
 		}
 		if n.VXLANPort != VXLANPort {
 			errs = append(errs, field.Invalid(p.Child("vxlanPort"), n.VXLANPort, fmt.Sprintf("Windows supports only UDP port %d for VXLAN", VXLANPort)))
@@ -339,7 +344,8 @@ func (k *Kubelet) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, name := range sortedKeys(k.ExtraArgs) {
 		if !flagNameRE.MatchString(name) {
-			errs = append(errs, field.Invalid(p.Child("extraArgs").Key(name), name, `must be a flag name without leading dashes, e.g. "v" or "image-gc-high-threshold"`))
+			errs = append(errs, field.Invalid(p.Child("extraArgs").Key(name), name,
+				`must be a flag name without leading dashes, e.g. "v" or "image-gc-high-threshold"`))
 		}
 	}
 	return errs
@@ -370,7 +376,8 @@ func (m *ImageManifest) Validate() field.ErrorList {
 	}
 	switch {
 	case m.Runtime.Name == RuntimeDocker && m.Runtime.CRIDockerdVersion == "":
-		errs = append(errs, field.Required(rp.Child("criDockerdVersion"), "Kubernetes 1.24 and later reach Docker only through cri-dockerd: bake cri-dockerd into the image"))
+		errs = append(errs, field.Required(rp.Child("criDockerdVersion"),
+			"Kubernetes 1.24 and later reach Docker only through cri-dockerd: bake cri-dockerd into the image"))
 	case m.Runtime.Name != RuntimeDocker && m.Runtime.CRIDockerdVersion != "":
 		errs = append(errs, field.Forbidden(rp.Child("criDockerdVersion"), "applies only to the docker runtime"))
 	}

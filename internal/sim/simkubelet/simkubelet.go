@@ -187,7 +187,8 @@ func (k *Kubelet) writeStatus(ctx context.Context) error {
 		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "simulated kubelet has sufficient PID available"),
 		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "simulated kubelet is posting ready status"),
 	}
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.NodeIP.String()}, {Type: corev1.NodeHostName, Address: k.Node.Name}}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.NodeIP.String()}, {Type: corev1.NodeHostName,
+		Address: k.Node.Name}}
 	node.Status.NodeInfo = k.Info
 	if _, err = k.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) {
@@ -228,7 +229,8 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *corev1.Pod) {
 	pods := k.Client.CoreV1().Pods(pod.Namespace)
 	if pod.DeletionTimestamp != nil {
 		// The containers are "stopped" at once: confirm the deletion as a kubelet does.
-		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0)), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0)),
+			Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
 			fmt.Fprintf(k.Out, "[simulated-kubelet] delete pod %s/%s: %v\n", pod.Namespace, pod.Name, err)
 		}
@@ -263,7 +265,8 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *corev1.Pod) {
 			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 	}
-	if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+	if _, err := pods.UpdateStatus(ctx, p,
+		metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
 		fmt.Fprintf(k.Out, "[simulated-kubelet] pod %s/%s status: %v\n", pod.Namespace, pod.Name, err)
 	}
 }

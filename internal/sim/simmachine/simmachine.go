@@ -89,7 +89,8 @@ func Provision(m Machine, imageDir string, customData []byte) error {
 		return err
 	}
 	for _, f := range manifest.Files {
-		if err := copyFile(filepath.Join(imageDir, ImagePayloadDir, filepath.FromSlash(f.Path)), filepath.Join(m.Root, "C", filepath.FromSlash(f.Path))); err != nil {
+		if err := copyFile(filepath.Join(imageDir, ImagePayloadDir, filepath.FromSlash(f.Path)), filepath.Join(m.Root, "C",
+			filepath.FromSlash(f.Path))); err != nil {
 			return fmt.Errorf("install payload file %s: %w", f.Path, err)
 		}
 	}

@@ -22,7 +22,8 @@ func TestProvision(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	machine := Machine{Root: root, Build: 20348, Adapter: "Ethernet", Address: netip.MustParseAddr("127.1.0.5"), Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: v1alpha1.RuntimeContainerd}
+	machine := Machine{Root: root, Build: 20348, Adapter: "Ethernet", Address: netip.MustParseAddr("127.1.0.5"),
+		Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: v1alpha1.RuntimeContainerd}
 	if err := Provision(machine, image, []byte(`{"kind":"NodeConfig"}`)); err != nil {
 		t.Fatal(err)
 	}

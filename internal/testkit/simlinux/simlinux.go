@@ -96,7 +96,8 @@ exec "$@"
 
 // Command is a command run on the machine.
 func (m *Machine) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	argv := append([]string{"--user", "--map-root-user", "--mount", "--uts", "--propagation", "private", "--", "/bin/sh", "-c", setup, "sh", m.Root, m.Hostname, name}, args...)
+	argv := append([]string{"--user", "--map-root-user", "--mount", "--uts", "--propagation", "private", "--", "/bin/sh", "-c", setup, "sh", m.Root,
+		m.Hostname, name}, args...)
 	cmd := exec.CommandContext(ctx, "unshare", argv...)
 	path := os.Getenv("PATH")
 	if len(m.Path) > 0 {
@@ -127,9 +128,11 @@ func Available() error {
 	if err := m.Prepare(); err != nil {
 		return err
 	}
-	out, err := m.Command(context.Background(), "sh", "-c", "mkdir -p /etc/kubewin-check && hostname 2>/dev/null || cat /proc/sys/kernel/hostname").CombinedOutput()
+	out, err := m.Command(context.Background(), "sh", "-c",
+		"mkdir -p /etc/kubewin-check && hostname 2>/dev/null || cat /proc/sys/kernel/hostname").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("simulated Linux machines need util-linux's unshare with unprivileged user namespaces and overlayfs in them (Linux 5.11+; sysctl kernel.unprivileged_userns_clone=1): %w: %s", err, out)
+		return fmt.Errorf("simulated Linux machines need util-linux's unshare with unprivileged user namespaces and overlayfs in them (Linux 5.11+; "+
+			"sysctl kernel.unprivileged_userns_clone=1): %w: %s", err, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "etc", "kubewin-check")); err != nil {
 		return errors.New("simulated Linux machine: a directory made under /etc did not land in the machine's directory")

@@ -21,7 +21,9 @@ func TestMachine(t *testing.T) {
 	if err := m.WriteFile("/etc/kubernetes/kubewin/x.yaml", []byte("a: 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := m.Run(context.Background(), "sh", "-c", "cat /etc/kubernetes/kubewin/x.yaml && mkdir -p /var/lib/kubelet && echo done >/var/lib/kubelet/state && cat /proc/sys/kernel/hostname && test -e /etc/passwd && echo host-files")
+	out, err := m.Run(context.Background(), "sh", "-c",
+		"cat /etc/kubernetes/kubewin/x.yaml && mkdir -p /var/lib/kubelet && echo done >/var/lib/kubelet/state && cat /proc/sys/kernel/hostname && test -e "+
+			"/etc/passwd && echo host-files")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -318,9 +318,11 @@ func TestProviderInstall(t *testing.T) {
 		},
 		{
 			name: "tofu", signed: "signed",
-			tampered:  fmt.Sprintf("archive has incorrect checksum %s (expected %s)", tamperedHash, rel.zipHash),
-			otherKey:  "the provider is not signed with a valid signing key; please contact the provider author (authentication signature from unknown issuer)",
-			corrupted: "the provider is not signed with a valid signing key; please contact the provider author (error checking signature: openpgp: invalid signature: RSA verification failure)",
+			tampered: fmt.Sprintf("archive has incorrect checksum %s (expected %s)", tamperedHash, rel.zipHash),
+			otherKey: "the provider is not signed with a valid signing key; please contact the provider author (authentication signature from " +
+				"unknown issuer)",
+			corrupted: "the provider is not signed with a valid signing key; please contact the provider author (error checking signature: openpgp: invalid " +
+				"signature: RSA verification failure)",
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {

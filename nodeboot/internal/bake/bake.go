@@ -53,7 +53,8 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	fmt.Fprintf(o.Out, "[bake] payload: %d files verified, %d bytes downloaded, %d bytes already present, in %s\n", st.Files, st.Downloaded, st.Reused, st.Elapsed.Round(1e6))
+	fmt.Fprintf(o.Out, "[bake] payload: %d files verified, %d bytes downloaded, %d bytes already present, in %s\n", st.Files, st.Downloaded, st.Reused,
+		st.Elapsed.Round(1e6))
 	if o.PullPause != "" {
 		if o.Manifest, err = pullPause(ctx, o, m); err != nil {
 			return st, err
@@ -69,7 +70,8 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 		}
 		fmt.Fprintf(o.Out, "[bake] %s: %d files unpacked into %s\n", f.Path, n, o.Paths.Payload(f.Unpack))
 	}
-	for _, dir := range []string{o.Paths.LogDir, o.Paths.KubeletCertDir, o.Paths.CNIConfDir, o.Paths.CNIBinDir, o.Paths.NodebootDir, `C:\etc\kubernetes\pki`} {
+	for _, dir := range []string{o.Paths.LogDir, o.Paths.KubeletCertDir, o.Paths.CNIConfDir, o.Paths.CNIBinDir, o.Paths.NodebootDir,
+		`C:\etc\kubernetes\pki`} {
 		if err := os.MkdirAll(o.Machine.Path(dir), 0o755); err != nil {
 			return st, fmt.Errorf("create %s: %w", dir, err)
 		}
@@ -157,7 +159,8 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 	case v1alpha1.RuntimeContainerd:
 		// containerd writes its own log (--log-file; without it a service's output is lost:
 		// containerd cmd/containerd/command/service_windows.go).
-		svc.Executable, svc.Args = o.Paths.ContainerdBinDir+`\containerd.exe`, []string{"--config", o.Paths.ContainerdConfigFile, "--log-file", o.Paths.LogDir + `\containerd.log`}
+		svc.Executable, svc.Args = o.Paths.ContainerdBinDir+`\containerd.exe`, []string{"--config", o.Paths.ContainerdConfigFile, "--log-file",
+			o.Paths.LogDir + `\containerd.log`}
 	case v1alpha1.RuntimeDocker:
 		// dockerd has no log file option; as a service it logs to the Windows event log
 		// (moby cmd/dockerd/docker_windows.go, service_windows.go).

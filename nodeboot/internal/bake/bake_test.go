@@ -96,7 +96,8 @@ func encode(t *testing.T, m v1alpha1.ImageManifest) []byte {
 
 func machine(t *testing.T, runtime v1alpha1.RuntimeName) *sim.Platform {
 	t.Helper()
-	m, err := sim.New(simmachine.Machine{Root: t.TempDir(), ComputerName: "bake", Build: 26100, Adapter: "Ethernet", Address: netip.MustParseAddr("127.3.0.1"), Subnet: netip.MustParsePrefix("127.3.0.0/16"), Runtime: runtime})
+	m, err := sim.New(simmachine.Machine{Root: t.TempDir(), ComputerName: "bake", Build: 26100, Adapter: "Ethernet",
+		Address: netip.MustParseAddr("127.3.0.1"), Subnet: netip.MustParsePrefix("127.3.0.0/16"), Runtime: runtime})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,8 @@ func state(t *testing.T, m *sim.Platform) winfake.State {
 
 func payload() map[string][]byte {
 	big := bytes.Repeat([]byte("kubelet.exe "), 100_000) // 1.2 MB
-	return map[string][]byte{"k/kubelet.exe": big, "k/kube-proxy.exe": []byte("kube-proxy"), "ProgramData/kubewin/archives/cni.tgz": tgz(map[string]string{"win-bridge.exe": "cni", "host-local.exe": "ipam"})}
+	return map[string][]byte{"k/kubelet.exe": big, "k/kube-proxy.exe": []byte("kube-proxy"),
+		"ProgramData/kubewin/archives/cni.tgz": tgz(map[string]string{"win-bridge.exe": "cni", "host-local.exe": "ipam"})}
 }
 
 func tgz(files map[string]string) []byte {
@@ -139,7 +141,8 @@ func TestBakeFetches(t *testing.T) {
 	p.PauseImage = v1alpha1.PauseImage{Reference: ref, Digest: digests[26100]}
 	m := machine(t, v1alpha1.RuntimeContainerd)
 	var out bytes.Buffer
-	st, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
+	st, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
+		PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
 	if err != nil {
 		t.Fatalf("bake: %v\n%s", err, out.String())
 	}
@@ -172,7 +175,8 @@ func TestBakeFetches(t *testing.T) {
 		}
 	}
 	ws := state(t, m)
-	if svc := ws.Service("nodeboot"); svc == nil || svc.Config.BinaryPathName != `C:\k\nodeboot.exe run` || svc.Config.StartType != windows.StartAutomatic ||
+	if svc := ws.Service("nodeboot"); svc == nil || svc.Config.BinaryPathName != `C:\k\nodeboot.exe run` ||
+		svc.Config.StartType != windows.StartAutomatic ||
 		!slices.Equal(svc.Config.Dependencies, []string{"containerd"}) || svc.State != windows.Stopped {
 		t.Errorf("nodeboot service: %+v", svc)
 	}
@@ -188,13 +192,15 @@ func TestBakeFetches(t *testing.T) {
 	if len(ws.Images) != 1 || !strings.Contains(ws.Images[0], `pause.tar`) {
 		t.Errorf("pause image import: %v", ws.Images)
 	}
-	if conf, err := os.ReadFile(m.Path(`C:\Program Files\containerd\config.toml`)); err != nil || !strings.Contains(string(conf), "sandbox = '"+ref+"'") {
+	if conf, err := os.ReadFile(m.Path(`C:\Program Files\containerd\config.toml`)); err != nil || !strings.Contains(string(conf),
+		"sandbox = '"+ref+"'") {
 		t.Errorf("containerd config: %s %v", conf, err)
 	}
 
 	// A pause image for another Windows build is refused, as a runtime on process isolation would.
 	p.PauseImage.Digest = digests[20348]
-	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
+	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
+		PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
 	if err == nil || !strings.Contains(err.Error(), "does not match the host operating system") {
 		t.Errorf("pause image for 20348 on a 26100 machine: %v", err)
 	}
@@ -240,7 +246,8 @@ func TestBakeTampered(t *testing.T) {
 	doc := manifest(t, srv.URL, files)
 	srv.files["k/kube-proxy.exe"] = []byte("kube-proxy with a backdoor")
 	var out bytes.Buffer
-	_, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: doc, Out: &out, Fetch: FetchOptions{Parallel: 1}})
+	_, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: doc,
+		Out: &out, Fetch: FetchOptions{Parallel: 1}})
 	var mm *MismatchError
 	if !errors.As(err, &mm) || mm.Path != "k/kube-proxy.exe" || !strings.Contains(err.Error(), "payload file k/kube-proxy.exe from "+srv.URL) {
 		t.Fatalf("error = %v, want a mismatch naming k/kube-proxy.exe", err)
@@ -252,11 +259,13 @@ func TestBakeMirrorAndMissing(t *testing.T) {
 	mirror := newServer(t, files)
 	var out bytes.Buffer
 	// Sources point nowhere reachable; the mirror serves everything.
-	if _, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, "http://127.0.0.1:1", files), Out: &out, Fetch: FetchOptions{Mirror: mirror.URL}}); err != nil {
+	if _, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: manifest(t,
+		"http://127.0.0.1:1", files), Out: &out, Fetch: FetchOptions{Mirror: mirror.URL}}); err != nil {
 		t.Fatalf("bake from mirror: %v", err)
 	}
 	delete(mirror.files, "k/kube-proxy.exe")
-	_, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: manifest(t, "", files), Out: &out, Fetch: FetchOptions{Mirror: mirror.URL, Attempts: 1}})
+	_, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: manifest(t,
+		"", files), Out: &out, Fetch: FetchOptions{Mirror: mirror.URL, Attempts: 1}})
 	if err == nil || !strings.Contains(err.Error(), "k/kube-proxy.exe") || !strings.Contains(err.Error(), "404") {
 		t.Errorf("missing file: %v", err)
 	}
@@ -274,7 +283,8 @@ func TestBakeRegistersDocker(t *testing.T) {
 		t.Fatalf("bake: %v\n%s", err, out.String())
 	}
 	st := state(t, m)
-	if svc := st.Service("docker"); svc == nil || svc.Config.BinaryPathName != `"C:\Program Files\docker\dockerd.exe" --run-service` || svc.State != windows.Running {
+	if svc := st.Service("docker"); svc == nil || svc.Config.BinaryPathName != `"C:\Program Files\docker\dockerd.exe" --run-service` ||
+		svc.State != windows.Running {
 		t.Errorf("docker service: %+v", svc)
 	}
 	if st.Service("containerd") != nil {

@@ -52,7 +52,8 @@ type MismatchError struct {
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("payload file %s from %s has sha256 %s (%d bytes), the image manifest says %s (%d bytes): the source changed or was tampered with",
+	return fmt.Sprintf("payload file %s from %s has sha256 %s (%d bytes), the image manifest says %s (%d bytes): the source changed or was "+
+		"tampered with",
 		e.Path, e.URL, e.Got, e.GotSize, e.Want, e.WantSize)
 }
 

@@ -47,7 +47,8 @@ start at every boot: the first boot joins the node and downloads nothing.`,
 			}
 			ctx, stop := signalContext()
 			defer stop()
-			_, err = bake.Bake(ctx, bake.Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: doc, Fetch: opts, PullPause: pullPause, Out: c.OutOrStdout()})
+			_, err = bake.Bake(ctx, bake.Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: doc, Fetch: opts, PullPause: pullPause,
+				Out: c.OutOrStdout()})
 			return err
 		},
 	}

@@ -87,7 +87,8 @@ func machine(t testing.TB, pool, name string) string {
 	}
 	root := t.TempDir()
 	if err := simmachine.Provision(simmachine.Machine{Root: root, Build: 20348, Adapter: "Ethernet",
-		Address: netip.MustParseAddr("127.2.0.1"), Subnet: netip.MustParsePrefix("127.2.0.0/16"), Runtime: v1alpha1.RuntimeContainerd}, image, customData); err != nil {
+		Address: netip.MustParseAddr("127.2.0.1"), Subnet: netip.MustParsePrefix("127.2.0.0/16"), Runtime: v1alpha1.RuntimeContainerd}, image,
+		customData); err != nil {
 		t.Fatal(err)
 	}
 	return root
@@ -126,7 +127,8 @@ func TestBinary(t *testing.T) {
 	if c, err := api.DecodeNodeConfig(b); err != nil || c.Cluster.BootstrapToken != "" {
 		t.Errorf("the bootstrap token is still on disk after the join (%v)", err)
 	}
-	for _, f := range []string{customData, simmachine.Path(root, `C:\var\lib\kubelet\pki\kubelet-client-current.pem`), simmachine.Path(root, `C:\etc\kubernetes\kubelet.conf`)} {
+	for _, f := range []string{customData, simmachine.Path(root, `C:\var\lib\kubelet\pki\kubelet-client-current.pem`), simmachine.Path(root,
+		`C:\etc\kubernetes\kubelet.conf`)} {
 		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: mode %v (%v), want owner-only", f, fi.Mode(), err)
 		}

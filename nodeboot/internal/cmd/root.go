@@ -25,7 +25,8 @@ configuration, and runs the kubelet and kube-proxy as Windows services.`,
 	root.SetErr(errOut)
 	var machine machineFlags
 	machine.add(root)
-	root.AddCommand(newVersion(), newConfig(), newJoin(&machine), newRun(&machine), newStatus(&machine), newReset(&machine), newBake(&machine), newServiceHost())
+	root.AddCommand(newVersion(), newConfig(), newJoin(&machine), newRun(&machine), newStatus(&machine), newReset(&machine), newBake(&machine),
+		newServiceHost())
 	return root
 }
 

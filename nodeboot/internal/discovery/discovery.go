@@ -72,11 +72,13 @@ func Discover(ctx context.Context, o Options) (*Result, error) {
 		return nil, nodestatus.Errorf(nodestatus.CodeConfigInvalid, "the bootstrap token is not of the form [a-z0-9]{6}.[a-z0-9]{16}")
 	}
 	if len(o.CACertHashes) == 0 && !o.UnsafeSkipCAVerification {
-		return nil, nodestatus.Errorf(nodestatus.CodeConfigInvalid, "no CA pin: set cluster.caCertHashes (or, on a throw-away cluster, unsafeSkipCAVerification)")
+		return nil, nodestatus.Errorf(nodestatus.CodeConfigInvalid,
+			"no CA pin: set cluster.caCertHashes (or, on a throw-away cluster, unsafeSkipCAVerification)")
 	}
 	server := (&url.URL{Scheme: "https", Host: o.Endpoint}).String()
 	// No client-side rate limit: the poll interval paces the requests.
-	insecure, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Timeout: 10 * time.Second, QPS: -1})
+	insecure, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Timeout: 10 * time.Second,
+		QPS: -1})
 	if err != nil {
 		return nil, nodestatus.Errorf(nodestatus.CodeConfigInvalid, "API server endpoint %q: %w", o.Endpoint, err)
 	}
@@ -159,7 +161,8 @@ func checkClock(ctx context.Context, server string, ca []byte, now func() time.T
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool,
+		MinVersion: tls.VersionTLS12}}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, server+"/livez", nil)
 	if err != nil {
 		return nodestatus.Errorf(nodestatus.CodeInternal, "%w", err)
@@ -174,7 +177,8 @@ func checkClock(ctx context.Context, server string, ca []byte, now func() time.T
 		return nil // no Date header: nothing to compare
 	}
 	if skew := now().Sub(serverTime); skew > MaxClockSkew || skew < -MaxClockSkew {
-		return nodestatus.Errorf(nodestatus.CodeClockSkew, "the machine's clock is %s off the API server's (%s): certificates and tokens would be rejected", skew.Round(time.Second), serverTime.UTC().Format(time.RFC3339))
+		return nodestatus.Errorf(nodestatus.CodeClockSkew, "the machine's clock is %s off the API server's (%s): certificates and tokens would be rejected",
+			skew.Round(time.Second), serverTime.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

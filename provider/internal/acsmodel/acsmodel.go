@@ -293,7 +293,8 @@ func (c *converter) refuse(o *object, key, why string) {
 // result (or Terraform's state).
 func (c *converter) secret(o *object, key, fix string) {
 	if v, path := o.take(key); !isUnset(v) {
-		c.reject(path, "holds a secret, which kubewin does not take from an api model: it would be copied into the Terraform state. Remove it from the model; %s", fix)
+		c.reject(path, "holds a secret, which kubewin does not take from an api model: it would be copied into the Terraform state. Remove it from the "+
+			"model; %s", fix)
 	}
 }
 
@@ -314,7 +315,8 @@ func Convert(data []byte) (*Result, error) {
 	top.path = ""
 	v, _ := top.take("apiVersion")
 	if av := c.str(v, "apiVersion"); av != "vlabs" {
-		c.reject("apiVersion", "is %q: kubewin reads vlabs api models (acs-engine's and aks-engine's input format); convert the model with acs-engine first", av)
+		c.reject("apiVersion", "is %q: kubewin reads vlabs api models (acs-engine's and aks-engine's input format); convert the model with "+
+			"acs-engine first", av)
 	}
 	if v, _ := top.take("location"); v != nil {
 		c.res.Cluster.Location = c.str(v, "location")
@@ -373,7 +375,8 @@ func (c *converter) properties(p *object) {
 	c.linuxProfile(c.take(p, "linuxProfile"))
 	sp := c.take(p, "servicePrincipalProfile")
 	for _, k := range []string{"clientId", "servicePrincipalClientID", "objectId"} {
-		c.ignore(sp, k, "kubewin's clusters use no service principal: the provider's azure credentials make the resources, and the nodes join with bootstrap tokens")
+		c.ignore(sp, k, "kubewin's clusters use no service principal: the provider's azure credentials make the resources, and the nodes join with "+
+			"bootstrap tokens")
 	}
 	for _, k := range []string{"secret", "servicePrincipalClientSecret"} {
 		c.secret(sp, k, "kubewin's clusters need no service principal (the provider's azure block or ARM_* variables authenticate Terraform).")
@@ -381,14 +384,18 @@ func (c *converter) properties(p *object) {
 	c.ignore(sp, "keyvaultSecretRef", "kubewin's clusters use no service principal")
 	c.unknown(sp)
 	cp := c.take(p, "certificateProfile")
-	for _, k := range []string{"caPrivateKey", "apiServerPrivateKey", "clientPrivateKey", "kubeConfigPrivateKey", "etcdServerPrivateKey", "etcdClientPrivateKey", "etcdPeerPrivateKeys"} {
+	for _, k := range []string{"caPrivateKey", "apiServerPrivateKey", "clientPrivateKey", "kubeConfigPrivateKey", "etcdServerPrivateKey",
+		"etcdClientPrivateKey", "etcdPeerPrivateKeys"} {
 		c.secret(cp, k, "the first control plane's kubeadm makes the cluster's PKI, whose keys never leave the control planes.")
 	}
-	for _, k := range []string{"caCertificate", "apiServerCertificate", "clientCertificate", "kubeConfigCertificate", "etcdServerCertificate", "etcdClientCertificate", "etcdPeerCertificates"} {
-		c.refuse(cp, k, "kubewin does not take a PKI from the model: the first control plane's kubeadm makes the cluster's CA and certificates. Remove certificateProfile.")
+	for _, k := range []string{"caCertificate", "apiServerCertificate", "clientCertificate", "kubeConfigCertificate", "etcdServerCertificate",
+		"etcdClientCertificate", "etcdPeerCertificates"} {
+		c.refuse(cp, k, "kubewin does not take a PKI from the model: the first control plane's kubeadm makes the cluster's CA and certificates. Remove "+
+			"certificateProfile.")
 	}
 	c.unknown(cp)
-	c.refuse(p, "aadProfile", "kubewin does not configure Azure AD authentication of the API server; remove aadProfile (admin credentials come from kubewin_cluster_credentials)")
+	c.refuse(p, "aadProfile", "kubewin does not configure Azure AD authentication of the API server; remove aadProfile (admin credentials come from "+
+		"kubewin_cluster_credentials)")
 	c.refuse(p, "customCloudProfile", "set the provider's azure.metadata_host (or environment) for another cloud instead")
 	c.ignore(p, "extensionProfiles", "acs-engine VM extensions are not installed")
 	c.ignore(p, "telemetryProfile", "no telemetry is sent")
@@ -397,7 +404,8 @@ func (c *converter) properties(p *object) {
 		c.refuse(ff, k, "kubewin's clusters are IPv4 only")
 	}
 	for _, k := range []string{"enableCSERunInBackground", "blockOutboundInternet", "enableTelemetry", "enableWinDSR"} {
-		c.ignore(ff, k, "an acs-engine provisioning option kubewin has no use for (kubewin's Windows nodes run kube-proxy as their image's NodeConfig says)")
+		c.ignore(ff, k, "an acs-engine provisioning option kubewin has no use for (kubewin's Windows nodes run kube-proxy as their image's "+
+			"NodeConfig says)")
 	}
 	c.unknown(ff)
 }
@@ -428,7 +436,8 @@ func (c *converter) orchestrator(o *object) {
 	case m == nil:
 		c.reject(at, "%q is not a Kubernetes version such as \"1.37.1\"", name)
 	case m[3] == "":
-		c.warn(at, "%q names a minor release without its patch: not taken; set the cluster's kubernetes_version to a release of Kubernetes 1.%d to 1.%d, such as \"1.%d.1\"",
+		c.warn(at, "%q names a minor release without its patch: not taken; set the cluster's kubernetes_version to a release of Kubernetes 1.%d to 1.%d, "+
+			"such as \"1.%d.1\"",
 			name, kubeversion.OldestMinor, kubeversion.NewestMinor, kubeversion.NewestMinor)
 	default:
 		parsed, err := kubeversion.Parse(name)
@@ -436,7 +445,8 @@ func (c *converter) orchestrator(o *object) {
 			err = kubeversion.CheckSupported(parsed)
 		}
 		if err != nil {
-			c.warn(at, "%s: not taken; set the cluster's kubernetes_version to a supported release (an acs-engine cluster of that version is upgraded by replacing it with a kubewin cluster)", err)
+			c.warn(at, "%s: not taken; set the cluster's kubernetes_version to a supported release (an acs-engine cluster of that version is upgraded by "+
+				"replacing it with a kubewin cluster)", err)
 			break
 		}
 		c.res.Cluster.KubernetesVersion = strings.TrimPrefix(name, "v")
@@ -453,10 +463,12 @@ func (c *converter) kubernetesConfig(k *object, perPool bool) {
 	case "kubenet":
 	case "":
 		if !perPool {
-			c.warn(path, "the model names no network plugin (aks-engine's default was Azure CNI): kubewin's cluster uses kubenet-style routing, each node's pod CIDR routed to it by the route table (Windows: l2bridge)")
+			c.warn(path, "the model names no network plugin (aks-engine's default was Azure CNI): kubewin's cluster uses kubenet-style routing, each node's "+
+				"pod CIDR routed to it by the route table (Windows: l2bridge)")
 		}
 	default:
-		c.reject(path, "is %q: kubewin's azure clusters route each node's pod CIDR through the route table (kubenet; l2bridge on Windows) and install no other CNI; use kubenet", plugin)
+		c.reject(path, "is %q: kubewin's azure clusters route each node's pod CIDR through the route table (kubenet; l2bridge on Windows) and install no "+
+			"other CNI; use kubenet", plugin)
 	}
 	v, path = k.take("networkPolicy")
 	if pol := c.str(v, path); pol != "" && pol != "none" {
@@ -539,18 +551,24 @@ func (c *converter) kubernetesConfig(k *object, perPool bool) {
 	for _, key := range []string{"apiServerConfig", "controllerManagerConfig", "schedulerConfig"} {
 		c.refuse(k, key, "kubewin does not pass flags to the control plane's components; remove them (kubeadm's defaults apply)")
 	}
-	for _, key := range []string{"kubernetesImageBase", "kubernetesImageBaseType", "mcrKubernetesImageBase", "customHyperkubeImage", "customKubeAPIServerImage",
-		"customKubeControllerManagerImage", "customKubeProxyImage", "customKubeSchedulerImage", "customKubeBinaryURL", "customCcmImage", "dockerEngineVersion",
+	for _, key := range []string{"kubernetesImageBase", "kubernetesImageBaseType", "mcrKubernetesImageBase", "customHyperkubeImage",
+		"customKubeAPIServerImage",
+		"customKubeControllerManagerImage", "customKubeProxyImage", "customKubeSchedulerImage", "customKubeBinaryURL", "customCcmImage",
+		"dockerEngineVersion",
 		"mobyVersion", "linuxMobyURL", "linuxRuncURL", "containerdVersion", "linuxContainerdURL", "etcdVersion", "azureCNIVersion", "azureCNIURLLinux",
 		"azureCNIURLWindows", "microsoftAptRepositoryURL", "privateAzureRegistryServer"} {
-		c.ignore(k, key, "the Linux machines install kubeadm's packages of the cluster's version; the Windows nodes' binaries are baked into their image by the kubewin Packer plugin")
+		c.ignore(k, key, "the Linux machines install kubeadm's packages of the cluster's version; the Windows nodes' binaries are baked into their image "+
+			"by the kubewin Packer plugin")
 	}
 	for _, key := range []string{"customWindowsPackageURL", "windowsNodeBinariesURL", "windowsContainerdURL", "windowsSdnPluginURL"} {
-		c.ignore(k, key, "the Windows nodes' binaries, runtime and CNI plugins are baked into their image by the kubewin Packer plugin (its kubewin-release data source)")
+		c.ignore(k, key, "the Windows nodes' binaries, runtime and CNI plugins are baked into their image by the kubewin Packer plugin (its "+
+			"kubewin-release data source)")
 	}
-	for _, key := range []string{"useManagedIdentity", "userAssignedID", "userAssignedClientID", "useCloudControllerManager", "cloudControllerManagerConfig", "useInstanceMetadata",
+	for _, key := range []string{"useManagedIdentity", "userAssignedID", "userAssignedClientID", "useCloudControllerManager",
+		"cloudControllerManagerConfig", "useInstanceMetadata",
 		"cloudProviderBackoffMode", "cloudProviderBackoff", "cloudProviderBackoffRetries", "cloudProviderBackoffJitter", "cloudProviderBackoffDuration",
-		"cloudProviderBackoffExponent", "cloudProviderRateLimit", "cloudProviderRateLimitQPS", "cloudProviderRateLimitQPSWrite", "cloudProviderRateLimitBucket",
+		"cloudProviderBackoffExponent", "cloudProviderRateLimit", "cloudProviderRateLimitQPS", "cloudProviderRateLimitQPSWrite",
+		"cloudProviderRateLimitBucket",
 		"cloudProviderRateLimitBucketWrite", "cloudProviderDisableOutboundSNAT", "excludeMasterFromStandardLB", "loadBalancerOutboundIPs",
 		"maximumLoadBalancerRuleCount", "enableMultipleStandardLoadBalancers", "outboundRuleIdleTimeoutInMinutes", "keyVaultSku"} {
 		c.ignore(k, key, "kubewin's clusters run no Azure cloud provider: the provider makes their load balancer and routes")
@@ -558,7 +576,8 @@ func (c *converter) kubernetesConfig(k *object, perPool bool) {
 	if v, path := k.take("loadBalancerSku"); !isUnset(v) && !strings.EqualFold(c.str(v, path), "standard") {
 		c.warn(path, "ignored: kubewin's load balancer is a Standard one (Basic ones are retired)")
 	}
-	for _, key := range []string{"dockerBridgeSubnet", "gchighthreshold", "gclowthreshold", "kubeReservedCgroup", "containerRuntimeConfig", "etcdDiskSizeGB",
+	for _, key := range []string{"dockerBridgeSubnet", "gchighthreshold", "gclowthreshold", "kubeReservedCgroup", "containerRuntimeConfig",
+		"etcdDiskSizeGB",
 		"etcdStorageLimitGB", "podSecurityPolicyConfig", "tags"} {
 		c.ignore(k, key, "an acs-engine provisioning option kubewin does not set")
 	}
@@ -646,7 +665,8 @@ func (c *converter) master(o *object) {
 	v, path = o.take("agentVnetSubnetID")
 	cl.AgentSubnetID = c.str(v, path)
 	if (cl.MasterSubnetID == "") != (cl.AgentSubnetID == "") {
-		c.reject(path, "give the control planes' subnet (vnetSubnetID) and the agents' (agentVnetSubnetID) together: kubewin's clusters put them in two subnets")
+		c.reject(path, "give the control planes' subnet (vnetSubnetID) and the agents' (agentVnetSubnetID) together: kubewin's clusters put them in "+
+			"two subnets")
 	}
 	if v, path := o.take("vnetCidr"); v != nil {
 		cl.VNetCIDR = c.cidr(v, path)
@@ -658,7 +678,8 @@ func (c *converter) master(o *object) {
 		cl.Masters.ImageID = c.imageID(c.objectAt(v, path))
 	}
 	if v, path := o.take("availabilityProfile"); !isUnset(v) && c.str(v, path) != "AvailabilitySet" {
-		c.warn(path, "ignored: kubewin's control planes are virtual machines, spread over availability zones when masterProfile.availabilityZones names them")
+		c.warn(path, "ignored: kubewin's control planes are virtual machines, spread over availability zones when masterProfile.availabilityZones "+
+			"names them")
 	}
 	c.ignore(o, "firstConsecutiveStaticIP", "control plane i has the control planes' subnet's sixth address on (10.240.255.5, ... by default)")
 	c.refuse(o, "subjectAltNames", "kubewin's API server certificate names the load balancer's address and DNS name (dns_prefix) only; remove them")
@@ -667,8 +688,10 @@ func (c *converter) master(o *object) {
 	c.refuse(o, "cosmosEtcd", "kubewin's etcd is stacked on the control planes")
 	c.ignore(o, "distro", "kubewin's Linux machines run Ubuntu LTS (or azure.masters.image_id)")
 	c.ignore(o, "storageProfile", "kubewin's machines have managed disks")
-	for _, key := range []string{"ipAddressCount", "agentSubnet", "singlePlacementGroup", "platformFaultDomainCount", "platformUpdateDomainCount", "auditDEnabled",
-		"customVMTags", "sysctldConfig", "ultraSSDEnabled", "encryptionAtHost", "proximityPlacementGroupID", "osDiskCachingType", "fqdn", "kubernetesConfig"} {
+	for _, key := range []string{"ipAddressCount", "agentSubnet", "singlePlacementGroup", "platformFaultDomainCount", "platformUpdateDomainCount",
+		"auditDEnabled",
+		"customVMTags", "sysctldConfig", "ultraSSDEnabled", "encryptionAtHost", "proximityPlacementGroupID", "osDiskCachingType", "fqdn",
+		"kubernetesConfig"} {
 		c.ignore(o, key, "an acs-engine control plane option kubewin does not set")
 	}
 	c.ignore(o, "preProvisionExtension", "acs-engine VM extensions are not installed")
@@ -688,7 +711,8 @@ func (c *converter) imageID(o *object) string {
 	c.unknown(o)
 	name, group, sub, gallery, version := f[0], f[1], f[2], f[3], f[4]
 	if name == "" || group == "" || sub == "" {
-		c.warn(o.path, "not taken: without name, resourceGroup and subscriptionId it names no image by resource ID; set the image_id (a kubewin image) yourself")
+		c.warn(o.path, "not taken: without name, resourceGroup and subscriptionId it names no image by resource ID; set the image_id (a kubewin "+
+			"image) yourself")
 		return ""
 	}
 	base := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/", sub, group)
@@ -720,7 +744,8 @@ func (c *converter) agentPool(o *object) {
 	v, path = o.take("availabilityZones")
 	zones := c.strings(v, path)
 	if v, path := o.take("availabilityProfile"); c.str(v, path) == "AvailabilitySet" {
-		c.warn(path, "AvailabilitySet: kubewin's pools are virtual machine scale sets, spread over fault domains (and zones when availabilityZones names them)")
+		c.warn(path, "AvailabilitySet: kubewin's pools are virtual machine scale sets, spread over fault domains (and zones when availabilityZones "+
+			"names them)")
 	}
 	image := ""
 	if v, path := o.take("imageReference"); v != nil {
@@ -828,7 +853,8 @@ func (c *converter) poolCommon(o *object, p *WindowsPool) {
 	}
 	c.refuse(o, "enableVMSSNodePublicIP", "kubewin's nodes have no public addresses")
 	c.ignore(o, "loadBalancerBackendAddressPoolIDs", "kubewin's pools are in no load balancer pool of yours")
-	for _, key := range []string{"singlePlacementGroup", "platformFaultDomainCount", "platformUpdateDomainCount", "diskEncryptionSetID", "ultraSSDEnabled",
+	for _, key := range []string{"singlePlacementGroup", "platformFaultDomainCount", "platformUpdateDomainCount", "diskEncryptionSetID",
+		"ultraSSDEnabled",
 		"encryptionAtHost", "proximityPlacementGroupID", "vmssName"} {
 		c.ignore(o, key, "an acs-engine scale set option kubewin does not set")
 	}
@@ -854,7 +880,8 @@ func (c *converter) windowsProfile(o *object) {
 	img := &c.res.WindowsImage
 	v, path := o.take("adminUsername")
 	admin := c.str(v, path)
-	c.secret(o, "adminPassword", "give the Windows pools' password with kubewin_windows_node_pool's write-only azure.admin_password_wo (from an ephemeral variable), or leave it out: the VMs then get a random password nobody knows.")
+	c.secret(o, "adminPassword", "give the Windows pools' password with kubewin_windows_node_pool's write-only azure.admin_password_wo (from an "+
+		"ephemeral variable), or leave it out: the VMs then get a random password nobody knows.")
 	c.windowsAdmin = admin
 	for _, f := range []struct {
 		key string
@@ -878,7 +905,8 @@ func (c *converter) windowsProfile(o *object) {
 	}
 	if v, path := o.take("enableAutomaticUpdates"); v != nil {
 		if b := c.boolean(v, path); b != nil && *b {
-			c.warn(path, "ignored: kubewin's Windows nodes never update themselves (a reboot would take the node away unannounced); replace them with a newer image")
+			c.warn(path, "ignored: kubewin's Windows nodes never update themselves (a reboot would take the node away unannounced); replace them with a "+
+				"newer image")
 		}
 	}
 	c.refuse(o, "secrets", "kubewin installs no Key Vault certificates on the nodes")

@@ -50,7 +50,8 @@ func TestPublishedModels(t *testing.T) {
 			}
 			_, err = Convert(data)
 			var ce *Error
-			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "windowsProfile.adminPassword: holds a secret") || !strings.Contains(err.Error(), "admin_password_wo") {
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "windowsProfile.adminPassword: holds a secret") || !strings.Contains(err.Error(),
+				"admin_password_wo") {
 				t.Fatalf("as published: error %v, want the password refused with the write-only attribute named", err)
 			}
 			for _, secret := range []string{"replacepassword1234$", "<your-password>"} {
@@ -127,7 +128,8 @@ func TestGuidesModel(t *testing.T) {
 	if len(res.WindowsPools) != 1 {
 		t.Fatalf("pools %+v", res.WindowsPools)
 	}
-	if p := res.WindowsPools[0]; p.Name != "windowspool1" || p.NodeNamePrefix != "windowspo" || p.NodeCount != 3 || p.VMSize != "Standard_D2_v3" || p.AdminUsername != "azureuser" {
+	if p := res.WindowsPools[0]; p.Name != "windowspool1" || p.NodeNamePrefix != "windowspo" || p.NodeCount != 3 || p.VMSize != "Standard_D2_v3" ||
+		p.AdminUsername != "azureuser" {
 		t.Errorf("pool %+v", p)
 	}
 	for _, w := range []string{
@@ -157,13 +159,15 @@ func TestFields(t *testing.T) {
 		check       func(*Result) bool
 	}{
 		{name: "mapped", props: `, "orchestratorProfile": {"orchestratorType": "Kubernetes", "orchestratorVersion": "1.37.1", "kubernetesConfig": {
-			"networkPlugin": "kubenet", "networkPolicy": "none", "containerRuntime": "containerd", "clusterSubnet": "10.200.0.0/16", "serviceCidr": "10.0.0.0/16",
+			"networkPlugin": "kubenet", "networkPolicy": "none", "containerRuntime": "containerd", "clusterSubnet": "10.200.0.0/16",
+				"serviceCidr": "10.0.0.0/16",
 			"dnsServiceIP": "10.0.0.10", "maxPods": 60, "privateCluster": {"enabled": true}, "kubeletConfig": {"--image-gc-high-threshold": "80"}}},
 			"agentPoolProfiles": [{"name": "linux", "count": 3, "vmSize": "Standard_D2s_v5"},
 			  {"name": "windowspool", "count": 4, "vmSize": "Standard_D4s_v5", "osType": "Windows", "scaleSetPriority": "Spot", "spotMaxPrice": 0.5,
 			   "customNodeLabels": {"team": "a"}, "availabilityZones": ["1", "2"], "osDiskSizeGB": 128,
 			   "imageReference": {"name": "ws2022", "resourceGroup": "images", "subscriptionId": "sub", "gallery": "g", "version": "1.0.0"}}],
-			"windowsProfile": {"adminUsername": "winadmin", "WindowsSku": "2022-datacenter-core", "windowsPauseImageURL": "mcr.microsoft.com/oss/kubernetes/pause:3.9"}`,
+			"windowsProfile": {"adminUsername": "winadmin", "WindowsSku": "2022-datacenter-core",
+				"windowsPauseImageURL": "mcr.microsoft.com/oss/kubernetes/pause:3.9"}`,
 			check: func(r *Result) bool {
 				c, p := r.Cluster, r.WindowsPools[0]
 				return c.KubernetesVersion == "1.37.1" && c.ClusterCIDR == "10.200.0.0/16" && c.ServiceCIDR == "10.0.0.0/16" && c.APIServerAccess == "internal" &&
@@ -175,17 +179,25 @@ func TestFields(t *testing.T) {
 			}},
 		{name: "secrets", props: `, "servicePrincipalProfile": {"clientId": "x", "secret": "s3cr3t"}, "certificateProfile": {"caPrivateKey": "KEY"},
 			"orchestratorProfile": {"kubernetesConfig": {"etcdEncryptionKey": "abc"}}`,
-			error: []string{"servicePrincipalProfile.secret: holds a secret", "certificateProfile.caPrivateKey: holds a secret", "kubernetesConfig.etcdEncryptionKey: holds a secret"}},
-		{name: "behaviour-changing", props: winPool + `, "orchestratorProfile": {"kubernetesConfig": {"networkPlugin": "azure", "networkPolicy": "calico", "enableRbac": false,
+			error: []string{"servicePrincipalProfile.secret: holds a secret", "certificateProfile.caPrivateKey: holds a secret",
+				"kubernetesConfig.etcdEncryptionKey: holds a secret"}},
+		{name: "behaviour-changing",
+			props: winPool + `, "orchestratorProfile": {"kubernetesConfig": {"networkPlugin": "azure", "networkPolicy": "calico", "enableRbac": false,
 			"kubeProxyMode": "ipvs", "enablePodSecurityPolicy": true, "dnsServiceIP": "10.0.0.10"}}, "aadProfile": {"serverAppID": "x"},
 			"featureFlags": {"enableIPv6DualStack": true}, "windowsProfile": {"windowsRuntimes": {"default": "hyperv"}}`,
-			error: []string{"networkPlugin: is \"azure\"", "networkPolicy: is \"calico\"", "enableRbac: is false", "kubeProxyMode: is \"ipvs\"", "enablePodSecurityPolicy",
-				"dnsServiceIP: is 10.0.0.10: kubeadm's cluster DNS address is the service network's tenth address, 10.96.0.10", "aadProfile", "enableIPv6DualStack", "windowsRuntimes.default"}},
-		{name: "ignored", props: winPool + `, "orchestratorProfile": {"kubernetesConfig": {"networkPlugin": "kubenet", "addons": [{"name": "tiller", "enabled": true}],
-			"useManagedIdentity": true, "windowsContainerdURL": "https://x"}}, "windowsProfile": {"enableAutomaticUpdates": true, "sshEnabled": true}, "extensionProfiles": [{"name": "winrm"}]`,
-			warning: []string{"kubernetesConfig.addons: ignored", "kubernetesConfig.useManagedIdentity: ignored", "kubernetesConfig.windowsContainerdURL: ignored",
+			error: []string{"networkPlugin: is \"azure\"", "networkPolicy: is \"calico\"", "enableRbac: is false", "kubeProxyMode: is \"ipvs\"",
+				"enablePodSecurityPolicy",
+				"dnsServiceIP: is 10.0.0.10: kubeadm's cluster DNS address is the service network's tenth address, 10.96.0.10", "aadProfile",
+				"enableIPv6DualStack", "windowsRuntimes.default"}},
+		{name: "ignored",
+			props: winPool + `, "orchestratorProfile": {"kubernetesConfig": {"networkPlugin": "kubenet", "addons": [{"name": "tiller", "enabled": true}],
+			"useManagedIdentity": true, "windowsContainerdURL": "https://x"}}, "windowsProfile": {"enableAutomaticUpdates": true, "sshEnabled": true},
+				"extensionProfiles": [{"name": "winrm"}]`,
+			warning: []string{"kubernetesConfig.addons: ignored", "kubernetesConfig.useManagedIdentity: ignored",
+				"kubernetesConfig.windowsContainerdURL: ignored",
 				"windowsProfile.enableAutomaticUpdates: ignored", "windowsProfile.sshEnabled: ignored", "extensionProfiles: ignored"}},
-		{name: "unknown", props: winPool + `, "orchestratorProfile": {"kubernetesConfig": {"networkPlugin": "kubenet", "frobnicate": 1}}, "surprise": {"a": 1}`,
+		{name: "unknown",
+			props:   winPool + `, "orchestratorProfile": {"kubernetesConfig": {"networkPlugin": "kubenet", "frobnicate": 1}}, "surprise": {"a": 1}`,
 			warning: []string{"kubernetesConfig.frobnicate: not a field", "properties.surprise: not a field"}},
 		{name: "not kubernetes", props: `, "orchestratorProfile": {"orchestratorType": "DCOS"}`, error: []string{"orchestratorType: is \"DCOS\""}},
 		{name: "two linux pools", props: `, "agentPoolProfiles": [{"name": "a", "count": 1, "vmSize": "x"}, {"name": "b", "count": 1, "vmSize": "x"}]`,
@@ -224,7 +236,8 @@ func TestFields(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Convert([]byte(`{"apiVersion": "2017-07-01", "properties": {}}`)); err == nil || !strings.Contains(err.Error(), "reads vlabs api models") {
+	if _, err := Convert([]byte(`{"apiVersion": "2017-07-01", "properties": {}}`)); err == nil || !strings.Contains(err.Error(),
+		"reads vlabs api models") {
 		t.Errorf("another apiVersion: %v", err)
 	}
 	if _, err := Convert([]byte(`{`)); err == nil {

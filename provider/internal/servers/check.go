@@ -106,7 +106,8 @@ func Check(f guest.Facts, plan *v1alpha1.ImageManifest) []Problem {
 			state = "running"
 		}
 		add("Kubernetes Already Installed", "%s has a kubelet service (%s): it is already a Kubernetes node, set up by hand or by another tool. "+
-			"Remove that installation (for kubeadm: `kubeadm reset`, then delete the kubelet and kube-proxy services) or join another server.", f.ComputerName, state)
+			"Remove that installation (for kubeadm: `kubeadm reset`, then delete the kubelet and kube-proxy services) or join another server.", f.ComputerName,
+			state)
 	case has(paths.KubeletKubeconfig) || (!baked && has(paths.BinDir+`\kubelet.exe`)):
 		add("Kubernetes Already Installed", "%s has files of another Kubernetes installation (%s or %s). Remove them, or join another server.",
 			f.ComputerName, paths.KubeletKubeconfig, paths.BinDir+`\kubelet.exe`)

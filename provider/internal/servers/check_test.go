@@ -29,15 +29,18 @@ func TestCheck(t *testing.T) {
 		{"Windows Server 2016", with(baked, func(f *guest.Facts) { f.Build = 14393 }), nil, []string{"Windows Server 2016 Is Not Supported"}},
 		{"Windows 11", with(baked, func(f *guest.Facts) { f.Build = 22631 }), nil, []string{"Unsupported Windows Build"}},
 		{"release for another build", with(clean, func(f *guest.Facts) { f.Build = 17763 }), plan, []string{"Release for Another Windows Build"}},
-		{"kubelet running", with(baked, func(f *guest.Facts) { f.Services = []guest.Service{{Name: "kubelet", Running: true}} }), nil, []string{"Kubernetes Already Installed"}},
-		{"kubelet of another install", with(clean, func(f *guest.Facts) { f.Files = []string{`C:\k\kubelet.exe`} }), plan, []string{"Kubernetes Already Installed"}},
+		{"kubelet running", with(baked, func(f *guest.Facts) { f.Services = []guest.Service{{Name: "kubelet", Running: true}} }), nil,
+			[]string{"Kubernetes Already Installed"}},
+		{"kubelet of another install", with(clean, func(f *guest.Facts) { f.Files = []string{`C:\k\kubelet.exe`} }), plan,
+			[]string{"Kubernetes Already Installed"}},
 		{"joined by kubewin", with(baked, func(f *guest.Facts) {
 			f.Files = append(f.Files, `C:\ProgramData\kubewin\nodeboot\state.json`)
 			f.Services = []guest.Service{{Name: "kubelet", Running: true}}
 		}), nil, []string{"Already Joined"}},
 		{"not baked", clean, nil, []string{"Server Not Baked"}},
 		{"baked and asked to install", baked, plan, []string{"Server Already Baked"}},
-		{"runtime there", with(clean, func(f *guest.Facts) { f.Services = []guest.Service{{Name: "containerd"}} }), plan, []string{"Runtime Already Installed"}},
+		{"runtime there", with(clean, func(f *guest.Facts) { f.Services = []guest.Service{{Name: "containerd"}} }), plan,
+			[]string{"Runtime Already Installed"}},
 		{"everything at once", with(baked, func(f *guest.Facts) {
 			f.ContainersFeature, f.RebootPending, f.PortsInUse = false, true, []int{10250, 10256}
 		}), nil, []string{"Containers Feature Missing", "Restart Pending", "Port In Use", "Port In Use"}},

@@ -22,7 +22,8 @@ const (
 // against its CA, Basic authentication.
 func winrmShell(t *testing.T, srv *serverstest.WinRM, password string, ca string) guest.Shell {
 	t.Helper()
-	c, err := remote.WinRM{Host: srv.Host, Port: srv.Port, User: testUser, Password: password, Auth: remote.AuthBasic, CACertificates: []byte(ca)}.Client()
+	c, err := remote.WinRM{Host: srv.Host, Port: srv.Port, User: testUser, Password: password, Auth: remote.AuthBasic,
+		CACertificates: []byte(ca)}.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,8 @@ func winrmShell(t *testing.T, srv *serverstest.WinRM, password string, ca string
 // output reach the error. The test server's limits (no stderr, no NTLM) are in its package.
 func TestWinRMShell(t *testing.T) {
 	srv := serverstest.NewWinRM(t, testUser, testPassword)
-	m := &serverstest.Machine{Facts: guest.Facts{ComputerName: "WIN-7", Build: 20348, ContainersFeature: true, Files: []string{`C:\ProgramData\kubewin\image-manifest.json`}},
+	m := &serverstest.Machine{Facts: guest.Facts{ComputerName: "WIN-7", Build: 20348, ContainersFeature: true,
+		Files: []string{`C:\ProgramData\kubewin\image-manifest.json`}},
 		Fail: map[string]serverstest.Failure{"'reset'": {Exit: 7, Output: "[reset] node win-7: remove service kubelet: access denied\r\n"}}}
 	srv.Answer = m.Answer
 	s := winrmShell(t, srv, testPassword, srv.CA)
@@ -94,8 +96,10 @@ func TestWinRMConnectionFailures(t *testing.T) {
 		conn remote.WinRM
 		want remote.Kind
 	}{
-		{"wrong password", remote.WinRM{Host: srv.Host, Port: srv.Port, User: testUser, Password: "wrong", Auth: remote.AuthBasic, CACertificates: []byte(srv.CA)}, remote.Unauthorized},
-		{"untrusted certificate", remote.WinRM{Host: srv.Host, Port: srv.Port, User: testUser, Password: testPassword, Auth: remote.AuthBasic}, remote.Untrusted},
+		{"wrong password", remote.WinRM{Host: srv.Host, Port: srv.Port, User: testUser, Password: "wrong", Auth: remote.AuthBasic,
+			CACertificates: []byte(srv.CA)}, remote.Unauthorized},
+		{"untrusted certificate", remote.WinRM{Host: srv.Host, Port: srv.Port, User: testUser, Password: testPassword, Auth: remote.AuthBasic},
+			remote.Untrusted},
 		{"unreachable", remote.WinRM{Host: "127.0.0.1", Port: closed, User: testUser, Password: testPassword, Auth: remote.AuthBasic}, remote.Unreachable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
