@@ -9,7 +9,7 @@ const (
 	DefaultClusterCIDR = "10.244.0.0/16"
 	// DefaultServiceCIDR is a cluster's service network when none is set (kubeadm's default
 	// serviceSubnet).
-	DefaultServiceCIDR = "10.96.0.0/12"
+	DefaultServiceCIDR        = "10.96.0.0/12"
 	DefaultClusterDomain      = "cluster.local"
 	DefaultMaxPods            = 110
 	DefaultInterfaceName      = "Ethernet"

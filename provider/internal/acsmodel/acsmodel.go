@@ -39,19 +39,19 @@ type Cluster struct {
 	// KubernetesVersion is the model's version when kubewin supports it ("1.37.1"), else "".
 	KubernetesVersion string
 	// OrchestratorVersion is what the model names (orchestratorVersion or orchestratorRelease).
-	OrchestratorVersion           string
-	Location                      string
-	ClusterCIDR, ServiceCIDR      string
-	DNSPrefix                     string
-	APIServerAccess               string
-	APIServerAuthorizedIPRanges   []string
-	VNetCIDR                      string
-	MasterSubnetID, AgentSubnetID string
-	AdminUsername                 string
-	SSHPublicKeys                 []string
-	Masters                       Machines
-	LinuxPool                     *Machines
-	Tags                          map[string]string
+	OrchestratorVersion                 string
+	Location                            string
+	ClusterCIDR, ServiceCIDR            string
+	DNSPrefix                           string
+	APIServerAccess                     string
+	APIServerAuthorizedIPRanges         []string
+	VNetCIDR                            string
+	ControlPlaneSubnetID, AgentSubnetID string
+	AdminUsername                       string
+	SSHPublicKeys                       []string
+	ControlPlanes                       Machines
+	LinuxPool                           *Machines
+	Tags                                map[string]string
 	// MaxPods and WindowsKubeletArgs are kubernetesConfig's, for the Windows pools.
 	MaxPods            int
 	WindowsKubeletArgs map[string]string
@@ -310,7 +310,7 @@ func Convert(data []byte) (*Result, error) {
 		return nil, errors.New("the api model holds more than one JSON value")
 	}
 	c := &converter{}
-	c.res.Cluster.Masters = Machines{Count: 1}
+	c.res.Cluster.ControlPlanes = Machines{Count: 1}
 	top := c.objectAt(root, "")
 	top.path = ""
 	v, _ := top.take("apiVersion")
@@ -641,9 +641,9 @@ func (c *converter) master(o *object) {
 	cl := &c.res.Cluster
 	v, path := o.take("count")
 	if v != nil {
-		cl.Masters.Count = c.num(v, path)
-		if !slices.Contains([]int{1, 3, 5}, cl.Masters.Count) {
-			c.reject(path, "is %d: a cluster has 1, 3 or 5 control planes", cl.Masters.Count)
+		cl.ControlPlanes.Count = c.num(v, path)
+		if !slices.Contains([]int{1, 3, 5}, cl.ControlPlanes.Count) {
+			c.reject(path, "is %d: a cluster has 1, 3 or 5 control planes", cl.ControlPlanes.Count)
 		}
 	}
 	v, path = o.take("dnsPrefix")
@@ -655,16 +655,16 @@ func (c *converter) master(o *object) {
 		cl.DNSPrefix = ""
 	}
 	v, path = o.take("vmSize")
-	cl.Masters.VMSize = c.str(v, path)
+	cl.ControlPlanes.VMSize = c.str(v, path)
 	v, path = o.take("osDiskSizeGB")
-	cl.Masters.OSDiskSizeGB = c.num(v, path)
+	cl.ControlPlanes.OSDiskSizeGB = c.num(v, path)
 	v, path = o.take("availabilityZones")
-	cl.Masters.Zones = c.strings(v, path)
+	cl.ControlPlanes.Zones = c.strings(v, path)
 	v, path = o.take("vnetSubnetID")
-	cl.MasterSubnetID = c.str(v, path)
+	cl.ControlPlaneSubnetID = c.str(v, path)
 	v, path = o.take("agentVnetSubnetID")
 	cl.AgentSubnetID = c.str(v, path)
-	if (cl.MasterSubnetID == "") != (cl.AgentSubnetID == "") {
+	if (cl.ControlPlaneSubnetID == "") != (cl.AgentSubnetID == "") {
 		c.reject(path, "give the control planes' subnet (vnetSubnetID) and the agents' (agentVnetSubnetID) together: kubewin's clusters put them in "+
 			"two subnets")
 	}
@@ -675,7 +675,7 @@ func (c *converter) master(o *object) {
 		cl.APIServerAuthorizedIPRanges = []string{c.str(v, path)}
 	}
 	if v, path := o.take("imageReference"); v != nil {
-		cl.Masters.ImageID = c.imageID(c.objectAt(v, path))
+		cl.ControlPlanes.ImageID = c.imageID(c.objectAt(v, path))
 	}
 	if v, path := o.take("availabilityProfile"); !isUnset(v) && c.str(v, path) != "AvailabilitySet" {
 		c.warn(path, "ignored: kubewin's control planes are virtual machines, spread over availability zones when masterProfile.availabilityZones "+

@@ -26,10 +26,10 @@ func bodyCluster(public bool) *Cluster {
 		Name: "acs", ResourceGroup: "rg", Location: "westeurope", KubernetesVersion: "v1.37.1",
 		PodCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12", NodeCIDRMaskSize: 24,
 		Network: ClusterNetwork{
-			VNetCIDR: "10.240.0.0/16", MasterSubnetCIDR: "10.240.255.0/24", AgentSubnetCIDR: "10.240.0.0/20",
+			VNetCIDR: "10.240.0.0/16", ControlPlaneSubnetCIDR: "10.240.255.0/24", AgentSubnetCIDR: "10.240.0.0/20",
 			PublicAPIServer: true, DNSPrefix: "acs-rg",
 		},
-		Masters:                 MachineSpec{Count: 3, VMSize: "Standard_D2s_v3", Image: UbuntuLTS, Zones: []string{"1", "2", "3"}, OSDiskSizeGB: 64},
+		ControlPlanes:           MachineSpec{Count: 3, VMSize: "Standard_D2s_v3", Image: UbuntuLTS, Zones: []string{"1", "2", "3"}, OSDiskSizeGB: 64},
 		Agents:                  MachineSpec{Count: 2, VMSize: "Standard_D4s_v3", Image: Image{ID: "/subscriptions/s/images/ubuntu"}},
 		AdminUsername:           "azureuser",
 		SSHPublicKeys:           []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKubewinTestKeyOnly admin"},
@@ -38,7 +38,7 @@ func bodyCluster(public bool) *Cluster {
 	}
 	if !public {
 		spec.Network = ClusterNetwork{
-			MasterSubnetID: testVNet + "/subnets/m", AgentSubnetID: testVNet + "/subnets/a",
+			ControlPlaneSubnetID: testVNet + "/subnets/m", AgentSubnetID: testVNet + "/subnets/a",
 		}
 		spec.APIServerSourcePrefixes = []string{"10.0.0.0/8", "192.168.0.0/16"}
 	}
@@ -63,15 +63,15 @@ func TestClusterBodies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			addr, err := masterAddress(subnet, 1)
+			addr, err := controlPlaneAddress(subnet, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			bodies := map[string]any{
 				"nsg-masters.json":            c.securityGroupBody("masters"),
 				"load-balancer.json":          lb,
-				"master-1-nic.json":           c.masterNICBody(addr),
-				"master-1-vm.json":            c.masterVMBody(1, linux, []byte("#cloud-config\n")),
+				"master-1-nic.json":           c.controlPlaneNICBody(addr),
+				"master-1-vm.json":            c.controlPlaneVMBody(1, linux, []byte("#cloud-config\n")),
 				"agents-scale-set.json":       c.agentScaleSetBody(2, linux, []byte("#cloud-config\n")),
 				"agents-scale-set-scale.json": c.agentScaleSetUpdate(3, nil),
 			}

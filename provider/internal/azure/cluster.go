@@ -32,11 +32,11 @@ import (
 type ClusterSpec struct {
 	Name, ResourceGroup, Location string
 	// KubernetesVersion is a release, "v1.37.1".
-	KubernetesVersion    string
-	PodCIDR, ServiceCIDR string
-	NodeCIDRMaskSize     int
-	Network              ClusterNetwork
-	Masters, Agents      MachineSpec
+	KubernetesVersion     string
+	PodCIDR, ServiceCIDR  string
+	NodeCIDRMaskSize      int
+	Network               ClusterNetwork
+	ControlPlanes, Agents MachineSpec
 	// AdminUsername and SSHPublicKeys are the machines' administrator; without keys nobody
 	// can log on (a key nobody holds is set, as Azure wants one).
 	AdminUsername string
@@ -50,9 +50,9 @@ type ClusterSpec struct {
 // ClusterNetwork is where the cluster's machines are.
 type ClusterNetwork struct {
 	// VNetCIDR, MasterSubnetCIDR and AgentSubnetCIDR make kubewin's virtual network, unless
-	// MasterSubnetID and AgentSubnetID name existing subnets.
-	VNetCIDR, MasterSubnetCIDR, AgentSubnetCIDR string
-	MasterSubnetID, AgentSubnetID               string
+	// ControlPlaneSubnetID and AgentSubnetID name existing subnets.
+	VNetCIDR, ControlPlaneSubnetCIDR, AgentSubnetCIDR string
+	ControlPlaneSubnetID, AgentSubnetID               string
 	// PublicAPIServer gives the load balancer a public frontend (with DNSPrefix as the DNS
 	// label of its address, when set); else its frontend is in the masters' subnet.
 	PublicAPIServer bool
@@ -80,7 +80,7 @@ var UbuntuLTS = Image{Publisher: "Canonical", Offer: "ubuntu-24_04-lts", SKU: "s
 const (
 	TagCluster = "kubewin.io/cluster"
 	// TagMasters on the load balancer is the number of control planes.
-	TagMasters = "kubewin.io/masters"
+	TagControlPlanes = "kubewin.io/masters"
 )
 
 // Cluster manages an azure cluster.
@@ -116,9 +116,9 @@ func (c *Cluster) ScaleSetID() string {
 	return c.id(typeScaleSet, c.scaleSetName()).String()
 }
 
-// MasterSubnetID and AgentSubnetID are the subnets of the control planes and agents.
-func (c *Cluster) MasterSubnetID() string {
-	if id := c.Spec.Network.MasterSubnetID; id != "" {
+// ControlPlaneSubnetID and AgentSubnetID are the subnets of the control planes and agents.
+func (c *Cluster) ControlPlaneSubnetID() string {
+	if id := c.Spec.Network.ControlPlaneSubnetID; id != "" {
 		return id
 	}
 	return c.id(typeVirtualNetwork, c.vnetName()).child("subnets", "masters")
@@ -133,7 +133,7 @@ func (c *Cluster) AgentSubnetID() string {
 
 // VNetID is kubewin's virtual network, "" with existing subnets.
 func (c *Cluster) VNetID() string {
-	if c.Spec.Network.MasterSubnetID != "" {
+	if c.Spec.Network.ControlPlaneSubnetID != "" {
 		return ""
 	}
 	return c.id(typeVirtualNetwork, c.vnetName()).String()
@@ -161,7 +161,7 @@ func (c *Cluster) ours(id string, tags map[string]*string) error {
 // masterAddress is the static address of control plane i: the masters' subnet's sixth address
 // on (the first four are Azure's and the fifth is an internal frontend's), as acs-engine's
 // firstConsecutiveStaticIP.
-func masterAddress(subnet netip.Prefix, i int) (netip.Addr, error) {
+func controlPlaneAddress(subnet netip.Prefix, i int) (netip.Addr, error) {
 	return ipam.Nth(subnet, uint64(5+i))
 }
 

@@ -118,7 +118,7 @@ func (c *Cluster) Endpoint(ctx context.Context) (endpoint string, masters int, e
 	if err := c.ours(c.ID(), lb.Tags); err != nil {
 		return "", 0, err
 	}
-	masters, _ = strconv.Atoi(deref(lb.Tags[TagMasters]))
+	masters, _ = strconv.Atoi(deref(lb.Tags[TagControlPlanes]))
 	if lb.Properties == nil || len(lb.Properties.FrontendIPConfigurations) == 0 || lb.Properties.FrontendIPConfigurations[0].Properties == nil {
 		return "", 0, fmt.Errorf("load balancer %s has no frontend", c.ID())
 	}

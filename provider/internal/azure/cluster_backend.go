@@ -39,9 +39,9 @@ func (c ClusterBackend) Observe(ctx context.Context) (*cluster.State, error) {
 		return nil, err
 	}
 	return &cluster.State{
-		Masters: o.Masters,
-		Agents:  o.Agents,
-		Running: o.Masters == c.Spec.Masters.Count && o.Agents == c.Spec.Agents.Count,
+		ControlPlanes: o.ControlPlanes,
+		Agents:        o.Agents,
+		Running:       o.ControlPlanes == c.Spec.ControlPlanes.Count && o.Agents == c.Spec.Agents.Count,
 	}, nil
 }
 
@@ -58,8 +58,8 @@ func (c ClusterBackend) Repair(ctx context.Context, last *cluster.State) (*clust
 		return nil, &cluster.StepError{Step: cluster.StepConnect, Err: err}
 	}
 	var missing []int
-	for i := range c.Spec.Masters.Count {
-		ok, err := c.MasterExists(ctx, i)
+	for i := range c.Spec.ControlPlanes.Count {
+		ok, err := c.ControlPlaneExists(ctx, i)
 		if err != nil {
 			return nil, &cluster.StepError{Step: cluster.StepRead, Err: err}
 		}
@@ -68,8 +68,8 @@ func (c ClusterBackend) Repair(ctx context.Context, last *cluster.State) (*clust
 		}
 	}
 	if len(missing) > 0 {
-		if err := c.AddMasters(ctx, access, state, missing); err != nil {
-			return nil, &cluster.StepError{Step: cluster.StepAddMaster, Err: err}
+		if err := c.AddControlPlanes(ctx, access, state, missing); err != nil {
+			return nil, &cluster.StepError{Step: cluster.StepAddControlPlane, Err: err}
 		}
 	}
 	if err := c.ScaleAgents(ctx, access, state, c.Spec.Agents.Count); err != nil {

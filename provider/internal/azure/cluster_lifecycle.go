@@ -82,7 +82,7 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 		return nil, err
 	}
 	certKey := randomHex(32)
-	if err := c.createMasters(ctx, subnet, cluster, 0, 1, kubeadmboot.Machine{Role: kubeadmboot.RoleInit, Token: token, TokenTTL: joinTokenTTL, CertificateKey: certKey}); err != nil {
+	if err := c.createControlPlanes(ctx, subnet, cluster, 0, 1, kubeadmboot.Machine{Role: kubeadmboot.RoleInit, Token: token, TokenTTL: joinTokenTTL, CertificateKey: certKey}); err != nil {
 		return nil, err
 	}
 	ca, err := c.waitBoot(ctx, 0)
@@ -94,10 +94,10 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 		return nil, fmt.Errorf("the CA certificate %s reported: %w", c.masterName(0), err)
 	}
 	state := &ClusterState{Endpoint: endpoint, FQDN: fqdn, CACert: ca, CAHash: pin}
-	if err := c.createMasters(ctx, subnet, cluster, 1, c.Spec.Masters.Count, kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: pin}); err != nil {
+	if err := c.createControlPlanes(ctx, subnet, cluster, 1, c.Spec.ControlPlanes.Count, kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: pin}); err != nil {
 		return state, err
 	}
-	access, err := c.Access(ctx, endpoint, c.Spec.Masters.Count)
+	access, err := c.Access(ctx, endpoint, c.Spec.ControlPlanes.Count)
 	if err != nil {
 		return state, err
 	}
@@ -114,15 +114,15 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 
 // createMasters creates control planes from..to-1 (NICs and VMs, in parallel) and waits for each
 // to report its bootstrap done.
-func (c *Cluster) createMasters(ctx context.Context, subnet netip.Prefix, cluster kubeadmboot.Cluster, from, to int, m kubeadmboot.Machine) error {
+func (c *Cluster) createControlPlanes(ctx context.Context, subnet netip.Prefix, cluster kubeadmboot.Cluster, from, to int, m kubeadmboot.Machine) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for i := from; i < to; i++ {
 		g.Go(func() error {
-			addr, err := masterAddress(subnet, i)
+			addr, err := controlPlaneAddress(subnet, i)
 			if err != nil {
 				return err
 			}
-			if err := c.ensure(gctx, c.masterNIC(i, addr)); err != nil {
+			if err := c.ensure(gctx, c.controlPlaneNIC(i, addr)); err != nil {
 				return err
 			}
 			mi := m
@@ -131,7 +131,7 @@ func (c *Cluster) createMasters(ctx context.Context, subnet netip.Prefix, cluste
 			if err != nil {
 				return err
 			}
-			if err := c.ensure(gctx, c.masterVM(i, userData)); err != nil {
+			if err := c.ensure(gctx, c.controlPlaneVM(i, userData)); err != nil {
 				return err
 			}
 			if i > 0 {
@@ -148,7 +148,7 @@ func (c *Cluster) createMasters(ctx context.Context, subnet netip.Prefix, cluste
 // certificate key (kubeadm deletes an upload after two hours), and the new ones join with it and
 // a fresh token, at their static addresses (a lost one's etcd member, at the same address, is
 // taken over by kubeadm).
-func (c *Cluster) AddMasters(ctx context.Context, access *Access, state *ClusterState, indexes []int) error {
+func (c *Cluster) AddControlPlanes(ctx context.Context, access *Access, state *ClusterState, indexes []int) error {
 	client, err := kubernetes.NewForConfig(access.REST())
 	if err != nil {
 		return err
@@ -157,7 +157,7 @@ func (c *Cluster) AddMasters(ctx context.Context, access *Access, state *Cluster
 	script := kubeadmboot.UploadCertificatesScript(certKey)
 	uploaded := false
 	var errs []error
-	for i := range maxMasters {
+	for i := range maxControlPlanes {
 		if slices.Contains(indexes, i) {
 			continue
 		}
@@ -184,12 +184,12 @@ func (c *Cluster) AddMasters(ctx context.Context, access *Access, state *Cluster
 	m := kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: state.CAHash}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, i := range indexes {
-		g.Go(func() error { return c.createMasters(gctx, subnet, cluster, i, i+1, m) })
+		g.Go(func() error { return c.createControlPlanes(gctx, subnet, cluster, i, i+1, m) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	return c.setMasterCount(ctx, max(slices.Max(indexes)+1, c.Spec.Masters.Count))
+	return c.setControlPlaneCount(ctx, max(slices.Max(indexes)+1, c.Spec.ControlPlanes.Count))
 }
 
 // ScaleAgents brings the Linux agents to want.
@@ -341,8 +341,8 @@ func agentRoute(n *corev1.Node, err error) (routetable.Route, bool) {
 type Observed struct {
 	// Exists is false once its load balancer is gone.
 	Exists bool
-	// Masters counts the control planes' VMs; Agents the scale set's capacity.
-	Masters, Agents int
+	// ControlPlanes counts the control planes' VMs; Agents the scale set's capacity.
+	ControlPlanes, Agents int
 }
 
 // Observe reads what exists of the cluster.
@@ -359,13 +359,13 @@ func (c *Cluster) Observe(ctx context.Context) (Observed, error) {
 		return o, err
 	}
 	o.Exists = true
-	for i := range maxMasters {
-		ok, err := c.MasterExists(ctx, i)
+	for i := range maxControlPlanes {
+		ok, err := c.ControlPlaneExists(ctx, i)
 		if err != nil {
 			return o, err
 		}
 		if ok {
-			o.Masters++
+			o.ControlPlanes++
 		}
 	}
 	o.Agents, err = c.agentCount(ctx)
@@ -373,7 +373,7 @@ func (c *Cluster) Observe(ctx context.Context) (Observed, error) {
 }
 
 // maxMasters is the most control planes a cluster has.
-const maxMasters = 5
+const maxControlPlanes = 5
 
 // Delete removes everything the cluster made, and nothing else: agents, control planes (their
 // disks with them), network interfaces, the load balancer and its address, the virtual network,
@@ -383,14 +383,14 @@ func (c *Cluster) Delete(ctx context.Context) error {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	for i := range maxMasters {
-		g.Go(func() error { return c.remove(gctx, c.masterVM(i, nil)) })
+	for i := range maxControlPlanes {
+		g.Go(func() error { return c.remove(gctx, c.controlPlaneVM(i, nil)) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	for i := range maxMasters {
-		if err := c.remove(ctx, c.masterNIC(i, netip.Addr{})); err != nil {
+	for i := range maxControlPlanes {
+		if err := c.remove(ctx, c.controlPlaneNIC(i, netip.Addr{})); err != nil {
 			return err
 		}
 	}

@@ -61,25 +61,25 @@ func (c *Cluster) osDisk(m MachineSpec) *armcompute.OSDisk {
 	return d
 }
 
-// masterVM is control plane i's VM, with its cloud-init user data (on create).
-func (c *Cluster) masterVM(i int, userData []byte) object {
+// controlPlaneVM is control plane i's VM, with its cloud-init user data (on create).
+func (c *Cluster) controlPlaneVM(i int, userData []byte) object {
 	return newSpec(c, virtualMachines, c.masterName(i), func() (armcompute.VirtualMachine, error) {
 		linux, err := c.linuxConfiguration()
 		if err != nil {
 			return armcompute.VirtualMachine{}, err
 		}
-		return c.masterVMBody(i, linux, userData), nil
+		return c.controlPlaneVMBody(i, linux, userData), nil
 	})
 }
 
 // masterVMBody is control plane i's VM: its NIC, its zone (the masters' zones in turn) and its
 // cloud-init user data.
-func (c *Cluster) masterVMBody(i int, linux *armcompute.LinuxConfiguration, userData []byte) armcompute.VirtualMachine {
+func (c *Cluster) controlPlaneVMBody(i int, linux *armcompute.LinuxConfiguration, userData []byte) armcompute.VirtualMachine {
 	m := armcompute.VirtualMachine{
 		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
 		Properties: &armcompute.VirtualMachineProperties{
-			HardwareProfile: &armcompute.HardwareProfile{VMSize: to.Ptr(armcompute.VirtualMachineSizeTypes(c.Spec.Masters.VMSize))},
-			StorageProfile:  &armcompute.StorageProfile{ImageReference: imageReference(c.Spec.Masters.Image), OSDisk: c.osDisk(c.Spec.Masters)},
+			HardwareProfile: &armcompute.HardwareProfile{VMSize: to.Ptr(armcompute.VirtualMachineSizeTypes(c.Spec.ControlPlanes.VMSize))},
+			StorageProfile:  &armcompute.StorageProfile{ImageReference: imageReference(c.Spec.ControlPlanes.Image), OSDisk: c.osDisk(c.Spec.ControlPlanes)},
 			OSProfile: &armcompute.OSProfile{
 				ComputerName: to.Ptr(c.masterName(i)), AdminUsername: to.Ptr(c.Spec.AdminUsername), LinuxConfiguration: linux,
 				CustomData: to.Ptr(base64.StdEncoding.EncodeToString(userData)),
@@ -92,14 +92,14 @@ func (c *Cluster) masterVMBody(i int, linux *armcompute.LinuxConfiguration, user
 			DiagnosticsProfile: &armcompute.DiagnosticsProfile{BootDiagnostics: &armcompute.BootDiagnostics{Enabled: to.Ptr(true)}},
 		},
 	}
-	if z := c.Spec.Masters.Zones; len(z) > 0 {
+	if z := c.Spec.ControlPlanes.Zones; len(z) > 0 {
 		m.Zones = []*string{to.Ptr(z[i%len(z)])}
 	}
 	return m
 }
 
 // MasterExists reports whether control plane i's VM exists.
-func (c *Cluster) MasterExists(ctx context.Context, i int) (bool, error) {
+func (c *Cluster) ControlPlaneExists(ctx context.Context, i int) (bool, error) {
 	_, err := c.Client.compute.NewVirtualMachinesClient().Get(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
 	if notFound(err) {
 		return false, nil

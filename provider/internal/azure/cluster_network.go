@@ -88,7 +88,7 @@ func (c *Cluster) vnetBody() armnetwork.VirtualNetwork {
 		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
 			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr(n.VNetCIDR)}},
 			Subnets: []*armnetwork.Subnet{
-				subnet("masters", n.MasterSubnetCIDR, c.nsgName("masters"), false),
+				subnet("masters", n.ControlPlaneSubnetCIDR, c.nsgName("masters"), false),
 				subnet("agents", n.AgentSubnetCIDR, c.nsgName("agents"), true),
 			},
 		},
@@ -97,16 +97,16 @@ func (c *Cluster) vnetBody() armnetwork.VirtualNetwork {
 
 // masterSubnet is the prefix of the masters' subnet.
 func (c *Cluster) masterSubnet(ctx context.Context) (netip.Prefix, error) {
-	if c.Spec.Network.MasterSubnetID == "" {
-		return ipam.ParsePrefix(c.Spec.Network.MasterSubnetCIDR)
+	if c.Spec.Network.ControlPlaneSubnetID == "" {
+		return ipam.ParsePrefix(c.Spec.Network.ControlPlaneSubnetCIDR)
 	}
-	prefixes, err := c.Client.SubnetPrefixes(ctx, []string{c.Spec.Network.MasterSubnetID})
+	prefixes, err := c.Client.SubnetPrefixes(ctx, []string{c.Spec.Network.ControlPlaneSubnetID})
 	if err != nil {
 		return netip.Prefix{}, err
 	}
-	p := prefixes[c.Spec.Network.MasterSubnetID]
+	p := prefixes[c.Spec.Network.ControlPlaneSubnetID]
 	if len(p) == 0 {
-		return netip.Prefix{}, fmt.Errorf("subnet %s has no address prefix", c.Spec.Network.MasterSubnetID)
+		return netip.Prefix{}, fmt.Errorf("subnet %s has no address prefix", c.Spec.Network.ControlPlaneSubnetID)
 	}
 	return p[0], nil
 }
@@ -121,7 +121,7 @@ func (c *Cluster) publicIPBody() armnetwork.PublicIPAddress {
 			PublicIPAddressVersion:   to.Ptr(armnetwork.IPVersionIPv4),
 		},
 	}
-	if z := c.Spec.Masters.Zones; len(z) > 0 {
+	if z := c.Spec.ControlPlanes.Zones; len(z) > 0 {
 		m.Zones = to.SliceOfPtrs(z...)
 	}
 	if c.Spec.Network.DNSPrefix != "" {
@@ -162,16 +162,16 @@ func (c *Cluster) loadBalancerBody(masterSubnet netip.Prefix) (armnetwork.LoadBa
 		if err != nil {
 			return armnetwork.LoadBalancer{}, err
 		}
-		frontend.Properties.Subnet = &armnetwork.Subnet{ID: to.Ptr(c.MasterSubnetID())}
+		frontend.Properties.Subnet = &armnetwork.Subnet{ID: to.Ptr(c.ControlPlaneSubnetID())}
 		frontend.Properties.PrivateIPAllocationMethod = to.Ptr(armnetwork.IPAllocationMethodStatic)
 		frontend.Properties.PrivateIPAddress = to.Ptr(a.String())
-		if z := c.Spec.Masters.Zones; len(z) > 0 {
+		if z := c.Spec.ControlPlanes.Zones; len(z) > 0 {
 			frontend.Zones = to.SliceOfPtrs(z...)
 		}
 	}
 	port := to.Ptr[int32](kubeadmboot.APIServerPort)
 	m := armnetwork.LoadBalancer{
-		Location: to.Ptr(c.Spec.Location), Tags: c.tags(TagMasters, strconv.Itoa(c.Spec.Masters.Count)),
+		Location: to.Ptr(c.Spec.Location), Tags: c.tags(TagControlPlanes, strconv.Itoa(c.Spec.ControlPlanes.Count)),
 		SKU: &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard), Tier: to.Ptr(armnetwork.LoadBalancerSKUTierRegional)},
 		Properties: &armnetwork.LoadBalancerPropertiesFormat{
 			FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{frontend},
@@ -207,7 +207,7 @@ func (c *Cluster) loadBalancerBody(masterSubnet netip.Prefix) (armnetwork.LoadBa
 }
 
 // setMasterCount records the number of control planes on the load balancer.
-func (c *Cluster) setMasterCount(ctx context.Context, n int) error {
+func (c *Cluster) setControlPlaneCount(ctx context.Context, n int) error {
 	r, err := c.Client.network.NewLoadBalancersClient().Get(ctx, c.Spec.ResourceGroup, c.lbName(), nil)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", c.ID(), err)
@@ -216,7 +216,7 @@ func (c *Cluster) setMasterCount(ctx context.Context, n int) error {
 	if m.Tags == nil {
 		m.Tags = map[string]*string{}
 	}
-	m.Tags[TagMasters] = to.Ptr(strconv.Itoa(n))
+	m.Tags[TagControlPlanes] = to.Ptr(strconv.Itoa(n))
 	return loadBalancers.put(ctx, c.Client, c.Spec.ResourceGroup, c.lbName(), m)
 }
 
@@ -224,19 +224,19 @@ func (c *Cluster) pool(name string) *armnetwork.BackendAddressPool {
 	return &armnetwork.BackendAddressPool{ID: to.Ptr(c.id(typeLoadBalancer, c.lbName()).child("backendAddressPools", name))}
 }
 
-// masterNIC is control plane i's network interface, with its static address addr (on create).
-func (c *Cluster) masterNIC(i int, addr netip.Addr) object {
-	return newSpec(c, interfaces, c.nicName(i), pure(func() armnetwork.Interface { return c.masterNICBody(addr) }))
+// controlPlaneNIC is control plane i's network interface, with its static address addr (on create).
+func (c *Cluster) controlPlaneNIC(i int, addr netip.Addr) object {
+	return newSpec(c, interfaces, c.nicName(i), pure(func() armnetwork.Interface { return c.controlPlaneNICBody(addr) }))
 }
 
 // masterNICBody is a control plane's network interface with its static address, in the load
 // balancer's masters' pool.
-func (c *Cluster) masterNICBody(addr netip.Addr) armnetwork.Interface {
+func (c *Cluster) controlPlaneNICBody(addr netip.Addr) armnetwork.Interface {
 	return armnetwork.Interface{
 		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
 		Properties: &armnetwork.InterfacePropertiesFormat{
 			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: to.Ptr("ipconfig"), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-				Primary: to.Ptr(true), Subnet: &armnetwork.Subnet{ID: to.Ptr(c.MasterSubnetID())},
+				Primary: to.Ptr(true), Subnet: &armnetwork.Subnet{ID: to.Ptr(c.ControlPlaneSubnetID())},
 				PrivateIPAllocationMethod:       to.Ptr(armnetwork.IPAllocationMethodStatic),
 				PrivateIPAddress:                to.Ptr(addr.String()),
 				LoadBalancerBackendAddressPools: []*armnetwork.BackendAddressPool{c.pool("masters")},

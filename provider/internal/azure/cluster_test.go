@@ -30,10 +30,10 @@ func testClusterSpec(t *testing.T, group, name string) ClusterSpec {
 		Name: name, ResourceGroup: group, Location: server.Location(), KubernetesVersion: version,
 		PodCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12", NodeCIDRMaskSize: 24,
 		Network: ClusterNetwork{
-			VNetCIDR: "10.240.0.0/16", MasterSubnetCIDR: "10.240.255.0/24", AgentSubnetCIDR: "10.240.0.0/20",
+			VNetCIDR: "10.240.0.0/16", ControlPlaneSubnetCIDR: "10.240.255.0/24", AgentSubnetCIDR: "10.240.0.0/20",
 			PublicAPIServer: true, DNSPrefix: name + "-" + strings.ToLower(group),
 		},
-		Masters:       MachineSpec{Count: 1, VMSize: "Standard_D2s_v3", Image: UbuntuLTS, Zones: []string{"1", "2", "3"}},
+		ControlPlanes: MachineSpec{Count: 1, VMSize: "Standard_D2s_v3", Image: UbuntuLTS, Zones: []string{"1", "2", "3"}},
 		Agents:        MachineSpec{Count: 1, VMSize: "Standard_D2s_v3", Image: UbuntuLTS},
 		AdminUsername: "azureuser",
 	}
@@ -120,14 +120,14 @@ func TestAzureClusterLifecycle(t *testing.T) {
 	readyNodes(1)
 	routes(1)
 
-	if err := c.AddMasters(ctx, access, state, []int{1, 2}); err != nil {
+	if err := c.AddControlPlanes(ctx, access, state, []int{1, 2}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := c.Observe(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o != (Observed{Exists: true, Masters: 3, Agents: 1}) {
+	if o != (Observed{Exists: true, ControlPlanes: 3, Agents: 1}) {
 		t.Errorf("observed %+v", o)
 	}
 	// The new control planes have the certificates and a kubeconfig: they sign admin

@@ -23,8 +23,8 @@ type State struct {
 	KubeconfigPath string
 	// Running is whether every control plane (and agent) of the cluster runs.
 	Running bool
-	// Masters and Agents count the machines that exist, for backends that make machines.
-	Masters, Agents int
+	// ControlPlanes and Agents count the machines that exist, for backends that make machines.
+	ControlPlanes, Agents int
 }
 
 // Cluster is a backend's side of a cluster, as its configuration describes it.
@@ -60,10 +60,10 @@ type Step int
 
 // The steps of Repair.
 const (
-	StepConnect   Step = iota // reach the cluster's API server
-	StepRead                  // read its machines
-	StepAddMaster             // make control planes
-	StepScale                 // scale the agents
+	StepConnect         Step = iota // reach the cluster's API server
+	StepRead                        // read its machines
+	StepAddControlPlane             // make control planes
+	StepScale                       // scale the agents
 )
 
 func (e *StepError) Error() string { return fmt.Sprintf("step %d: %v", e.Step, e.Err) }

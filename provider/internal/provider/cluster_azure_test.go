@@ -250,7 +250,7 @@ func checkACSEngineExample(t *testing.T, c *cli) {
 		t.Errorf("Ready nodes %v, want 2 Linux (the default pool) and 3 Windows (the model's windowspool1)", got)
 	}
 	for i := range 3 {
-		if ok, err := (&azure.Cluster{Client: azureClient(t), Spec: azure.ClusterSpec{Name: "kubernetes-windows", ResourceGroup: acsExampleGroup.name}}).MasterExists(context.Background(), i); err != nil || !ok {
+		if ok, err := (&azure.Cluster{Client: azureClient(t), Spec: azure.ClusterSpec{Name: "kubernetes-windows", ResourceGroup: acsExampleGroup.name}}).ControlPlaneExists(context.Background(), i); err != nil || !ok {
 			t.Errorf("control plane %d: %v, %v", i, ok, err)
 		}
 	}

@@ -155,12 +155,12 @@ func acsResultValue(r *acsmodel.Result) (types.Object, error) {
 		"api_server_access":               acsStr(c.APIServerAccess),
 		"api_server_authorized_ip_ranges": acsList(c.APIServerAuthorizedIPRanges),
 		"vnet_cidr":                       acsStr(c.VNetCIDR),
-		"master_subnet_id":                acsStr(c.MasterSubnetID),
+		"master_subnet_id":                acsStr(c.ControlPlaneSubnetID),
 		"agent_subnet_id":                 acsStr(c.AgentSubnetID),
 		"admin_username":                  acsStr(c.AdminUsername),
 		"ssh_public_keys":                 acsList(c.SSHPublicKeys),
 		"tags":                            acsMap(c.Tags),
-		"masters":                         machinesValue(&c.Masters, "count"),
+		"masters":                         machinesValue(&c.ControlPlanes, "count"),
 		"linux_pool":                      machinesValue(c.LinuxPool, "node_count"),
 	})
 	cluster := types.ObjectValueMust(acsClusterTypes, map[string]attr.Value{

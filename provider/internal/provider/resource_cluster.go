@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/controlplane"
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/kubeversion"
@@ -127,7 +128,7 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"cluster_cidr": schema.StringAttribute{
 				Optional:      true,
 				Computed:      true,
-				Default:       stringdefault.StaticString("10.244.0.0/16"),
+				Default:       stringdefault.StaticString(v1alpha1.DefaultClusterCIDR),
 				PlanModifiers: replace,
 				Validators:    []validator.String{cidrValidator{}},
 				Description:   "Pod network of the cluster, split into per-node pod CIDRs by node IPAM. Default `10.244.0.0/16`.",
@@ -135,7 +136,7 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"service_cidr": schema.StringAttribute{
 				Optional:      true,
 				Computed:      true,
-				Default:       stringdefault.StaticString("10.96.0.0/12"),
+				Default:       stringdefault.StaticString(v1alpha1.DefaultServiceCIDR),
 				PlanModifiers: replace,
 				Validators:    []validator.String{cidrValidator{}},
 				Description:   "Service network of the cluster. Default `10.96.0.0/12`.",
@@ -225,7 +226,7 @@ func (r *clusterResource) ValidateConfig(ctx context.Context, req resource.Valid
 	if m.ClusterCIDR.IsUnknown() || m.ServiceCIDR.IsUnknown() {
 		return
 	}
-	clusterCIDR, serviceCIDR := "10.244.0.0/16", "10.96.0.0/12"
+	clusterCIDR, serviceCIDR := v1alpha1.DefaultClusterCIDR, v1alpha1.DefaultServiceCIDR
 	if !m.ClusterCIDR.IsNull() {
 		clusterCIDR = m.ClusterCIDR.ValueString()
 	}

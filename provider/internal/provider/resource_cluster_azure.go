@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/provider/internal/azure"
@@ -38,13 +39,13 @@ type clusterAzureModel struct {
 	APIServerAccess             types.String `tfsdk:"api_server_access"`
 	APIServerAuthorizedIPRanges types.List   `tfsdk:"api_server_authorized_ip_ranges"`
 	VNetCIDR                    types.String `tfsdk:"vnet_cidr"`
-	MasterSubnetCIDR            types.String `tfsdk:"master_subnet_cidr"`
+	ControlPlaneSubnetCIDR      types.String `tfsdk:"master_subnet_cidr"`
 	AgentSubnetCIDR             types.String `tfsdk:"agent_subnet_cidr"`
-	MasterSubnetID              types.String `tfsdk:"master_subnet_id"`
+	ControlPlaneSubnetID        types.String `tfsdk:"master_subnet_id"`
 	AgentSubnetID               types.String `tfsdk:"agent_subnet_id"`
 	AdminUsername               types.String `tfsdk:"admin_username"`
 	SSHPublicKeys               types.List   `tfsdk:"ssh_public_keys"`
-	Masters                     types.Object `tfsdk:"masters"`
+	ControlPlanes               types.Object `tfsdk:"masters"`
 	LinuxPool                   types.Object `tfsdk:"linux_pool"`
 	Tags                        types.Map    `tfsdk:"tags"`
 	APIServerFQDN               types.String `tfsdk:"api_server_fqdn"`
@@ -53,7 +54,7 @@ type clusterAzureModel struct {
 	LinuxScaleSetID             types.String `tfsdk:"linux_scale_set_id"`
 }
 
-type mastersModel struct {
+type controlPlanesModel struct {
 	Count        types.Int64  `tfsdk:"count"`
 	VMSize       types.String `tfsdk:"vm_size"`
 	ImageID      types.String `tfsdk:"image_id"`
@@ -71,18 +72,18 @@ type linuxPoolModel struct {
 
 // Defaults of an azure cluster.
 const (
-	defaultVMSize           = "Standard_D2s_v3"
-	defaultVNetCIDR         = "10.240.0.0/16"
-	defaultMasterSubnetCIDR = "10.240.255.0/24"
-	defaultAgentSubnetCIDR  = "10.240.0.0/20"
-	defaultLinuxNodes       = 2
+	defaultVMSize                 = "Standard_D2s_v3"
+	defaultVNetCIDR               = "10.240.0.0/16"
+	defaultControlPlaneSubnetCIDR = "10.240.255.0/24"
+	defaultAgentSubnetCIDR        = "10.240.0.0/20"
+	defaultLinuxNodes             = 2
 )
 
 var (
-	pathClusterAzure  = path.Root("azure")
-	mastersAttrTypes  = map[string]attr.Type{"count": types.Int64Type, "vm_size": types.StringType, "image_id": types.StringType, "zones": types.ListType{ElemType: types.StringType}, "os_disk_size_gb": types.Int64Type}
-	linuxPoolAttrType = map[string]attr.Type{"node_count": types.Int64Type, "vm_size": types.StringType, "image_id": types.StringType, "zones": types.ListType{ElemType: types.StringType}, "os_disk_size_gb": types.Int64Type}
-	dnsLabelRE        = regexp.MustCompile(`^[a-z][a-z0-9-]{1,61}[a-z0-9]$`)
+	pathClusterAzure       = path.Root("azure")
+	controlPlanesAttrTypes = map[string]attr.Type{"count": types.Int64Type, "vm_size": types.StringType, "image_id": types.StringType, "zones": types.ListType{ElemType: types.StringType}, "os_disk_size_gb": types.Int64Type}
+	linuxPoolAttrType      = map[string]attr.Type{"node_count": types.Int64Type, "vm_size": types.StringType, "image_id": types.StringType, "zones": types.ListType{ElemType: types.StringType}, "os_disk_size_gb": types.Int64Type}
+	dnsLabelRE             = regexp.MustCompile(`^[a-z][a-z0-9-]{1,61}[a-z0-9]$`)
 )
 
 func clusterAzureBlock(context.Context) schema.Block {
@@ -185,10 +186,10 @@ func clusterAzureBlock(context.Context) schema.Block {
 			"master_subnet_cidr": schema.StringAttribute{
 				Optional:   true,
 				Computed:   true,
-				Default:    stringdefault.StaticString(defaultMasterSubnetCIDR),
+				Default:    stringdefault.StaticString(defaultControlPlaneSubnetCIDR),
 				Validators: []validator.String{cidrValidator{}},
 				Description: "The control planes' subnet; control plane i has its sixth address and on (acs-engine's `firstConsecutiveStaticIP`). " +
-					"Default `" + defaultMasterSubnetCIDR + "`.",
+					"Default `" + defaultControlPlaneSubnetCIDR + "`.",
 			},
 			"agent_subnet_cidr": schema.StringAttribute{
 				Optional:    true,
@@ -229,7 +230,7 @@ func clusterAzureBlock(context.Context) schema.Block {
 			"masters": schema.SingleNestedAttribute{
 				Optional:    true,
 				Computed:    true,
-				Default:     machinesDefault(mastersAttrTypes, "count", 1),
+				Default:     machinesDefault(controlPlanesAttrTypes, "count", 1),
 				Description: "The control planes.",
 				Attributes: machine("count", "Number of control planes: 1, 3 or 5 (stacked etcd keeps a quorum through the loss of 1 of 3 or 2 of 5). It can grow in place. Default `1`.", 1,
 					[]validator.Int64{int64validator.OneOf(1, 3, 5)}),
@@ -284,7 +285,7 @@ func (a *clusterAzureModel) validate(_ context.Context, m *clusterModel) diag.Di
 			fmt.Sprintf("An azure cluster needs kubernetes_version, a release such as \"1.%d.1\" (1.%d to 1.%d): its control planes install that "+
 				"version.", kubeversion.NewestMinor, kubeversion.OldestMinor, kubeversion.NewestMinor))
 	}
-	if a.MasterSubnetID.IsNull() != a.AgentSubnetID.IsNull() && !a.MasterSubnetID.IsUnknown() && !a.AgentSubnetID.IsUnknown() {
+	if a.ControlPlaneSubnetID.IsNull() != a.AgentSubnetID.IsNull() && !a.ControlPlaneSubnetID.IsUnknown() && !a.AgentSubnetID.IsUnknown() {
 		diags.AddAttributeError(pathClusterAzure.AtName("master_subnet_id"), "Incomplete Existing Network", "Set both master_subnet_id and agent_subnet_id (existing subnets), or neither (the cluster's own virtual network).")
 	}
 	if a.APIServerAccess.ValueString() == "internal" && !a.DNSPrefix.IsNull() {
@@ -303,11 +304,11 @@ func (a *clusterAzureModel) validate(_ context.Context, m *clusterModel) diag.Di
 		return ipam.Named{Name: name, Prefix: p}, err == nil
 	}
 	vnet, ok1 := named("azure.vnet_cidr", a.VNetCIDR, defaultVNetCIDR)
-	masters, ok2 := named("azure.master_subnet_cidr", a.MasterSubnetCIDR, defaultMasterSubnetCIDR)
+	masters, ok2 := named("azure.master_subnet_cidr", a.ControlPlaneSubnetCIDR, defaultControlPlaneSubnetCIDR)
 	agents, ok3 := named("azure.agent_subnet_cidr", a.AgentSubnetCIDR, defaultAgentSubnetCIDR)
-	pods, ok4 := named("cluster_cidr", m.ClusterCIDR, "10.244.0.0/16")
-	services, ok5 := named("service_cidr", m.ServiceCIDR, "10.96.0.0/12")
-	if ok1 && ok2 && ok3 && ok4 && ok5 && a.MasterSubnetID.IsNull() {
+	pods, ok4 := named("cluster_cidr", m.ClusterCIDR, v1alpha1.DefaultClusterCIDR)
+	services, ok5 := named("service_cidr", m.ServiceCIDR, v1alpha1.DefaultServiceCIDR)
+	if ok1 && ok2 && ok3 && ok4 && ok5 && a.ControlPlaneSubnetID.IsNull() {
 		for _, sn := range []ipam.Named{masters, agents} {
 			if !vnet.Prefix.Contains(sn.Prefix.Addr()) || sn.Prefix.Bits() < vnet.Prefix.Bits() {
 				diags.AddAttributeError(pathClusterAzure.AtName(strings.TrimPrefix(sn.Name, "azure.")), "Subnet Outside the Virtual Network",
@@ -365,9 +366,9 @@ func (*clusterAzureModel) modifyPlan(ctx context.Context, _ *providerData, req r
 		{pathClusterAzure.AtName("api_server_access"), "azure.api_server_access", state.Azure.APIServerAccess, plan.Azure.APIServerAccess},
 		{pathClusterAzure.AtName("api_server_authorized_ip_ranges"), "azure.api_server_authorized_ip_ranges", state.Azure.APIServerAuthorizedIPRanges, plan.Azure.APIServerAuthorizedIPRanges},
 		{pathClusterAzure.AtName("vnet_cidr"), "azure.vnet_cidr", state.Azure.VNetCIDR, plan.Azure.VNetCIDR},
-		{pathClusterAzure.AtName("master_subnet_cidr"), "azure.master_subnet_cidr", state.Azure.MasterSubnetCIDR, plan.Azure.MasterSubnetCIDR},
+		{pathClusterAzure.AtName("master_subnet_cidr"), "azure.master_subnet_cidr", state.Azure.ControlPlaneSubnetCIDR, plan.Azure.ControlPlaneSubnetCIDR},
 		{pathClusterAzure.AtName("agent_subnet_cidr"), "azure.agent_subnet_cidr", state.Azure.AgentSubnetCIDR, plan.Azure.AgentSubnetCIDR},
-		{pathClusterAzure.AtName("master_subnet_id"), "azure.master_subnet_id", state.Azure.MasterSubnetID, plan.Azure.MasterSubnetID},
+		{pathClusterAzure.AtName("master_subnet_id"), "azure.master_subnet_id", state.Azure.ControlPlaneSubnetID, plan.Azure.ControlPlaneSubnetID},
 		{pathClusterAzure.AtName("agent_subnet_id"), "azure.agent_subnet_id", state.Azure.AgentSubnetID, plan.Azure.AgentSubnetID},
 		{pathClusterAzure.AtName("admin_username"), "azure.admin_username", state.Azure.AdminUsername, plan.Azure.AdminUsername},
 		{pathClusterAzure.AtName("ssh_public_keys"), "azure.ssh_public_keys", state.Azure.SSHPublicKeys, plan.Azure.SSHPublicKeys},
@@ -377,10 +378,10 @@ func (*clusterAzureModel) modifyPlan(ctx context.Context, _ *providerData, req r
 			refuse(f.at, f.name, valueText(f.old), valueText(f.new))
 		}
 	}
-	var sm, pm mastersModel
+	var sm, pm controlPlanesModel
 	var sl, pl linuxPoolModel
-	diags.Append(state.Azure.Masters.As(ctx, &sm, objectAsOptions)...)
-	diags.Append(plan.Azure.Masters.As(ctx, &pm, objectAsOptions)...)
+	diags.Append(state.Azure.ControlPlanes.As(ctx, &sm, objectAsOptions)...)
+	diags.Append(plan.Azure.ControlPlanes.As(ctx, &pm, objectAsOptions)...)
 	diags.Append(state.Azure.LinuxPool.As(ctx, &sl, objectAsOptions)...)
 	diags.Append(plan.Azure.LinuxPool.As(ctx, &pl, objectAsOptions)...)
 	if diags.HasError() {
@@ -433,9 +434,9 @@ func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *
 		diags.AddAttributeError(pathClusterAzure, "Cannot Reach Azure", err.Error())
 		return azure.ClusterBackend{}, diags
 	}
-	var mm mastersModel
+	var mm controlPlanesModel
 	var lp linuxPoolModel
-	diags.Append(a.Masters.As(ctx, &mm, objectAsOptions)...)
+	diags.Append(a.ControlPlanes.As(ctx, &mm, objectAsOptions)...)
 	diags.Append(a.LinuxPool.As(ctx, &lp, objectAsOptions)...)
 	keys, d := stringListOf(ctx, a.SSHPublicKeys)
 	diags.Append(d...)
@@ -443,7 +444,7 @@ func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *
 	diags.Append(d...)
 	tags, d := stringMapOf(ctx, a.Tags)
 	diags.Append(d...)
-	masterZones, d := stringListOf(ctx, mm.Zones)
+	controlPlaneZones, d := stringListOf(ctx, mm.Zones)
 	diags.Append(d...)
 	poolZones, d := stringListOf(ctx, lp.Zones)
 	diags.Append(d...)
@@ -469,13 +470,13 @@ func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *
 		ServiceCIDR:       m.ServiceCIDR.ValueString(),
 		NodeCIDRMaskSize:  int(m.NodeCIDRMaskSize.ValueInt64()),
 		Network: azure.ClusterNetwork{
-			VNetCIDR:         a.VNetCIDR.ValueString(),
-			MasterSubnetCIDR: a.MasterSubnetCIDR.ValueString(),
-			AgentSubnetCIDR:  a.AgentSubnetCIDR.ValueString(),
-			PublicAPIServer:  a.APIServerAccess.ValueString() != "internal",
-			DNSPrefix:        a.DNSPrefix.ValueString(),
+			VNetCIDR:               a.VNetCIDR.ValueString(),
+			ControlPlaneSubnetCIDR: a.ControlPlaneSubnetCIDR.ValueString(),
+			AgentSubnetCIDR:        a.AgentSubnetCIDR.ValueString(),
+			PublicAPIServer:        a.APIServerAccess.ValueString() != "internal",
+			DNSPrefix:              a.DNSPrefix.ValueString(),
 		},
-		Masters:                 azure.MachineSpec{Count: int(mm.Count.ValueInt64()), VMSize: mm.VMSize.ValueString(), Image: image(mm.ImageID), Zones: masterZones, OSDiskSizeGB: int32(mm.OSDiskSizeGB.ValueInt64())},
+		ControlPlanes:           azure.MachineSpec{Count: int(mm.Count.ValueInt64()), VMSize: mm.VMSize.ValueString(), Image: image(mm.ImageID), Zones: controlPlaneZones, OSDiskSizeGB: int32(mm.OSDiskSizeGB.ValueInt64())},
 		Agents:                  azure.MachineSpec{Count: int(lp.NodeCount.ValueInt64()), VMSize: lp.VMSize.ValueString(), Image: image(lp.ImageID), Zones: poolZones, OSDiskSizeGB: int32(lp.OSDiskSizeGB.ValueInt64())},
 		AdminUsername:           a.AdminUsername.ValueString(),
 		SSHPublicKeys:           keys,
@@ -483,10 +484,10 @@ func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *
 		APIServerSourcePrefixes: ranges,
 	}
 	// Existing subnets: configured (before the cluster exists) or recorded by an empty vnet_id.
-	configured := a.VNetID.IsUnknown() && !a.MasterSubnetID.IsUnknown() && !a.MasterSubnetID.IsNull()
+	configured := a.VNetID.IsUnknown() && !a.ControlPlaneSubnetID.IsUnknown() && !a.ControlPlaneSubnetID.IsNull()
 	recorded := !a.VNetID.IsUnknown() && !a.VNetID.IsNull() && a.VNetID.ValueString() == ""
 	if configured || recorded {
-		spec.Network.MasterSubnetID, spec.Network.AgentSubnetID = a.MasterSubnetID.ValueString(), a.AgentSubnetID.ValueString()
+		spec.Network.ControlPlaneSubnetID, spec.Network.AgentSubnetID = a.ControlPlaneSubnetID.ValueString(), a.AgentSubnetID.ValueString()
 	}
 	c := &azure.Cluster{Client: client, Spec: spec}
 	access := func(ctx context.Context) (*azure.Access, error) { return data.azureAccess(ctx, m.ID.ValueString()) }
@@ -508,7 +509,7 @@ func setAzureIDs(m *clusterModel, c *azure.Cluster) {
 	m.ID = types.StringValue(c.ID())
 	m.KubeconfigPath = types.StringNull()
 	a := m.Azure
-	a.MasterSubnetID, a.AgentSubnetID = types.StringValue(c.MasterSubnetID()), types.StringValue(c.AgentSubnetID())
+	a.ControlPlaneSubnetID, a.AgentSubnetID = types.StringValue(c.ControlPlaneSubnetID()), types.StringValue(c.AgentSubnetID())
 	a.VNetID = types.StringValue(c.VNetID())
 	a.RouteTableID = types.StringValue(c.RouteTableID())
 	a.LinuxScaleSetID = types.StringValue(c.ScaleSetID())
@@ -560,18 +561,18 @@ func (a *clusterAzureModel) read(ctx context.Context, data *providerData, m *clu
 	if o == nil {
 		return true, diags
 	}
-	var mm mastersModel
+	var mm controlPlanesModel
 	var lp linuxPoolModel
-	diags.Append(a.Masters.As(ctx, &mm, objectAsOptions)...)
+	diags.Append(a.ControlPlanes.As(ctx, &mm, objectAsOptions)...)
 	diags.Append(a.LinuxPool.As(ctx, &lp, objectAsOptions)...)
 	if diags.HasError() {
 		return false, diags
 	}
 	m.Running = types.BoolValue(o.Running)
-	mm.Count = types.Int64Value(int64(min(o.Masters, int(mm.Count.ValueInt64()))))
+	mm.Count = types.Int64Value(int64(min(o.ControlPlanes, int(mm.Count.ValueInt64()))))
 	lp.NodeCount = types.Int64Value(int64(o.Agents))
 	var d diag.Diagnostics
-	a.Masters, d = types.ObjectValueFrom(ctx, mastersAttrTypes, mm)
+	a.ControlPlanes, d = types.ObjectValueFrom(ctx, controlPlanesAttrTypes, mm)
 	diags.Append(d...)
 	a.LinuxPool, d = types.ObjectValueFrom(ctx, linuxPoolAttrType, lp)
 	diags.Append(d...)
@@ -598,7 +599,7 @@ func (a *clusterAzureModel) update(ctx context.Context, data *providerData, m, p
 			diags.AddError("Cannot Reach Cluster", step.Err.Error())
 		case cluster.StepRead:
 			diags.AddError("Cannot Read Cluster", step.Err.Error())
-		case cluster.StepAddMaster:
+		case cluster.StepAddControlPlane:
 			diags.AddAttributeError(pathClusterAzure.AtName("masters"), "Cannot Add Control Planes", step.Err.Error())
 		case cluster.StepScale:
 			diags.AddAttributeError(pathClusterAzure.AtName("linux_pool"), "Cannot Scale the Linux Agents", step.Err.Error())

@@ -287,7 +287,7 @@ type clusterFacts struct {
 }
 
 // placeholderCluster stands in for a cluster not created yet, to check the node settings.
-var placeholderCluster = clusterFacts{Endpoint: "127.0.0.1:6443", CAHash: "sha256:" + strings.Repeat("0", 64), ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12"}
+var placeholderCluster = clusterFacts{Endpoint: "127.0.0.1:6443", CAHash: "sha256:" + strings.Repeat("0", 64), ClusterCIDR: v1alpha1.DefaultClusterCIDR, ServiceCIDR: v1alpha1.DefaultServiceCIDR}
 
 // placeholderToken stands in the template for the token each change of the pool mints, so
 // that the template validates; it is never sent anywhere.
