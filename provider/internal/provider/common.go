@@ -116,6 +116,21 @@ func attributes(sets ...map[string]schema.Attribute) map[string]schema.Attribute
 // checkOneBackend is the rule of every resource with backend blocks, local and azure: exactly
 // one is set. missing is what the resource says when none is; blocks names the two in the
 // order the resource's message gives them.
+// oneBackend returns the one backend block that is set, as the resource's backend interface B;
+// nil when none or both are (checkOneBackend reports those). Every block type implements its
+// resource's B: the resources' tests create each.
+func oneBackend[B, L, A any](local *L, azure *A) B {
+	var b B
+	switch {
+	case (local == nil) == (azure == nil):
+	case local == nil:
+		b, _ = any(azure).(B)
+	default:
+		b, _ = any(local).(B)
+	}
+	return b
+}
+
 func checkOneBackend[L, A any](local *L, azure *A, missing, blocks string) diag.Diagnostics {
 	var diags diag.Diagnostics
 	switch {

@@ -250,13 +250,7 @@ type nodePoolBackend interface {
 
 // backend is the backend the pool's block names; nil when it names none or both.
 func (m *nodePoolModel) backend() nodePoolBackend {
-	switch {
-	case (m.Local == nil) == (m.Azure == nil):
-		return nil
-	case m.Local == nil:
-		return m.Azure
-	}
-	return m.Local
+	return oneBackend[nodePoolBackend](m.Local, m.Azure)
 }
 
 // check checks that simulated machines join only a cluster created as simulated unless the

@@ -261,15 +261,7 @@ type clusterBackend interface {
 }
 
 // backend is the backend the cluster's block names; nil when it names none or both.
-func (m *clusterModel) backend() clusterBackend {
-	switch {
-	case (m.Local == nil) == (m.Azure == nil):
-		return nil
-	case m.Local == nil:
-		return m.Azure
-	}
-	return m.Local
-}
+func (m *clusterModel) backend() clusterBackend { return oneBackend[clusterBackend](m.Local, m.Azure) }
 
 // ModifyPlan runs the checks of the plan's backend; an existing azure cluster's are the azure
 // block's, whatever block the plan names.

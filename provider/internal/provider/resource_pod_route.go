@@ -161,15 +161,7 @@ type routeBackend interface {
 }
 
 // backend is the backend the route's block names; nil when it names none or both.
-func (m *podRouteModel) backend() routeBackend {
-	switch {
-	case (m.Local == nil) == (m.Azure == nil):
-		return nil
-	case m.Local == nil:
-		return m.Azure
-	}
-	return m.Local
-}
+func (m *podRouteModel) backend() routeBackend { return oneBackend[routeBackend](m.Local, m.Azure) }
 
 func (l *localRouteModel) validate() diag.Diagnostics {
 	var diags diag.Diagnostics
