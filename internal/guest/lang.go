@@ -147,8 +147,7 @@ func (Windows) Restart() string {
 // github.com").
 func (Windows) Fetch(url, sha256, node string) string {
 	return PowerShell(fmt.Sprintf(`$dst = %s; $want = %s; $url = %s
-if ((Test-Path -LiteralPath $dst) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $dst).Hash.ToLower() -eq $want)) { Write-Output "$dst present " +
-	"and verified"; exit 0 }
+if ((Test-Path -LiteralPath $dst) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $dst).Hash.ToLower() -eq $want)) { Write-Output "$dst present and verified"; exit 0 }
 New-Item -ItemType Directory -Force -Path (Split-Path -Parent $dst) | Out-Null
 [Net.ServicePointManager]::SecurityProtocol = [Net.SecurityProtocolType]::Tls12
 Invoke-WebRequest -UseBasicParsing -Uri $url -OutFile "$dst.part"
@@ -379,8 +378,8 @@ rm -f "$p"`, s.pidFile())
 
 func (s Sim) Snapshot(list string) string {
 	return fmt.Sprintf(`l=%s; seen=$(find %s -mindepth 1) || exit 1
-mkdir -p "$(dirname "$l")" && { printf '%%s\n' "$seen" | grep . || true; } > "$l" && echo "$(printf '%%s' "$seen" | grep -c .) " +
-	"entries recorded"`, sh(s.Path(list)), sh(s.Root))
+mkdir -p "$(dirname "$l")" && { printf '%%s\n' "$seen" | grep . || true; } > "$l" && echo "$(printf '%%s' "$seen" | grep -c .) entries recorded"`,
+		sh(s.Path(list)), sh(s.Root))
 }
 
 func (s Sim) Restore(list string) string {
