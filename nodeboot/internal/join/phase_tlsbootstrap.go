@@ -3,6 +3,7 @@ package join
 import (
 	"context"
 	"os"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -59,7 +60,7 @@ func runTLSBootstrap(ctx context.Context, d tlsBootstrapData) error {
 
 // writeKubeletKubeconfig writes the kubelet's credential and kubeconfig.
 func writeKubeletKubeconfig(d tlsBootstrapData, server string, ca, certPEM, keyPEM []byte) error {
-	if err := d.machine().WriteSecret(d.currentPEM(), append(append([]byte{}, certPEM...), keyPEM...)); err != nil {
+	if err := writeClientPair(d, certPEM, keyPEM, time.Now()); err != nil {
 		return err
 	}
 	kc := clientcmdapi.NewConfig()
@@ -73,3 +74,21 @@ func writeKubeletKubeconfig(d tlsBootstrapData, server string, ca, certPEM, keyP
 	}
 	return d.machine().WriteSecret(d.paths().KubeletKubeconfig, b)
 }
+
+// writeClientPair writes the kubelet's client certificate and key the way the kubelet's own
+// certificate store does (client-go util/certificate/certificate_store.go, Update, which the
+// kubelet's TLS bootstrap calls in pkg/kubelet/certificate/bootstrap): the pair in one file
+// kubelet-client-<timestamp>.pem, and kubelet-client-current.pem a symbolic link to it. The
+// store rotates the certificate only when "current" is a link (updateSymlink refuses a regular
+// file), so a regular file would stop the kubelet's client certificate rotation at expiry.
+func writeClientPair(d tlsBootstrapData, certPEM, keyPEM []byte, now time.Time) error {
+	name := "kubelet-client-" + now.UTC().Format(certificateStoreTimeFormat) + ".pem"
+	if err := d.machine().WriteSecret(d.paths().KubeletCertDir+`\`+name, append(append([]byte{}, certPEM...), keyPEM...)); err != nil {
+		return err
+	}
+	return d.machine().Symlink(d.currentPEM(), name)
+}
+
+// certificateStoreTimeFormat is the time stamp in the names of the certificate store's files
+// (client-go util/certificate/certificate_store.go, Update).
+const certificateStoreTimeFormat = "2006-01-02-15-04-05"

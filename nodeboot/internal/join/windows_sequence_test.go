@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -224,7 +225,13 @@ func TestWindowsRequestSequences(t *testing.T) {
 				}
 			}
 			// Secrets are created with their owner-only security descriptor.
-			for _, f := range []string{n.currentPEM(), n.Paths.KubeletKubeconfig, n.statePath()} {
+			// The kubelet's client credential is a link to the pair's file, as the kubelet's
+			// certificate store keeps it.
+			pair, err := os.Readlink(n.Platform.Path(n.currentPEM()))
+			if err != nil {
+				t.Errorf("%s: %v", n.currentPEM(), err)
+			}
+			for _, f := range []string{n.Paths.KubeletCertDir + `\` + pair, n.Paths.KubeletKubeconfig, n.statePath()} {
 				if st.ACLs[f] != windows.OwnerOnly {
 					t.Errorf("%s was written with security descriptor %q", f, st.ACLs[f])
 				}

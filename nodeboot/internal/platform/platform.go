@@ -27,6 +27,9 @@ type Platform interface {
 	WriteSecret(win string, data []byte) error
 	// RemoveFile removes a file; a missing file is not an error.
 	RemoveFile(win string) error
+	// Symlink makes win a symbolic link to target, a file name in win's directory, replacing
+	// the file or link win was.
+	Symlink(win, target string) error
 	// OSBuild is the Windows build number of the machine.
 	OSBuild() (uint32, error)
 	// CheckRuntime returns an error unless the runtime answers on its endpoint.

@@ -153,6 +153,9 @@ type Files interface {
 	Write(win string, data []byte, sddl string) error
 	// Remove removes a file; a missing file is not an error.
 	Remove(win string) error
+	// Symlink makes win a symbolic link to target, a file name in win's directory, replacing
+	// the file or link win was.
+	Symlink(win, target string) error
 }
 
 // Interface is a host network interface.

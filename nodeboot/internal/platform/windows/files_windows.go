@@ -71,3 +71,22 @@ func (ntfs) Write(path string, data []byte, sddl string) error {
 	}
 	return nil
 }
+
+// Symlink creates the link under a temporary name and moves it over win, so win is always
+// either the old file or the new link. CreateSymbolicLink needs SeCreateSymbolicLinkPrivilege,
+// which LocalSystem, the account nodeboot runs as, holds ("Create symbolic links" security
+// policy setting, learn.microsoft.com/windows/security/threat-protection/security-policy-settings/create-symbolic-links).
+func (ntfs) Symlink(path, target string) error {
+	tmp := path + ".link"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return nil
+}

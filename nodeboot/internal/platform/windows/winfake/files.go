@@ -2,8 +2,10 @@ package winfake
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
@@ -58,5 +60,29 @@ func (f files) Remove(win string) error {
 			return had, nil
 		}
 		return err == nil || had, err
+	})
+}
+
+// Symlink makes a symbolic link as NTFS does: the link names its target, and reading it reads
+// the target. A target outside the link's directory is refused: the platform only links
+// files side by side, and a relative target is what keeps the link valid under the root.
+func (f files) Symlink(win, target string) error {
+	return f.m.do(Op{Backend: "files", Call: "Symlink", Target: win, Body: target}, true, func(st *State) (bool, error) {
+		if strings.ContainsAny(target, `\/:`) {
+			return false, fmt.Errorf("symlink %s: target %q is not a file name in the link's directory", win, target)
+		}
+		path := f.Path(win)
+		if old, err := os.Readlink(path); err == nil && old == target {
+			return false, nil
+		}
+		tmp := path + ".link"
+		if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
+			return false, err
+		}
+		if err := os.Symlink(target, tmp); err != nil {
+			return false, err
+		}
+		delete(st.ACLs, win)
+		return true, os.Rename(tmp, path)
 	})
 }

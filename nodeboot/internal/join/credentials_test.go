@@ -1,0 +1,82 @@
+package join
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/util/certificate"
+)
+
+// TestKubeletCertificateStoreRotates drives the kubelet's own certificate store (client-go's
+// util/certificate file store, which the kubelet rotates its client certificate with) over the
+// files the join wrote: it must load the node's credential and accept a rotated one. The store
+// refuses to update a kubelet-client-current.pem that is a regular file.
+func TestKubeletCertificateStoreRotates(t *testing.T) {
+	n := newNode(t, nodeOpts{})
+	if err := n.Join(context.Background()); err != nil {
+		t.Fatalf("join: %v\n%s", err, n.Out)
+	}
+	dir := n.Platform.Path(n.Paths.KubeletCertDir)
+	store, err := certificate.NewFileStore("kubelet-client", dir, dir, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := store.Current()
+	if err != nil {
+		t.Fatalf("the certificate store cannot load what the join wrote: %v", err)
+	}
+	if want := "system:node:" + n.Name; cur.Leaf.Subject.CommonName != want {
+		t.Errorf("current certificate is for %q, want %q", cur.Leaf.Subject.CommonName, want)
+	}
+
+	certPEM, keyPEM := selfSigned(t, "system:node:"+n.Name)
+	if _, err := store.Update(certPEM, keyPEM); err != nil {
+		t.Fatalf("the certificate store cannot rotate the kubelet's client certificate: %v", err)
+	}
+	rotated, err := store.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rotated.Leaf.SerialNumber.Cmp(cur.Leaf.SerialNumber) == 0 {
+		t.Error("after the update the store still serves the join's certificate")
+	}
+	// The node's own client reads the rotated credential through the same link.
+	if _, err := os.ReadFile(n.Platform.Path(n.currentPEM())); err != nil {
+		t.Error(err)
+	}
+	if _, err := reopen(t, n).NodeRESTConfig(); err != nil {
+		t.Error(err)
+	}
+}
+
+// selfSigned returns a certificate and its key, PEM-encoded.
+func selfSigned(t *testing.T, cn string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: k})
+}
