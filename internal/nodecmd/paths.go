@@ -22,7 +22,11 @@ type Paths struct {
 	ContainerdBinDir string
 	// DockerBinDir holds dockerd.exe and docker.exe, as Docker's Windows static build unpacks.
 	DockerBinDir string
-	LogDir       string
+	// CRIDockerd is cri-dockerd.exe where its Windows release zip unpacks into BinDir: the zip
+	// holds cri-dockerd/cri-dockerd.exe (Mirantis/cri-dockerd packaging/static/Makefile,
+	// target cross-win).
+	CRIDockerd string
+	LogDir     string
 	// CustomData is where the provisioner hands the NodeConfig to the machine (Azure's custom data).
 	CustomData string
 	// NodebootDir holds nodeboot's state, its copy of the NodeConfig and the cluster CA pin result.
@@ -52,6 +56,7 @@ func DefaultPaths() Paths {
 		ContainerdConfigFile: `C:\Program Files\containerd\config.toml`,
 		ContainerdBinDir:     `C:\Program Files\containerd\bin`,
 		DockerBinDir:         `C:\Program Files\docker`,
+		CRIDockerd:           `C:\k\cri-dockerd\cri-dockerd.exe`,
 		LogDir:               `C:\var\log\kubernetes`,
 		CustomData:           `C:\AzureData\CustomData.bin`,
 		NodebootDir:          `C:\ProgramData\kubewin\nodeboot`,

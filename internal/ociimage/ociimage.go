@@ -130,9 +130,9 @@ func WriteArchive(ctx context.Context, w io.Writer, ref, digest string, o Option
 	if err != nil {
 		return err
 	}
-	tag := ""
+	tag, repoTags := "", []string(nil)
 	if t, err := name.NewTag(ref); err == nil {
-		tag = t.TagStr()
+		tag, repoTags = t.TagStr(), []string{t.Name()}
 	}
 	index, err := json.Marshal(v1.IndexManifest{
 		SchemaVersion: 2, MediaType: types.OCIImageIndex,
@@ -177,6 +177,13 @@ func WriteArchive(ctx context.Context, w io.Writer, ref, digest string, o Option
 	if err != nil {
 		return err
 	}
+	saved, err := dockerManifest(repoTags, cfgName, layers)
+	if err != nil {
+		return err
+	}
+	if err := put(DockerManifestFile, int64(len(saved)), strings.NewReader(string(saved))); err != nil {
+		return err
+	}
 	for _, l := range layers {
 		dg, err := l.Digest()
 		if err != nil {
@@ -199,6 +206,35 @@ func WriteArchive(ctx context.Context, w io.Writer, ref, digest string, o Option
 	return tw.Close()
 }
 
+// DockerManifestFile is the index of a `docker save` archive. Docker Engine's own image store
+// loads an archive through it and nothing else: without it, `docker load` falls back to the
+// pre-1.10 layout of one directory per layer (moby image/tarexport/load.go, Load and
+// legacyLoad), so a bare OCI layout does not load. containerd reads index.json. An archive
+// with both loads into either, as `docker save` writes them since Docker Engine 25.
+const DockerManifestFile = "manifest.json"
+
+// DockerManifestItem is one image of a `docker save` archive's manifest.json (moby
+// image/tarexport/tarexport.go, manifestItem).
+type DockerManifestItem struct {
+	Config   string
+	RepoTags []string `json:",omitempty"`
+	Layers   []string
+}
+
+// dockerManifest is the manifest.json naming the archive's config and layer blobs, and the
+// image's tags. Docker decompresses each layer file as it loads it.
+func dockerManifest(repoTags []string, cfg v1.Hash, layers []v1.Layer) ([]byte, error) {
+	item := DockerManifestItem{Config: blob(cfg.String()), RepoTags: repoTags}
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return nil, err
+		}
+		item.Layers = append(item.Layers, blob(d.String()))
+	}
+	return json.Marshal([]DockerManifestItem{item})
+}
+
 func blob(digest string) string {
 	return "blobs/" + strings.Replace(digest, ":", "/", 1)
 }
@@ -209,6 +245,8 @@ type Archived struct {
 	OS        string
 	OSVersion string
 	Layers    int
+	// Docker is the archive's manifest.json, nil when it has none (see DockerManifestFile).
+	Docker []DockerManifestItem
 }
 
 // Inspect reads an OCI archive written by WriteArchive (or any single-image OCI archive) and
@@ -272,6 +310,18 @@ func Inspect(r io.Reader) (Archived, error) {
 		}
 	}
 	a.OS, a.OSVersion, a.Layers = cf.OS, cf.OSVersion, len(m.Layers)
+	if raw, ok := files[DockerManifestFile]; ok {
+		if err := json.Unmarshal(raw, &a.Docker); err != nil {
+			return a, fmt.Errorf("%s: %w", DockerManifestFile, err)
+		}
+		for _, item := range a.Docker {
+			for _, f := range append([]string{item.Config}, item.Layers...) {
+				if _, ok := files[f]; !ok {
+					return a, fmt.Errorf("%s names %s, which is missing from the archive", DockerManifestFile, f)
+				}
+			}
+		}
+	}
 	return a, nil
 }
 

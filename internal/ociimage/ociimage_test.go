@@ -42,6 +42,12 @@ func TestResolveAndArchive(t *testing.T) {
 	if got.Name != ref || got.OS != "windows" || got.OSVersion != "10.0.20348.1" || got.Layers != 2 {
 		t.Errorf("archive holds %+v", got)
 	}
+	// Docker Engine loads it through manifest.json, as `docker save` writes it: the config and
+	// every layer, and the image's name.
+	if len(got.Docker) != 1 || len(got.Docker[0].Layers) != 2 || !strings.HasPrefix(got.Docker[0].Config, "blobs/sha256/") ||
+		len(got.Docker[0].RepoTags) != 1 || got.Docker[0].RepoTags[0] != ref {
+		t.Errorf("manifest.json: %+v", got.Docker)
+	}
 
 	// A corrupted blob is caught.
 	bad := bytes.Replace(a.Bytes(), []byte(`"windows"`), []byte(`"linux!!"`), 1)

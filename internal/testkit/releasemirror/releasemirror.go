@@ -7,6 +7,7 @@ package releasemirror
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
@@ -44,12 +45,17 @@ const (
 	Containerd = "/containerd"
 	CNIPlugins = "/cni"
 	Nodeboot   = "/nodeboot"
+	Docker     = "/docker"
+	CRIDockerd = "/cri-dockerd"
 )
 
 func (m *Mirror) add(p string, data []byte, sumFile string, named bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.files[p] = data
+	if sumFile == "" {
+		return
+	}
 	sum := sha256.Sum256(data)
 	line := hex.EncodeToString(sum[:])
 	if named {
@@ -76,6 +82,27 @@ func (m *Mirror) AddContainerd(version string, files map[string][]byte) {
 func (m *Mirror) AddCNIPlugins(version string, files map[string][]byte) {
 	p := fmt.Sprintf("%s/v%[2]s/cni-plugins-windows-amd64-v%[2]s.tgz", CNIPlugins, version)
 	m.add(p, TarGz(files), p+".sha256", true)
+}
+
+// AddDocker adds Docker Engine's Windows static build of a version, as
+// download.docker.com/win/static/stable/x86_64/ publishes it: docker-<version>.zip, holding the
+// programs under docker/ ("dockerd.exe": content), which Docker's install-from-binaries steps
+// for Windows expand into C:\Program Files (docs.docker.com/engine/install/binaries); no
+// checksum file.
+func (m *Mirror) AddDocker(version string, exes map[string][]byte) {
+	files := map[string][]byte{}
+	for name, data := range exes {
+		files["docker/"+name] = data
+	}
+	m.add(fmt.Sprintf("%s/docker-%s.zip", Docker, version), Zip(files), "", false)
+}
+
+// AddCRIDockerd adds cri-dockerd's Windows release asset of a version:
+// v<version>/cri-dockerd-<version>.win.amd64.zip, holding cri-dockerd/cri-dockerd.exe
+// (Mirantis/cri-dockerd packaging/static/Makefile, target cross-win); no checksum file.
+func (m *Mirror) AddCRIDockerd(version string, exe []byte) {
+	p := fmt.Sprintf("%s/v%[2]s/cri-dockerd-%[2]s.win.amd64.zip", CRIDockerd, version)
+	m.add(p, Zip(map[string][]byte{"cri-dockerd/cri-dockerd.exe": exe}), "", false)
 }
 
 // AddNodeboot adds nodeboot.exe of a version, listed in the release's SHA256SUMS.
@@ -130,5 +157,17 @@ func TarGz(files map[string][]byte) []byte {
 	}
 	_ = tw.Close()
 	_ = gz.Close()
+	return buf.Bytes()
+}
+
+// Zip returns a zip archive of files, the same bytes for the same files.
+func Zip(files map[string][]byte) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		w, _ := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Unix(0, 0).UTC()})
+		_, _ = w.Write(files[name])
+	}
+	_ = zw.Close()
 	return buf.Bytes()
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/internal/testkit/ociregistry"
+	"github.com/kubewin/kubewin/internal/testkit/releasemirror"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"
@@ -271,18 +272,46 @@ func TestBakeMirrorAndMissing(t *testing.T) {
 	}
 }
 
-// A Docker image gets the Docker Engine registered as the "docker" service cri-dockerd depends on.
+// A Docker image gets the Docker Engine registered as the "docker" service cri-dockerd depends on,
+// and the pause image loaded into Docker's own image store (docker load needs the archive's
+// manifest.json).
 func TestBakeRegistersDocker(t *testing.T) {
 	files := payload()
+	// The runtime's release archives, laid out as their projects publish them (see releasemirror).
+	const dockerZip, criZip = "ProgramData/kubewin/archives/docker-28.3.3.zip", "ProgramData/kubewin/archives/cri-dockerd-0.3.18.win.amd64.zip"
+	files[dockerZip] = releasemirror.Zip(map[string][]byte{"docker/dockerd.exe": []byte("dockerd"), "docker/docker.exe": []byte("docker")})
+	files[criZip] = releasemirror.Zip(map[string][]byte{"cri-dockerd/cri-dockerd.exe": []byte("cri-dockerd")})
 	srv := newServer(t, files)
+	reg := ociregistry.Serve(t)
+	ref, digests := reg.PushPause(t, "pause:3.10.2", 20348, 26100)
 	p := plan(srv.URL, files)
+	for i, f := range p.Files {
+		switch f.Path {
+		case dockerZip:
+			p.Files[i].Unpack = "Program Files"
+		case criZip:
+			p.Files[i].Unpack = "k"
+		}
+	}
 	p.Runtime = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "28.3.3", CRIDockerdVersion: "0.3.18"}
+	p.PauseImage = v1alpha1.PauseImage{Reference: ref, Digest: digests[26100]}
 	m := machine(t, v1alpha1.RuntimeDocker)
 	var out bytes.Buffer
-	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), Out: &out}); err != nil {
+	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
+		PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out}); err != nil {
 		t.Fatalf("bake: %v\n%s", err, out.String())
 	}
 	st := state(t, m)
+	if len(st.Images) != 1 || st.Images[0] != `docker:C:\ProgramData\kubewin\images\pause.tar` {
+		t.Errorf("pause image load: %v", st.Images)
+	}
+	// The programs the node's services run are where the archives put them.
+	paths := nodecmd.DefaultPaths()
+	for _, exe := range []string{paths.DockerBinDir + `\dockerd.exe`, paths.DockerBinDir + `\docker.exe`, paths.CRIDockerd} {
+		if _, err := os.Stat(m.Path(exe)); err != nil {
+			t.Errorf("%s is not where the archives unpack: %v", exe, err)
+		}
+	}
 	if svc := st.Service("docker"); svc == nil || svc.Config.BinaryPathName != `"C:\Program Files\docker\dockerd.exe" --run-service` ||
 		svc.State != windows.Running {
 		t.Errorf("docker service: %+v", svc)

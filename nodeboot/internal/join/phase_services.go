@@ -31,7 +31,7 @@ func serviceSpecs(d renderData) ([]platform.ServiceSpec, error) {
 	if args, ok := p.Services["cri-dockerd"]; ok {
 		// cri-dockerd has no Windows service mode (Mirantis/cri-dockerd has no service
 		// handler), and kube-log-runner has none either: nodeboot hosts it.
-		host := []string{"service-host", "--log-file=" + paths.LogDir + `\cri-dockerd.log`, "--", bin + `\cri-dockerd.exe`}
+		host := []string{"service-host", "--log-file=" + paths.LogDir + `\cri-dockerd.log`, "--", paths.CRIDockerd}
 		specs = append(specs, platform.ServiceSpec{Name: "cri-dockerd", DisplayName: "cri-dockerd",
 			Description: "CRI for Docker Engine, hosted by nodeboot (kubewin)", Executable: bin + `\nodeboot.exe`,
 			Args: append(host, args...), Dependencies: []string{"docker"}, Start: platform.StartByNodeboot})

@@ -64,7 +64,7 @@ type Config struct {
 	// Docker static builds: `<base>/docker-<version>.zip`. Default
 	// `https://download.docker.com/win/static/stable/x86_64`.
 	DockerBaseURL string `mapstructure:"docker_base_url"`
-	// cri-dockerd releases: `<base>/v<version>/cri-dockerd-<version>.amd64.zip`. Default
+	// cri-dockerd releases: `<base>/v<version>/cri-dockerd-<version>.win.amd64.zip`. Default
 	// `https://github.com/Mirantis/cri-dockerd/releases/download`.
 	CRIDockerdBaseURL string `mapstructure:"cri_dockerd_base_url"`
 	// nodeboot releases: `<base>/v<version>/nodeboot_<version>_windows_amd64.exe` and

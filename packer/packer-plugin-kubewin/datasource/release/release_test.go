@@ -86,24 +86,15 @@ func sha(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// Docker publishes no checksum files: the zip is hashed once at resolve.
+// Docker and cri-dockerd publish no checksum files: their zips are hashed once at resolve. The
+// mirror serves each project's assets under the names the project publishes.
 func TestResolveDockerHashes(t *testing.T) {
 	m, base := mirror(t)
-	docker, cri := []byte("docker zip"), []byte("cri-dockerd zip")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/docker/docker-28.3.3.zip":
-			w.Write(docker)
-		case "/cri/v0.3.18/cri-dockerd-0.3.18.amd64.zip":
-			w.Write(cri)
-		default:
-			m.ServeHTTP(w, r)
-		}
-	}))
-	defer srv.Close()
+	m.AddDocker("28.3.3", map[string][]byte{"dockerd.exe": []byte("dockerd"), "docker.exe": []byte("docker")})
+	m.AddCRIDockerd("0.3.18", []byte("cri-dockerd"))
 	c := testConfig(base, "registry.k8s.io/pause:3.10.2")
 	c.Runtime, c.DockerVersion, c.CRIDockerdVersion = "docker", "28.3.3", "0.3.18"
-	c.DockerBaseURL, c.CRIDockerdBaseURL = srv.URL+"/docker", srv.URL+"/cri"
+	c.DockerBaseURL, c.CRIDockerdBaseURL = base+releasemirror.Docker, base+releasemirror.CRIDockerd
 	c.PauseImageDigest = "sha256:" + strings.Repeat("1", 64) // offline: no registry asked
 	if err := c.prepare(); err != nil {
 		t.Fatal(err)
@@ -117,12 +108,12 @@ func TestResolveDockerHashes(t *testing.T) {
 		switch {
 		case strings.HasSuffix(f.Path, "docker-28.3.3.zip"):
 			found++
-			if f.SHA256 != sha(docker) || f.Unpack != "Program Files" {
+			if f.SHA256 != sha(m.File(releasemirror.Docker+"/docker-28.3.3.zip")) || f.Unpack != "Program Files" {
 				t.Errorf("docker: %+v", f)
 			}
-		case strings.HasSuffix(f.Path, "cri-dockerd-0.3.18.amd64.zip"):
+		case strings.HasSuffix(f.Path, "cri-dockerd-0.3.18.win.amd64.zip"):
 			found++
-			if f.SHA256 != sha(cri) {
+			if f.SHA256 != sha(m.File(releasemirror.CRIDockerd+"/v0.3.18/cri-dockerd-0.3.18.win.amd64.zip")) || f.Unpack != "k" {
 				t.Errorf("cri-dockerd: %+v", f)
 			}
 		case strings.Contains(f.Path, "containerd"):

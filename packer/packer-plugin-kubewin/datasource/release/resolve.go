@@ -49,8 +49,9 @@ func (c *Config) artifacts() []artifact {
 	case v1alpha1.RuntimeDocker:
 		d := fmt.Sprintf("docker-%s.zip", c.DockerVersion)
 		as = append(as, artifact{path: archives + d, url: strings.TrimSuffix(c.DockerBaseURL, "/") + "/" + d, sum: c.DockerSHA256, unpack: "Program Files"})
-		// nodeboot runs cri-dockerd from C:\k, next to the kubelet.
-		cd := fmt.Sprintf("cri-dockerd-%s.amd64.zip", c.CRIDockerdVersion)
+		// cri-dockerd's Windows asset (Mirantis/cri-dockerd packaging/static/Makefile, cross-win;
+		// <version>.amd64.tgz is the Linux build) unpacks into C:\k as cri-dockerd\cri-dockerd.exe.
+		cd := fmt.Sprintf("cri-dockerd-%s.win.amd64.zip", c.CRIDockerdVersion)
 		as = append(as, artifact{path: archives + cd, url: fmt.Sprintf("%s/v%s/%s", strings.TrimSuffix(c.CRIDockerdBaseURL, "/"), c.CRIDockerdVersion, cd), sum: c.CRIDockerdSHA256, unpack: "k"})
 	}
 	return as

@@ -153,6 +153,12 @@ func (m *Machine) importImage(st *State, runtime v1alpha1.RuntimeName, archive s
 	if err != nil {
 		return false, fmt.Errorf("import image archive %s: %w", archive, err)
 	}
+	if runtime == v1alpha1.RuntimeDocker && len(a.Docker) == 0 {
+		// Docker Engine's image store loads an archive through its manifest.json only; without
+		// one it tries the pre-1.10 layout and fails (moby image/tarexport/load.go, Load).
+		return false, fmt.Errorf("docker load --input %s: the archive has no %s, and without one Docker Engine reads the pre-1.10 layout "+
+			"(a repositories file and a directory per layer), which an OCI layout is not", archive, ociimage.DockerManifestFile)
+	}
 	if want := v1alpha1.WindowsBuild(m.cfg.Build).OSVersion(); a.OS != "windows" || (a.OSVersion != want && !strings.HasPrefix(a.OSVersion, want+".")) {
 		return false, fmt.Errorf("import image archive %s: image %s is for %s %s, this machine runs Windows %s: the container operating system does not match the host operating system",
 			archive, a.Name, a.OS, a.OSVersion, want)
