@@ -89,7 +89,10 @@ func (in Input) check() error {
 }
 
 // natExceptions are the destinations pods reach without outbound NAT: services, other pods, and
-// the node subnet when known.
+// the node subnet when known, whose hosts route to pod CIDRs on a bridged network (the route
+// table or host-gw routes): pod-to-VNet traffic keeps the pod's address, so NSG and network
+// policy rules written for pod IPs match (aks-engine puts the VNet in the exceptions of its
+// Windows CNI configs). An overlay network leaves it out: its pod IPs are not routable there.
 func (in Input) natExceptions() []string {
 	ex := []string{in.ServiceCIDR.String(), in.ClusterCIDR.String()}
 	if in.NodeSubnet.IsValid() {
@@ -296,8 +299,9 @@ func (in Input) winOverlay() pluginConf {
 }
 
 // FromNodeConfig builds the Input for a node from its (defaulted, valid) NodeConfig and the
-// addresses found at boot.
-func FromNodeConfig(c *v1alpha1.NodeConfig, podCIDR netip.Prefix, nodeIP netip.Addr) (Input, error) {
+// addresses found at boot: the node's subnet is node.subnet, else the one found on its adapter
+// (nodeSubnet, may be the zero prefix).
+func FromNodeConfig(c *v1alpha1.NodeConfig, podCIDR netip.Prefix, nodeIP netip.Addr, nodeSubnet netip.Prefix) (Input, error) {
 	in := Input{
 		Flavour:       c.Network.CNI,
 		Runtime:       c.Runtime.Name,
@@ -305,6 +309,7 @@ func FromNodeConfig(c *v1alpha1.NodeConfig, podCIDR netip.Prefix, nodeIP netip.A
 		InterfaceName: c.Network.InterfaceName,
 		PodCIDR:       podCIDR,
 		NodeIP:        nodeIP,
+		NodeSubnet:    nodeSubnet,
 		DNSSearch:     []string{"svc." + c.Cluster.ClusterDomain},
 		LoopbackDSR:   c.KubeProxy.EnableDSR,
 	}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,7 +115,8 @@ func TestFromNodeConfig(t *testing.T) {
 		Runtime: v1alpha1.Runtime{Name: v1alpha1.RuntimeDocker},
 	}
 	c.Default()
-	in, err := FromNodeConfig(c, netip.MustParsePrefix("10.10.187.64/26"), netip.MustParseAddr("10.127.132.213"))
+	found := netip.MustParsePrefix("10.127.132.0/24") // the adapter's subnet; node.subnet wins
+	in, err := FromNodeConfig(c, netip.MustParsePrefix("10.10.187.64/26"), netip.MustParseAddr("10.127.132.213"), found)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,5 +124,14 @@ func TestFromNodeConfig(t *testing.T) {
 	want.DNSSearch = []string{"svc.cluster.local"}
 	if !reflect.DeepEqual(in, want) {
 		t.Errorf("FromNodeConfig =\n%+v\nwant\n%+v", in, want)
+	}
+
+	// Without node.subnet, the subnet found on the adapter is excluded from outbound NAT.
+	c.Node.Subnet = ""
+	if in, err = FromNodeConfig(c, netip.MustParsePrefix("10.10.187.64/26"), netip.MustParseAddr("10.127.132.213"), found); err != nil {
+		t.Fatal(err)
+	}
+	if in.NodeSubnet != found || !slices.Contains(in.natExceptions(), found.String()) {
+		t.Errorf("node subnet %s, NAT exceptions %v: want %s excepted", in.NodeSubnet, in.natExceptions(), found)
 	}
 }

@@ -28,7 +28,7 @@ func facts(d renderData) (nodefiles.Facts, error) {
 	if !l.NodeIP.IsValid() || !l.PodCIDR.IsValid() {
 		return nodefiles.Facts{}, fmt.Errorf("the node's address and pod CIDR are not known yet: run the network phase")
 	}
-	return nodefiles.Facts{NodeName: d.nodeName(), NodeIP: l.NodeIP, PodCIDR: l.PodCIDR}, nil
+	return nodefiles.Facts{NodeName: d.nodeName(), NodeIP: l.NodeIP, NodeSubnet: l.Subnet, PodCIDR: l.PodCIDR}, nil
 }
 
 // plan renders the node's files and service command lines.

@@ -249,8 +249,10 @@ func TestJoinGoesReady(t *testing.T) {
 	if svc := st.Service("kube-proxy"); svc == nil || svc.State != windows.Running {
 		t.Errorf("kube-proxy service: %+v", svc)
 	}
-	if _, err := os.Stat(n.Platform.Path(`C:\etc\cni\net.d\10-kubewin.conf`)); err != nil {
-		t.Errorf("CNI config: %v", err)
+	// The node subnet, found on the adapter (the NodeConfig names none), is excluded from
+	// outbound NAT, with the service and cluster CIDRs.
+	if conf, err := os.ReadFile(n.Platform.Path(`C:\etc\cni\net.d\10-kubewin.conf`)); err != nil || !strings.Contains(string(conf), `"127.1.0.0/16"`) {
+		t.Errorf("CNI config does not except the node subnet 127.1.0.0/16 from outbound NAT: %v\n%s", err, conf)
 	}
 	// The simulated kubelet says it is Ready once its first status and lease are written.
 	ready := "[simulated-kubelet] node " + n.Name + " registered and Ready"

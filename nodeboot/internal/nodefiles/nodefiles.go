@@ -19,7 +19,10 @@ import (
 type Facts struct {
 	NodeName string
 	NodeIP   netip.Addr
-	PodCIDR  netip.Prefix
+	// NodeSubnet is the subnet of the node's adapter (or node.subnet), excluded from outbound
+	// NAT on bridged networks.
+	NodeSubnet netip.Prefix
+	PodCIDR    netip.Prefix
 }
 
 // Plan is the rendered result: files to write and the command line of each service.
@@ -61,7 +64,7 @@ func Render(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, f Facts, paths no
 		}
 	}
 	if c.Network.CNI != v1alpha1.CNINone {
-		cin, err := cni.FromNodeConfig(c, f.PodCIDR, f.NodeIP)
+		cin, err := cni.FromNodeConfig(c, f.PodCIDR, f.NodeIP, f.NodeSubnet)
 		if err != nil {
 			return nil, err
 		}
