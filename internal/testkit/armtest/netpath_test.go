@@ -132,7 +132,9 @@ func TestReach(t *testing.T) {
 	nsgs := f.network.NewSecurityGroupsClient()
 	p3, err := nsgs.BeginCreateOrUpdate(ctx, testGroup, "nsg", rule("203.0.113.0/24"), nil)
 	nsg := done(t, p3, err)
-	f.putSubnet(t, func(sp *armnetwork.SubnetPropertiesFormat) { sp.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: nsg.ID} })
+	f.putSubnet(t, func(sp *armnetwork.SubnetPropertiesFormat) {
+		sp.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: nsg.ID}
+	})
 	api := *apiIP.Properties.IPAddress + ":6443"
 	reach(a, api, "no backend's network security group lets in")
 	p3, err = nsgs.BeginCreateOrUpdate(ctx, testGroup, "nsg", rule("203.0.113.0/24", *natIP.Properties.IPAddress), nil)
