@@ -367,6 +367,28 @@ func Parse(userData []byte) (*Document, error) {
 	return d, nil
 }
 
+// EndpointOf reads the API server endpoint a machine's kubeadm configuration connects to: the
+// first control plane's controlPlaneEndpoint, a joining machine's discovery endpoint.
+func EndpointOf(kubeadmConfig []byte) (string, error) {
+	for _, doc := range bytes.Split(kubeadmConfig, []byte("\n---\n")) {
+		var tm typeMeta
+		if err := yaml.Unmarshal(doc, &tm); err != nil {
+			return "", err
+		}
+		switch tm.Kind {
+		case "ClusterConfiguration":
+			var cc clusterConfiguration
+			err := yaml.Unmarshal(doc, &cc)
+			return cc.ControlPlaneEndpoint, err
+		case "JoinConfiguration":
+			var jc joinConfiguration
+			err := yaml.Unmarshal(doc, &jc)
+			return jc.Discovery.BootstrapToken.APIServerEndpoint, err
+		}
+	}
+	return "", fmt.Errorf("the kubeadm configuration has no ClusterConfiguration or JoinConfiguration")
+}
+
 // ClusterOf reads the cluster settings back from a first control plane's kubeadm configuration.
 func ClusterOf(kubeadmConfig []byte) (Cluster, error) {
 	var c Cluster

@@ -33,6 +33,10 @@ type Instance struct {
 	ImageID string
 	// IPForwarding is enableIPForwarding of the primary NIC.
 	IPForwarding bool
+	// Reach reports whether Azure carries a TCP connection of the machine to an address (nil) or
+	// why not (Server.Reach): the machine asks before each connection its bootstrap makes. Set
+	// for Boot; nil elsewhere.
+	Reach func(to netip.AddrPort) error `json:"-"`
 }
 
 // Booter runs the machines behind scale-set instances.

@@ -1,6 +1,9 @@
 package armtest
 
-import "context"
+import (
+	"context"
+	"net/netip"
+)
 
 // Machines boot (Booter.Boot) once their create operation ends and shut down once their delete
 // operation ends.
@@ -30,10 +33,12 @@ func (s *Server) bootAll(ins []*machine) {
 	for _, in := range ins {
 		in.bootDone = make(chan struct{})
 		s.boots.Add(1)
+		info := in.info
+		info.Reach = func(to netip.AddrPort) error { return s.Reach(info.ID, to) }
 		go func(in *machine) {
 			defer s.boots.Done()
 			defer close(in.bootDone)
-			if err := s.opts.Booter.Boot(s.ctx, in.info); err != nil {
+			if err := s.opts.Booter.Boot(s.ctx, info); err != nil {
 				s.opts.Logf("booting %s (%s): %v", in.info.ComputerName, in.info.InstanceID, err)
 			}
 		}(in)

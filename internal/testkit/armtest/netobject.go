@@ -100,7 +100,7 @@ func (s *Server) usersOf(id string) []string {
 	}
 	for _, v := range s.vnets {
 		for _, sn := range v.subnets {
-			if refers(strings.ToLower(sn.nsg)) || refers(strings.ToLower(sn.table)) {
+			if refers(strings.ToLower(sn.nsg)) || refers(strings.ToLower(sn.table)) || refers(strings.ToLower(sn.nat)) {
 				out = append(out, sn.id)
 			}
 		}

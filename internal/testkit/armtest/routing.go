@@ -45,12 +45,13 @@ const (
 	typeLoadBalancer = "Microsoft.Network/loadBalancers"
 	typeNIC          = "Microsoft.Network/networkInterfaces"
 	typeVM           = "Microsoft.Compute/virtualMachines"
+	typeNatGateway   = "Microsoft.Network/natGateways"
 )
 
 // kinds are the resource types of the store (store.go).
 var kinds = []*kind{
 	&scaleSetKind, &managedImageKind, &imageVersionKind, &routeTableKind, &routeKind, &vnetKind, &subnetKind,
-	&nsgKind, &publicIPKind, &loadBalancerKind, &nicKind, &vmKind,
+	&nsgKind, &publicIPKind, &loadBalancerKind, &nicKind, &vmKind, &natGatewayKind,
 }
 
 // actionRoutes are the routes outside the store: instances of scale sets, actions (POST) and
@@ -174,7 +175,7 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 	route := matchRoute(segs)
 	if route == nil {
 		writeError(w, newError(http.StatusNotFound, "InvalidResourceType",
-			"armtest does not serve %s %s: it implements the virtual machine, scale set, image, route table, virtual network, subnet, network security group, public IP address, load balancer and network interface APIs kubewin uses", r.Method, r.URL.Path))
+			"armtest does not serve %s %s: it implements the virtual machine, scale set, image, route table, virtual network, subnet, network security group, public IP address, load balancer, NAT gateway and network interface APIs kubewin uses", r.Method, r.URL.Path))
 		return
 	}
 	q := &armRequest{r: r, body: body, route: route, segs: segs, apiVersion: r.URL.Query().Get("api-version")}

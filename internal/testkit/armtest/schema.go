@@ -50,6 +50,7 @@ var validatedTypes = []struct{ typ, version string }{
 	{typePublicIP, NetworkAPIVersion},
 	{typeLoadBalancer, NetworkAPIVersion},
 	{typeNIC, NetworkAPIVersion},
+	{typeNatGateway, NetworkAPIVersion},
 	{typeVM, ComputeAPIVersion},
 }
 

@@ -109,7 +109,7 @@ func TestUnknownAndIllTypedMembers(t *testing.T) {
 		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Network/routeTables/pods", http.StatusBadRequest, "MissingApiVersionParameter"},
 		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/nope/providers/Microsoft.Network/routeTables/pods?api-version=" + NetworkAPIVersion, http.StatusNotFound, "ResourceGroupNotFound"},
 		{"/subscriptions/00000000-0000-0000-0000-00000000000f/resourceGroups/" + testGroup + "/providers/Microsoft.Network/routeTables/pods?api-version=" + NetworkAPIVersion, http.StatusNotFound, "SubscriptionNotFound"},
-		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Network/natGateways/nat?api-version=" + NetworkAPIVersion, http.StatusNotFound, "InvalidResourceType"},
+		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Network/applicationGateways/agw?api-version=" + NetworkAPIVersion, http.StatusNotFound, "InvalidResourceType"},
 	} {
 		status, body := f.rawRequest(t, http.MethodGet, tt.path, "")
 		if status != tt.status || !strings.Contains(string(body), `"code":"`+tt.code+`"`) {

@@ -9,8 +9,9 @@
 //   - the ARM REST API kubewin's azure backend uses (Uniform VM scale sets and their instances,
 //     virtual machines and their run command, boot diagnostics, managed, gallery and marketplace
 //     images, route tables and routes, virtual networks, subnets, network security groups, public
-//     IP addresses, Standard load balancers and network interfaces) with ARM's semantics, error
-//     shapes and long-running-operation protocol.
+//     IP addresses, Standard load balancers, NAT gateways and network interfaces) with ARM's
+//     semantics, error shapes and long-running-operation protocol, and the network their machines'
+//     connections cross (Reach: routes, outbound paths, load balancer frontends, security groups).
 //
 // Tests drive it through real azure-sdk-for-go clients, inject faults (throttling, 5xx, conflicts,
 // failed or held operations, connection resets), count ARM writes and read a request log. Scale-set

@@ -23,6 +23,7 @@ type subnet struct {
 	prefix netip.Prefix
 	table  string                // ID of the associated route table, "" when none
 	nsg    string                // ID of the associated network security group, "" when none
+	nat    string                // ID of the associated NAT gateway, "" when none
 	used   map[netip.Addr]string // allocated address → ID of the IP configuration holding it
 	state  armnetwork.ProvisioningState
 }
@@ -112,6 +113,10 @@ func (s *Server) writeSubnet(q *armRequest, m armnetwork.Subnet) (*change, *apiE
 	if e != nil {
 		return nil, e
 	}
+	nat, e := s.subnetNAT(id, v.location, m.Properties)
+	if e != nil {
+		return nil, e
+	}
 	name := q.name(3)
 	sn := v.subnets[strings.ToLower(name)]
 	status := http.StatusOK
@@ -128,7 +133,7 @@ func (s *Server) writeSubnet(q *armRequest, m armnetwork.Subnet) (*change, *apiE
 		}
 	}
 	v.subnets[strings.ToLower(name)] = sn
-	sn.model, sn.prefix, sn.table, sn.nsg, sn.state = m, prefix, table, nsg, armnetwork.ProvisioningStateUpdating
+	sn.model, sn.prefix, sn.table, sn.nsg, sn.nat, sn.state = m, prefix, table, nsg, nat, armnetwork.ProvisioningStateUpdating
 	return &change{status: status, view: func() any { return subnetView(sn) }, commit: func(failure *apiError) func() {
 		sn.state = settled(failure)
 		return nil
@@ -206,12 +211,15 @@ func subnetView(sn *subnet) armnetwork.Subnet {
 		out.Properties = clone(sn.model.Properties)
 	}
 	out.Properties.ProvisioningState = to.Ptr(sn.state)
-	out.Properties.RouteTable, out.Properties.NetworkSecurityGroup = nil, nil
+	out.Properties.RouteTable, out.Properties.NetworkSecurityGroup, out.Properties.NatGateway = nil, nil, nil
 	if sn.table != "" {
 		out.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(sn.table)}
 	}
 	if sn.nsg != "" {
 		out.Properties.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: to.Ptr(sn.nsg)}
+	}
+	if sn.nat != "" {
+		out.Properties.NatGateway = &armnetwork.SubResource{ID: to.Ptr(sn.nat)}
 	}
 	out.Properties.IPConfigurations = nil
 	for _, owner := range sortedValues(sn.used) {

@@ -84,6 +84,7 @@ func (s *Server) prepareVirtualNetwork(id string, m armnetwork.VirtualNetwork) (
 		prefix netip.Prefix
 		table  string
 		nsg    string
+		nat    string
 		keep   *subnet
 	}
 	var plan []planned
@@ -106,7 +107,11 @@ func (s *Server) prepareVirtualNetwork(id string, m armnetwork.VirtualNetwork) (
 		if e != nil {
 			return nil, e
 		}
-		p := planned{name: name, model: *sm, prefix: prefix, table: table, nsg: nsg}
+		nat, e := s.subnetNAT(sid, *m.Location, sm.Properties)
+		if e != nil {
+			return nil, e
+		}
+		p := planned{name: name, model: *sm, prefix: prefix, table: table, nsg: nsg, nat: nat}
 		if old != nil {
 			p.keep = old.subnets[strings.ToLower(name)]
 			if p.keep != nil && p.keep.prefix != prefix && len(p.keep.used) > 0 {
@@ -144,7 +149,7 @@ func (s *Server) prepareVirtualNetwork(id string, m armnetwork.VirtualNetwork) (
 			if sn == nil {
 				sn = &subnet{id: id + "/subnets/" + p.name, vnet: v, used: map[netip.Addr]string{}}
 			}
-			sn.name, sn.model, sn.prefix, sn.table, sn.nsg, sn.state = p.name, p.model, p.prefix, p.table, p.nsg, state
+			sn.name, sn.model, sn.prefix, sn.table, sn.nsg, sn.nat, sn.state = p.name, p.model, p.prefix, p.table, p.nsg, p.nat, state
 			subnets[strings.ToLower(p.name)] = sn
 		}
 		v.subnets = subnets

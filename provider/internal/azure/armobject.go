@@ -73,6 +73,9 @@ var (
 	publicIPs = newKind(typePublicIP, network((*armnetwork.ClientFactory).NewPublicIPAddressesClient),
 		(*armnetwork.PublicIPAddressesClient).Get, (*armnetwork.PublicIPAddressesClient).BeginCreateOrUpdate,
 		(*armnetwork.PublicIPAddressesClient).BeginDelete)
+	natGateways = newKind(typeNatGateway, network((*armnetwork.ClientFactory).NewNatGatewaysClient),
+		(*armnetwork.NatGatewaysClient).Get, (*armnetwork.NatGatewaysClient).BeginCreateOrUpdate,
+		(*armnetwork.NatGatewaysClient).BeginDelete)
 	loadBalancers = newKind(typeLoadBalancer, network((*armnetwork.ClientFactory).NewLoadBalancersClient),
 		(*armnetwork.LoadBalancersClient).Get, (*armnetwork.LoadBalancersClient).BeginCreateOrUpdate,
 		(*armnetwork.LoadBalancersClient).BeginDelete)

@@ -68,7 +68,7 @@ func TestClusterBodies(t *testing.T) {
 				t.Fatal(err)
 			}
 			bodies := map[string]any{
-				"nsg-masters.json":            c.securityGroupBody("masters"),
+				"nsg-masters.json":            c.securityGroupBody("masters", nil),
 				"load-balancer.json":          lb,
 				"master-1-nic.json":           c.controlPlaneNICBody(addr),
 				"master-1-vm.json":            c.controlPlaneVMBody(1, linux, []byte("#cloud-config\n")),
@@ -76,7 +76,12 @@ func TestClusterBodies(t *testing.T) {
 				"agents-scale-set-scale.json": c.agentScaleSetUpdate(3, nil),
 			}
 			if tc.public {
-				bodies["nsg-agents.json"] = c.securityGroupBody("agents")
+				// The NAT gateway's address (from RFC 5737's documentation range) may reach the
+				// API server with the authorized ranges.
+				bodies["nsg-masters.json"] = c.securityGroupBody("masters", []string{"198.51.100.7"})
+				bodies["nsg-agents.json"] = c.securityGroupBody("agents", nil)
+				bodies["nat-gateway.json"] = c.natGatewayBody()
+				bodies["outbound-ip.json"] = c.outboundIPBody()
 				bodies["route-table.json"] = c.routeTableBody()
 				bodies["vnet.json"] = c.vnetBody()
 				bodies["public-ip.json"] = c.publicIPBody()

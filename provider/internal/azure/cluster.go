@@ -94,6 +94,8 @@ func (c *Cluster) nsgName(role string) string { return c.Spec.Name + "-" + role 
 func (c *Cluster) vnetName() string           { return c.Spec.Name + "-vnet" }
 func (c *Cluster) routeTableName() string     { return c.Spec.Name + "-routetable" }
 func (c *Cluster) publicIPName() string       { return c.Spec.Name + "-apiserver-ip" }
+func (c *Cluster) outboundIPName() string     { return c.Spec.Name + "-outbound-ip" }
+func (c *Cluster) natGatewayName() string     { return c.Spec.Name + "-natgw" }
 func (c *Cluster) lbName() string             { return c.Spec.Name + "-apiserver" }
 func (c *Cluster) masterName(i int) string    { return fmt.Sprintf("%s-master-%d", c.Spec.Name, i) }
 func (c *Cluster) nicName(i int) string       { return c.masterName(i) + "-nic" }
@@ -106,7 +108,7 @@ func (c *Cluster) AgentNamePrefix() string { return c.Spec.Name + "-agent-" }
 // ID is the cluster's ID: its load balancer's resource ID.
 func (c *Cluster) ID() string { return c.id(typeLoadBalancer, c.lbName()).String() }
 
-// RouteTableID is the route table of the agents' subnet.
+// RouteTableID is the route table of the masters' and the agents' subnets.
 func (c *Cluster) RouteTableID() string {
 	return c.id(typeRouteTable, c.routeTableName()).String()
 }

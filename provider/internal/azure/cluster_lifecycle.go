@@ -56,11 +56,16 @@ func (c *Cluster) kubeadmCluster(endpoint, fqdn string) kubeadmboot.Cluster {
 // agents — and returns once the agents are Ready nodes with their routes. What it made before an
 // error stays, for Delete.
 func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
+	if c.VNetID() == "" {
+		if err := c.checkOutbound(ctx); err != nil {
+			return nil, err
+		}
+	}
 	subnet, err := c.masterSubnet(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.ensureAll(ctx, c.network(subnet)); err != nil {
+	if err := c.ensureAll(ctx, c.network(ctx, subnet)); err != nil {
 		return nil, err
 	}
 	var host, fqdn string
@@ -377,7 +382,7 @@ const maxControlPlanes = 5
 
 // Delete removes everything the cluster made, and nothing else: agents, control planes (their
 // disks with them), network interfaces, the load balancer and its address, the virtual network,
-// the route table (with its routes) and the security groups.
+// the NAT gateway and its address, the route table (with its routes) and the security groups.
 func (c *Cluster) Delete(ctx context.Context) error {
 	if err := c.remove(ctx, c.agentScaleSet(0, nil)); err != nil {
 		return err
@@ -394,5 +399,5 @@ func (c *Cluster) Delete(ctx context.Context) error {
 			return err
 		}
 	}
-	return c.removeAll(ctx, c.network(netip.Prefix{}))
+	return c.removeAll(ctx, c.network(ctx, netip.Prefix{}))
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 
@@ -15,31 +17,51 @@ import (
 
 // network is the cluster's network in the order Create makes it, a step's objects in parallel
 // and each after those it refers to; Delete removes it in reverse. subnet is the masters' subnet,
-// where an internal load balancer's frontend is.
-func (c *Cluster) network(subnet netip.Prefix) [][]object {
-	var first []object
-	if c.VNetID() != "" {
-		first = append(first, c.securityGroup("masters"), c.securityGroup("agents"))
+// where an internal load balancer's frontend is. In kubewin's own virtual network a NAT gateway
+// on both subnets is every machine's outbound path, Windows pools' included: Azure gives new
+// subnets no default outbound access
+// (https://learn.microsoft.com/azure/virtual-network/ip-services/default-outbound-access), and
+// cluster-api-provider-azure gives node subnets a NAT gateway too.
+func (c *Cluster) network(ctx context.Context, subnet netip.Prefix) [][]object {
+	own := c.VNetID() != ""
+	first := []object{newSpec(c, routeTables, c.routeTableName(), pure(c.routeTableBody))}
+	if own {
+		first = append(first, c.securityGroup(ctx, "agents"), newSpec(c, publicIPs, c.outboundIPName(), pure(c.outboundIPBody)))
 	}
-	first = append(first, newSpec(c, routeTables, c.routeTableName(), pure(c.routeTableBody)))
 	if c.Spec.Network.PublicAPIServer {
 		first = append(first, newSpec(c, publicIPs, c.publicIPName(), pure(c.publicIPBody)))
 	}
 	steps := [][]object{first}
-	if c.VNetID() != "" {
-		steps = append(steps, []object{newSpec(c, virtualNetworks, c.vnetName(), pure(c.vnetBody))})
+	if own {
+		steps = append(steps,
+			[]object{c.securityGroup(ctx, "masters"), newSpec(c, natGateways, c.natGatewayName(), pure(c.natGatewayBody))},
+			[]object{newSpec(c, virtualNetworks, c.vnetName(), pure(c.vnetBody))})
 	}
 	lb := newSpec(c, loadBalancers, c.lbName(), func() (armnetwork.LoadBalancer, error) { return c.loadBalancerBody(subnet) })
 	return append(steps, []object{lb})
 }
 
-func (c *Cluster) securityGroup(role string) object {
-	return newSpec(c, securityGroups, c.nsgName(role), pure(func() armnetwork.SecurityGroup { return c.securityGroupBody(role) }))
+// securityGroup is the security group of the masters' or the agents' subnet. The masters' lets
+// the cluster's own outbound address (the NAT gateway's, read when the group is made) reach
+// the API server besides APIServerSourcePrefixes: the machines reach a public frontend from it.
+func (c *Cluster) securityGroup(ctx context.Context, role string) object {
+	return newSpec(c, securityGroups, c.nsgName(role), func() (armnetwork.SecurityGroup, error) {
+		var outbound []string
+		if role == "masters" && len(c.Spec.APIServerSourcePrefixes) > 0 {
+			a, err := c.outboundAddress(ctx)
+			if err != nil {
+				return armnetwork.SecurityGroup{}, err
+			}
+			outbound = []string{a}
+		}
+		return c.securityGroupBody(role, outbound), nil
+	})
 }
 
 // securityGroupBody is the security group of the masters' or the agents' subnet: the masters'
-// lets APIServerSourcePrefixes reach the API server.
-func (c *Cluster) securityGroupBody(role string) armnetwork.SecurityGroup {
+// lets APIServerSourcePrefixes and the cluster's outbound addresses reach the API server (any
+// source without APIServerSourcePrefixes).
+func (c *Cluster) securityGroupBody(role string, outbound []string) armnetwork.SecurityGroup {
 	m := armnetwork.SecurityGroup{Location: to.Ptr(c.Spec.Location), Tags: c.tags(), Properties: &armnetwork.SecurityGroupPropertiesFormat{}}
 	if role == "masters" {
 		rule := &armnetwork.SecurityRulePropertiesFormat{
@@ -51,17 +73,17 @@ func (c *Cluster) securityGroupBody(role string) armnetwork.SecurityGroup {
 		switch p := c.Spec.APIServerSourcePrefixes; len(p) {
 		case 0:
 			rule.SourceAddressPrefix = to.Ptr("*")
-		case 1:
-			rule.SourceAddressPrefix = to.Ptr(p[0])
 		default:
-			rule.SourceAddressPrefixes = to.SliceOfPtrs(p...)
+			// The cluster's machines reach a public frontend from their outbound address, which
+			// the VirtualNetwork service tag does not hold.
+			rule.SourceAddressPrefixes = to.SliceOfPtrs(append(slices.Clone(p), outbound...)...)
 		}
 		m.Properties.SecurityRules = []*armnetwork.SecurityRule{{Name: to.Ptr("apiserver"), Properties: rule}}
 	}
 	return m
 }
 
-// routeTableBody is the agents' subnet's route table.
+// routeTableBody is the route table of the masters' and the agents' subnets.
 func (c *Cluster) routeTableBody() armnetwork.RouteTable {
 	// Azure's own routes (BGP) are not wanted between the nodes' pods: only kubewin's.
 	return armnetwork.RouteTable{
@@ -70,29 +92,81 @@ func (c *Cluster) routeTableBody() armnetwork.RouteTable {
 	}
 }
 
-// vnetBody is kubewin's virtual network with the masters' and the agents' subnets.
+// vnetBody is kubewin's virtual network with the masters' and the agents' subnets, each with its
+// security group, the route table and the NAT gateway. The masters' subnet has the route table
+// too, so that the API servers reach pods (webhooks, aggregated APIs, metrics-server) as
+// aks-engine's masters did; Azure drops traffic to pod addresses a subnet has no route for.
 func (c *Cluster) vnetBody() armnetwork.VirtualNetwork {
 	n := c.Spec.Network
-	subnet := func(name, prefix, nsg string, table bool) *armnetwork.Subnet {
-		sn := &armnetwork.Subnet{Name: to.Ptr(name), Properties: &armnetwork.SubnetPropertiesFormat{
+	subnet := func(name, prefix, nsg string) *armnetwork.Subnet {
+		return &armnetwork.Subnet{Name: to.Ptr(name), Properties: &armnetwork.SubnetPropertiesFormat{
 			AddressPrefix:        to.Ptr(prefix),
 			NetworkSecurityGroup: &armnetwork.SecurityGroup{ID: to.Ptr(c.id(typeSecurityGroup, nsg).String())},
+			RouteTable:           &armnetwork.RouteTable{ID: to.Ptr(c.RouteTableID())},
+			NatGateway:           &armnetwork.SubResource{ID: to.Ptr(c.id(typeNatGateway, c.natGatewayName()).String())},
 		}}
-		if table {
-			sn.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(c.RouteTableID())}
-		}
-		return sn
 	}
 	return armnetwork.VirtualNetwork{
 		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
 		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
 			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr(n.VNetCIDR)}},
 			Subnets: []*armnetwork.Subnet{
-				subnet("masters", n.ControlPlaneSubnetCIDR, c.nsgName("masters"), false),
-				subnet("agents", n.AgentSubnetCIDR, c.nsgName("agents"), true),
+				subnet("masters", n.ControlPlaneSubnetCIDR, c.nsgName("masters")),
+				subnet("agents", n.AgentSubnetCIDR, c.nsgName("agents")),
 			},
 		},
 	}
+}
+
+// natGatewayBody is the NAT gateway of kubewin's subnets, with the outbound address.
+func (c *Cluster) natGatewayBody() armnetwork.NatGateway {
+	return armnetwork.NatGateway{
+		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
+		SKU: &armnetwork.NatGatewaySKU{Name: to.Ptr(armnetwork.NatGatewaySKUNameStandard)},
+		Properties: &armnetwork.NatGatewayPropertiesFormat{
+			PublicIPAddresses: []*armnetwork.SubResource{{ID: to.Ptr(c.id(typePublicIP, c.outboundIPName()).String())}},
+		},
+	}
+}
+
+// outboundAddress reads the NAT gateway's public address.
+func (c *Cluster) outboundAddress(ctx context.Context) (string, error) {
+	r, err := c.Client.network.NewPublicIPAddressesClient().Get(ctx, c.Spec.ResourceGroup, c.outboundIPName(), nil)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", c.id(typePublicIP, c.outboundIPName()), err)
+	}
+	if r.Properties == nil || r.Properties.IPAddress == nil {
+		return "", fmt.Errorf("public IP address %s has no address", c.id(typePublicIP, c.outboundIPName()))
+	}
+	return *r.Properties.IPAddress, nil
+}
+
+// checkOutbound refuses existing subnets without an outbound path before anything is made: the
+// agents' subnet (the Linux agents' and the Windows pools') needs a NAT gateway, and so does the
+// masters' behind an internal API server (a public one's load balancer has outbound rules).
+func (c *Cluster) checkOutbound(ctx context.Context) error {
+	n := c.Spec.Network
+	ids := []string{n.AgentSubnetID}
+	if !n.PublicAPIServer {
+		ids = append(ids, n.ControlPlaneSubnetID)
+	}
+	for _, id := range ids {
+		r, err := arm.ParseResourceID(id)
+		if err != nil || r.Parent == nil {
+			return fmt.Errorf("%q is not a subnet's resource ID", id)
+		}
+		sn, err := c.Client.network.NewSubnetsClient().Get(ctx, r.ResourceGroupName, r.Parent.Name, r.Name, nil)
+		if err != nil {
+			return fmt.Errorf("read subnet %s: %w", id, err)
+		}
+		if sn.Properties == nil || sn.Properties.NatGateway == nil {
+			return fmt.Errorf("subnet %s has no NAT gateway, and its machines would have no outbound connections (apt, pkgs.k8s.io, "+
+				"container images): Azure gives new subnets no default outbound access "+
+				"(https://learn.microsoft.com/azure/virtual-network/ip-services/default-outbound-access). Associate a NAT gateway with it "+
+				"(azurerm_subnet_nat_gateway_association), or let kubewin make the cluster's network (unset master_subnet_id and agent_subnet_id)", id)
+		}
+	}
+	return nil
 }
 
 // masterSubnet is the prefix of the masters' subnet.
@@ -111,9 +185,10 @@ func (c *Cluster) masterSubnet(ctx context.Context) (netip.Prefix, error) {
 	return p[0], nil
 }
 
-// publicIPBody is the API server's public address.
-func (c *Cluster) publicIPBody() armnetwork.PublicIPAddress {
-	m := armnetwork.PublicIPAddress{
+// outboundIPBody is the NAT gateway's public address: a static Standard address without zones,
+// as the NAT gateway has none.
+func (c *Cluster) outboundIPBody() armnetwork.PublicIPAddress {
+	return armnetwork.PublicIPAddress{
 		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
 		SKU: &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard), Tier: to.Ptr(armnetwork.PublicIPAddressSKUTierRegional)},
 		Properties: &armnetwork.PublicIPAddressPropertiesFormat{
@@ -121,6 +196,11 @@ func (c *Cluster) publicIPBody() armnetwork.PublicIPAddress {
 			PublicIPAddressVersion:   to.Ptr(armnetwork.IPVersionIPv4),
 		},
 	}
+}
+
+// publicIPBody is the API server's public address, in the control planes' zones.
+func (c *Cluster) publicIPBody() armnetwork.PublicIPAddress {
+	m := c.outboundIPBody()
 	if z := c.Spec.ControlPlanes.Zones; len(z) > 0 {
 		m.Zones = to.SliceOfPtrs(z...)
 	}

@@ -2,17 +2,21 @@ package azure
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubewin/kubewin/internal/capin"
 	"github.com/kubewin/kubewin/internal/controlplane"
+	"github.com/kubewin/kubewin/internal/testkit/armtest"
 	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
 
@@ -55,6 +59,9 @@ func TestAzureClusterLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Cluster{Client: client, Spec: testClusterSpec(t, group, "acs")}
+	// Authorized ranges that hold none of the cluster's addresses: its machines still reach the
+	// public frontend, from the NAT gateway's address.
+	c.Spec.APIServerSourcePrefixes = []string{"203.0.113.0/24"}
 	t.Cleanup(func() { _ = c.Delete(context.Background()) })
 	state, err := c.Create(ctx)
 	if err != nil {
@@ -103,11 +110,12 @@ func TestAzureClusterLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rt.Routes) != want || len(subnets) != 1 || !strings.HasSuffix(subnets[0], "/subnets/agents") {
-			t.Fatalf("route table: %d routes %v on %v, want %d on the agents' subnet", len(rt.Routes), rt.Routes, subnets, want)
+		if len(rt.Routes) != want || len(subnets) != 2 || !strings.HasSuffix(subnets[0], "/subnets/agents") || !strings.HasSuffix(subnets[1], "/subnets/masters") {
+			t.Fatalf("route table: %d routes %v on %v, want %d on the agents' and the masters' subnets", len(rt.Routes), rt.Routes, subnets, want)
 		}
 	}
 	routes(1)
+	reachFromCluster(t, c, table)
 
 	if err := c.ScaleAgents(ctx, access, state, 2); err != nil {
 		t.Fatal(err)
@@ -143,5 +151,40 @@ func TestAzureClusterLifecycle(t *testing.T) {
 	}
 	if o, err := c.Observe(ctx); err != nil || o.Exists {
 		t.Errorf("observed after delete: %+v, %v", o, err)
+	}
+}
+
+// reachFromCluster checks the paths of the cluster's network through the ARM test server's: a
+// control plane reaches a pod on an agent (the API server's webhooks and aggregated APIs), and a
+// machine in the agents' subnet outside every load balancer pool (a Windows pool's) reaches the
+// Internet.
+func reachFromCluster(t *testing.T, c *Cluster, table *RouteTable) {
+	t.Helper()
+	ctx := context.Background()
+	rt, _, err := table.Read(ctx)
+	if err != nil || len(rt.Routes) == 0 {
+		t.Fatalf("routes %v, %v", rt.Routes, err)
+	}
+	pod := netip.AddrPortFrom(rt.Routes[0].Destination.Addr().Next(), 443)
+	if err := server.Reach(c.id(typeVirtualMachine, c.masterName(0)).String(), pod); err != nil {
+		t.Errorf("the control plane cannot reach pod %s: %v", pod, err)
+	}
+	nics := c.Client.network.NewInterfacesClient()
+	p, err := nics.BeginCreateOrUpdate(ctx, c.Spec.ResourceGroup, "windows-like", armnetwork.Interface{
+		Location: to.Ptr(c.Spec.Location),
+		Properties: &armnetwork.InterfacePropertiesFormat{IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
+			Name: to.Ptr("ipconfig"), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: to.Ptr(c.AgentSubnetID())}},
+		}}},
+	}, nil)
+	nic, err := wait(ctx, c.Client, p, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Reach(*nic.ID, armtest.PackageMirror); err != nil {
+		t.Errorf("a machine in the agents' subnet has no outbound path: %v", err)
+	}
+	d, err := nics.BeginDelete(ctx, c.Spec.ResourceGroup, "windows-like", nil)
+	if _, err := wait(ctx, c.Client, d, err); err != nil {
+		t.Fatal(err)
 	}
 }

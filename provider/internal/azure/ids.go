@@ -8,6 +8,7 @@ const (
 	typeRouteTable     = "Microsoft.Network/routeTables"
 	typeVirtualNetwork = "Microsoft.Network/virtualNetworks"
 	typePublicIP       = "Microsoft.Network/publicIPAddresses"
+	typeNatGateway     = "Microsoft.Network/natGateways"
 	typeLoadBalancer   = "Microsoft.Network/loadBalancers"
 	typeInterface      = "Microsoft.Network/networkInterfaces"
 	typeVirtualMachine = "Microsoft.Compute/virtualMachines"

@@ -126,9 +126,10 @@ func clusterAzureBlock(context.Context) schema.Block {
 	return schema.SingleNestedBlock{
 		Description: "The cluster is made in Azure, with the provider's `azure` credentials, as acs-engine made it from an api model " +
 			"(`provider::kubewin::acs_apimodel` reads one): a virtual network with a subnet for the control planes and one for the agents " +
-			"(or existing subnets), a network security group on each, a route table on the agents' subnet (kubenet-style routing: each node's pod " +
-			"CIDR " +
-			"to its address; kubewin writes the Linux agents' routes, `kubewin_pod_route` the Windows nodes'), a Standard load balancer whose " +
+			"(or existing subnets), a network security group on each, a NAT gateway on both (every machine's outbound connections: Azure gives " +
+			"new subnets no default outbound access), a route table on both (kubenet-style routing: each node's pod CIDR to its address, so " +
+			"that nodes and API servers reach pods; kubewin writes the Linux agents' routes, `kubewin_pod_route` the Windows nodes'), a Standard " +
+			"load balancer whose " +
 			"frontend " +
 			"is the API server endpoint (a static public address with a health probe and a rule on 6443 and outbound rules for the control planes " +
 			"and " +
@@ -166,15 +167,16 @@ func clusterAzureBlock(context.Context) schema.Block {
 				Computed:   true,
 				Default:    stringdefault.StaticString("public"),
 				Validators: []validator.String{stringvalidator.OneOf("public", "internal")},
-				Description: "`public`: the load balancer's frontend is a static public IP address, and its outbound rules give the control " +
-					"planes and Linux agents their " +
-					"outbound connections; `internal`: the frontend is the control planes' subnet's fifth address, and outbound connections are " +
-					"yours to provide (a NAT gateway). Default `public`.",
+				Description: "`public`: the load balancer's frontend is a static public IP address; `internal`: the frontend is the control planes' " +
+					"subnet's fifth address. Outbound connections go through the cluster's NAT gateway either way (in existing subnets, the " +
+					"load balancer's outbound rules for the control planes and Linux agents of a public cluster, and your NAT gateways). " +
+					"Default `public`.",
 			},
 			"api_server_authorized_ip_ranges": schema.ListAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
-				Description: "Address prefixes that may reach the API server (the control planes' security group). Default: any.",
+				Description: "Address prefixes that may reach the API server (the control planes' security group), besides the cluster's own " +
+					"outbound address (its NAT gateway's), from which its machines reach a public frontend. Default: any.",
 			},
 			"vnet_cidr": schema.StringAttribute{
 				Optional:    true,
@@ -202,9 +204,10 @@ func clusterAzureBlock(context.Context) schema.Block {
 				Optional:      true,
 				Computed:      true,
 				PlanModifiers: keep,
-				Description: "An existing subnet for the control planes, with `agent_subnet_id`: kubewin then makes no virtual network and no " +
-					"security groups, and the agents' " +
-					"subnet must be associated with `route_table_id` by you. Default: the cluster's own.",
+				Description: "An existing subnet for the control planes, with `agent_subnet_id`: kubewin then makes no virtual network, no " +
+					"security groups and no NAT gateway. Both subnets must be associated with `route_table_id` by you, the agents' subnet " +
+					"(and the control planes' of an internal API server) with a NAT gateway, or the cluster is refused before anything " +
+					"is made. Default: the cluster's own.",
 			},
 			"agent_subnet_id": schema.StringAttribute{
 				Optional:      true,
@@ -261,7 +264,7 @@ func clusterAzureBlock(context.Context) schema.Block {
 			"route_table_id": schema.StringAttribute{
 				Computed:      true,
 				PlanModifiers: keep,
-				Description:   "The agents' subnet's route table, for `kubewin_pod_route`s of the Windows nodes.",
+				Description:   "The route table of the control planes' and the agents' subnets, for `kubewin_pod_route`s of the Windows nodes.",
 			},
 			"linux_scale_set_id": schema.StringAttribute{
 				Computed:      true,

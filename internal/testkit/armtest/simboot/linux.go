@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,12 @@ import (
 //     without its preflight checks and without its wait for the kubelet; a SIMULATED kubelet
 //     (internal/simkubelet) then does the kubelet's TLS bootstrap with that kubeconfig and keeps
 //     its Node Ready, marked simulated; it runs no containers.
+//
+//
+// Before its package and kubeadm steps the machine asks the ARM test server's network whether its
+// connections would be carried (armtest.Instance.Reach): a machine from a marketplace image needs
+// the package mirrors on the Internet, and every kubeadm step the API server endpoint; a
+// connection Azure would not carry fails the step, as its timeout would.
 //
 // Run commands run their script with sh on the machine.
 
@@ -145,6 +152,16 @@ func (b *Booter) bootRole(ctx context.Context, m *linuxMachine, in armtest.Insta
 	if err != nil {
 		return "packages", err
 	}
+	if err := reachable(in); err != nil {
+		return "packages", err
+	}
+	endpoint, err := kubeadmboot.EndpointOf([]byte(doc.Files[kubeadmboot.ConfigPath].Content))
+	if err != nil {
+		return "kubeadm", err
+	}
+	if err := reach(in, endpoint); err != nil {
+		return "kubeadm", fmt.Errorf("kubeadm cannot connect to the API server at %s: %w", endpoint, err)
+	}
 	cfg := kubeadmboot.ConfigPath
 	switch doc.Role {
 	case kubeadmboot.RoleInit:
@@ -165,6 +182,31 @@ func (b *Booter) bootRole(ctx context.Context, m *linuxMachine, in armtest.Insta
 		}
 		return "kubelet", b.startKubelet(ctx, m, in, version)
 	}
+}
+
+// reachable checks that a machine booted from a marketplace image, which has no kubeadm, can
+// reach the package mirrors the bootstrap script installs it from (apt-get, pkgs.k8s.io).
+func reachable(in armtest.Instance) error {
+	if strings.Count(in.ImageID, ":") != 3 {
+		return nil
+	}
+	if err := reach(in, armtest.PackageMirror.String()); err != nil {
+		return fmt.Errorf("apt-get update: could not connect to the package mirrors (%s has no kubeadm): %w", in.ImageID, err)
+	}
+	return nil
+}
+
+// reach asks the ARM test server's network whether the machine's connection to host:port would
+// be carried.
+func reach(in armtest.Instance, hostport string) error {
+	if in.Reach == nil {
+		return nil
+	}
+	to, err := netip.ParseAddrPort(hostport)
+	if err != nil {
+		return fmt.Errorf("%s is not an address and port: %w", hostport, err)
+	}
+	return in.Reach(to)
 }
 
 // initControlPlane is `kubeadm init --upload-certs` on a simulated machine.
