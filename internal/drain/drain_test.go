@@ -144,7 +144,8 @@ func TestDrainUnreachable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := Node(ctx, c, node, Options{Timeout: 3 * time.Second}); err == nil || !strings.Contains(err.Error(), "did not terminate before the drain timeout") {
+	err := Node(ctx, c, node, Options{Timeout: 3 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "did not terminate before the drain timeout") {
 		t.Fatalf("drain of a node without a kubelet = %v, want a timeout", err)
 	}
 	start := time.Now()

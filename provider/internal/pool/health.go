@@ -106,8 +106,13 @@ func (m *Manager) assess(ctx context.Context, s Spec, members []member, now time
 		case x.ready():
 			out[x.Name] = finding{verdict: ready}
 		case r != nil && r.State == nodestatus.StateFailed:
-			out[x.Name] = finding{verdict: removed, unreachable: true, state: "its join failed: " + r.Failure(),
+			f := finding{verdict: removed, unreachable: true, state: "its join failed: " + r.Failure(),
 				action: "the next apply deletes the machine and adds one in its place"}
+			if r.Code == nodestatus.CodeTokenNotFound {
+				f.state += " (a machine added outside Terraform — by the portal, a reimage, automatic repairs or an autoscaler — finds " +
+					"the bootstrap token of its custom data deleted)"
+			}
+			out[x.Name] = f
 		case r == nil || r.State != nodestatus.StateDone:
 			out[x.Name] = finding{verdict: joining, state: "it is joining", action: "the next apply waits until it is Ready"}
 		default:
