@@ -3,9 +3,9 @@
 # CoreDNS, and the model's Windows pool as a scale set of the kubewin image, with a route per
 # Windows node in the cluster's route table (kubenet-style routing, l2bridge on Windows).
 #
-# windows.json is the guides' file with its placeholders filled in and its administrator
-# password left out: kubewin refuses secrets in an api model (they would be copied into the
-# state); give a Windows password with the pools' write-only azure.admin_password_wo if you need
+# windows.json is the guides' file with its placeholders filled in. The function drops its
+# administrator password with a warning (a function's result, which Terraform stores, holds no
+# secret); give a Windows password with the pools' write-only azure.admin_password_wo if you need
 # one. Its Kubernetes 1.11.1 is long unsupported, so the cluster takes var.kubernetes_version.
 #
 # Credentials are read as the azurerm provider reads them (ARM_* variables or `az login`);

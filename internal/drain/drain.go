@@ -28,6 +28,14 @@ type Options struct {
 	DeleteEmptyDirData bool
 	// GracePeriodSeconds overrides the pods' termination grace period when set.
 	GracePeriodSeconds *int64
+	// Unreachable is a node whose kubelet is gone (its machine stopped, or its Ready condition
+	// is Unknown): only a kubelet confirms that a pod terminated, so an evicted pod is waited for
+	// until its deletion is due (its termination grace period has passed), not until it is gone;
+	// deleting the Node then lets the pod garbage collector remove it. cluster-api's machine
+	// controller does the same for unreachable nodes with kubectl drain's
+	// --skip-wait-for-delete-timeout (kubernetes-sigs/cluster-api,
+	// internal/controllers/machine/machine_controller.go, drainNode).
+	Unreachable bool
 	// Progress receives a line per evicted pod.
 	Progress io.Writer
 }
@@ -63,7 +71,7 @@ func Node(ctx context.Context, c kubernetes.Interface, name string, o Options) e
 		fmt.Fprintf(o.Progress, "evicted pod %s/%s from node %s\n", p.Namespace, p.Name, name)
 	}
 	for _, p := range evict {
-		if err := waitGone(ctx, c, p); err != nil {
+		if err := waitGone(ctx, c, p, o.Unreachable); err != nil {
 			return fmt.Errorf("drain node %s: %w", name, err)
 		}
 	}
@@ -133,10 +141,15 @@ func evictPod(ctx context.Context, c kubernetes.Interface, p corev1.Pod, o Optio
 	}
 }
 
-func waitGone(ctx context.Context, c kubernetes.Interface, p corev1.Pod) error {
+// waitGone waits until an evicted pod is gone, or, on an unreachable node, until its deletion
+// is due.
+func waitGone(ctx context.Context, c kubernetes.Interface, p corev1.Pod, unreachable bool) error {
 	for {
 		got, err := c.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && got.UID != p.UID) {
+			return nil
+		}
+		if unreachable && err == nil && got.DeletionTimestamp != nil && !time.Now().Before(got.DeletionTimestamp.Time) {
 			return nil
 		}
 		select {

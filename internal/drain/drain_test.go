@@ -119,6 +119,51 @@ func TestDrainRespectsPDB(t *testing.T) {
 	}
 }
 
+// A node without a kubelet: an evicted pod is never confirmed gone, so the drain waits for it
+// until the timeout — unless the node is unreachable, when it waits only for the pod's
+// termination grace period.
+func TestDrainUnreachable(t *testing.T) {
+	ctx := context.Background()
+	cfg, _ := cp.AdminRESTConfig()
+	c := kubernetes.NewForConfigOrDie(cfg)
+	const node = "unreachable-node"
+	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"u1", "u2"} {
+		p, err := c.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr.To(int64(1)),
+				Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Status.Phase = corev1.PodRunning
+		if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := Node(ctx, c, node, Options{Timeout: 3 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "did not terminate before the drain timeout") {
+		t.Fatalf("drain of a node without a kubelet = %v, want a timeout", err)
+	}
+	start := time.Now()
+	if err := Node(ctx, c, node, Options{Timeout: 10 * time.Second, Unreachable: true}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the unreachable drain took %s, want about the pods' 1s grace period", took)
+	}
+	// The pods were evicted, not deleted: they wait, terminating, for the Node's deletion.
+	for _, name := range []string{"u1", "u2"} {
+		p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp == nil {
+			t.Errorf("pod %s: %v, deletion %v: want it evicted and terminating", name, err, p.GetDeletionTimestamp())
+		}
+	}
+}
+
 func TestSkipped(t *testing.T) {
 	ds := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ds", OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "kube-proxy",
 		Controller: ptr.To(true)}}}}

@@ -4,8 +4,9 @@
 // mapped to a kubewin setting; ignored with a warning that names it (kubewin does that part its
 // own way, or it does not matter to the cluster's behaviour); rejected with an error that names
 // it, when ignoring it would change the cluster's behaviour; or, for secrets (passwords, service
-// principal secrets, private keys), refused so that they are never copied into Terraform's state,
-// with the write-only attribute to use instead. Unknown fields are warnings.
+// principal secrets, private keys), dropped with a warning that names the field, never its value,
+// and what to use instead (the write-only attribute): the result, which Terraform stores, holds
+// no secret. Unknown fields are warnings.
 //
 // The field list follows aks-engine's pkg/api/vlabs/types.go (the last release, which includes
 // acs-engine's fields) and acs-engine's older names (servicePrincipalClientID,
@@ -289,12 +290,11 @@ func (c *converter) refuse(o *object, key, why string) {
 	}
 }
 
-// secret takes a field that holds a secret and refuses it when set: the value never reaches a
-// result (or Terraform's state).
+// secret takes a field that holds a secret and drops it with a warning that names the field,
+// never its value: the value reaches no result (what Terraform stores of a function call).
 func (c *converter) secret(o *object, key, fix string) {
 	if v, path := o.take(key); !isUnset(v) {
-		c.reject(path, "holds a secret, which kubewin does not take from an api model: it would be copied into the Terraform state. Remove it from the "+
-			"model; %s", fix)
+		c.warn(path, "dropped: it holds a secret, which the result never holds (Terraform stores the result in plans and state); %s", fix)
 	}
 }
 
@@ -379,14 +379,14 @@ func (c *converter) properties(p *object) {
 			"bootstrap tokens")
 	}
 	for _, k := range []string{"secret", "servicePrincipalClientSecret"} {
-		c.secret(sp, k, "kubewin's clusters need no service principal (the provider's azure block or ARM_* variables authenticate Terraform).")
+		c.secret(sp, k, "kubewin's clusters need no service principal (the provider's azure block or ARM_* variables authenticate Terraform)")
 	}
 	c.ignore(sp, "keyvaultSecretRef", "kubewin's clusters use no service principal")
 	c.unknown(sp)
 	cp := c.take(p, "certificateProfile")
 	for _, k := range []string{"caPrivateKey", "apiServerPrivateKey", "clientPrivateKey", "kubeConfigPrivateKey", "etcdServerPrivateKey",
 		"etcdClientPrivateKey", "etcdPeerPrivateKeys"} {
-		c.secret(cp, k, "the first control plane's kubeadm makes the cluster's PKI, whose keys never leave the control planes.")
+		c.secret(cp, k, "the first control plane's kubeadm makes the cluster's PKI, whose keys never leave the control planes")
 	}
 	for _, k := range []string{"caCertificate", "apiServerCertificate", "clientCertificate", "kubeConfigCertificate", "etcdServerCertificate",
 		"etcdClientCertificate", "etcdPeerCertificates"} {
@@ -547,7 +547,7 @@ func (c *converter) kubernetesConfig(k *object, perPool bool) {
 		}
 	}
 	c.refuse(k, "enableEncryptionWithExternalKms", "kubewin does not configure a KMS provider")
-	c.secret(k, "etcdEncryptionKey", "kubewin does not configure encryption of secrets at rest yet.")
+	c.secret(k, "etcdEncryptionKey", "kubewin does not configure encryption of secrets at rest yet")
 	for _, key := range []string{"apiServerConfig", "controllerManagerConfig", "schedulerConfig"} {
 		c.refuse(k, key, "kubewin does not pass flags to the control plane's components; remove them (kubeadm's defaults apply)")
 	}
@@ -881,7 +881,7 @@ func (c *converter) windowsProfile(o *object) {
 	v, path := o.take("adminUsername")
 	admin := c.str(v, path)
 	c.secret(o, "adminPassword", "give the Windows pools' password with kubewin_windows_node_pool's write-only azure.admin_password_wo (from an "+
-		"ephemeral variable), or leave it out: the VMs then get a random password nobody knows.")
+		"ephemeral variable), or leave it out: the VMs then get a random password nobody knows")
 	c.windowsAdmin = admin
 	for _, f := range []struct {
 		key string
@@ -945,7 +945,7 @@ func (c *converter) linuxProfile(o *object) {
 	c.unknown(sshObj)
 	c.refuse(o, "secrets", "kubewin installs no Key Vault certificates on the Linux machines")
 	csd := c.take(o, "customSearchDomain")
-	c.secret(csd, "realmPassword", "kubewin joins no realm.")
+	c.secret(csd, "realmPassword", "kubewin joins no realm")
 	c.refuse(csd, "name", "kubewin sets no custom DNS search domain")
 	c.refuse(csd, "realmUser", "kubewin joins no realm")
 	c.unknown(csd)

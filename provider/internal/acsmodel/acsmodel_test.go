@@ -2,22 +2,15 @@ package acsmodel
 
 import (
 	"encoding/json"
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// secretField matches the secrets the published models carry (placeholders, but secrets).
-var secretField = regexp.MustCompile(`"(adminPassword|secret|servicePrincipalClientSecret)"\s*:\s*"[^"]+"`)
-
-func withoutSecrets(data []byte) []byte { return secretField.ReplaceAll(data, []byte(`"$1": ""`)) }
-
-// What each published model asks that kubewin cannot do, once its secrets are removed; the
-// others convert.
+// What each published model asks that kubewin cannot do; the others convert.
 var rejected = map[string][]string{
 	"acs-engine/kubernetes-hyperv.json":                  {"kubernetesConfig.apiServerConfig"},
 	"acs-engine/kubernetes-manageddisks.json":            {"agentPoolProfiles[0].diskSizesGB"},
@@ -33,9 +26,9 @@ var rejected = map[string][]string{
 	"guides/windows.json":                                {"keyData: is not an OpenSSH public key"},
 }
 
-// acs-engine's and aks-engine's published Windows api models: as published they carry an
-// administrator password, which is refused without being echoed; without it each converts with
-// its Windows pools, or is rejected naming what kubewin does not do.
+// acs-engine's and aks-engine's published Windows api models convert as published, their
+// secrets (an administrator password, often a service principal secret) dropped with a warning
+// that names each field and never its value, or are rejected naming only what kubewin cannot do.
 func TestPublishedModels(t *testing.T) {
 	files, err := filepath.Glob("testdata/*/*.json")
 	if err != nil || len(files) < 25 {
@@ -48,20 +41,28 @@ func TestPublishedModels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Convert(data)
-			var ce *Error
-			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "windowsProfile.adminPassword: holds a secret") || !strings.Contains(err.Error(),
-				"admin_password_wo") {
-				t.Fatalf("as published: error %v, want the password refused with the write-only attribute named", err)
-			}
-			for _, secret := range []string{"replacepassword1234$", "<your-password>"} {
-				if strings.Contains(err.Error(), secret) {
-					t.Errorf("the error echoes the password %q", secret)
+			var secrets struct {
+				Properties struct {
+					WindowsProfile          struct{ AdminPassword string }
+					ServicePrincipalProfile struct{ Secret string }
 				}
 			}
-			res, err := Convert(withoutSecrets(data))
-			want, isRejected := rejected[name]
-			if isRejected && len(want) > 0 {
+			if err := json.Unmarshal(data, &secrets); err != nil {
+				t.Fatal(err)
+			}
+			password, spSecret := secrets.Properties.WindowsProfile.AdminPassword, secrets.Properties.ServicePrincipalProfile.Secret
+			if password == "" {
+				t.Fatal("the published model has no administrator password: testdata is not as published")
+			}
+			res, err := Convert(data)
+			echoes := func(what string) {
+				for _, secret := range []string{password, spSecret} {
+					if secret != "" && strings.Contains(what, secret) {
+						t.Errorf("%q echoes a secret of the model", what)
+					}
+				}
+			}
+			if want := rejected[name]; len(want) > 0 {
 				if err == nil {
 					t.Fatalf("converted, want %v rejected", want)
 				}
@@ -70,10 +71,25 @@ func TestPublishedModels(t *testing.T) {
 						t.Errorf("error lacks %q:\n%v", w, err)
 					}
 				}
+				if strings.Contains(err.Error(), "adminPassword") || strings.Contains(err.Error(), "secret") {
+					t.Errorf("a secret is among the reasons: %v", err)
+				}
+				echoes(err.Error())
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			echoes(fmt.Sprintf("%+v", res))
+			if !slices.ContainsFunc(res.Warnings, func(w string) bool {
+				return strings.HasPrefix(w, "properties.windowsProfile.adminPassword: dropped") && strings.Contains(w, "azure.admin_password_wo")
+			}) {
+				t.Errorf("no warning names the dropped password and admin_password_wo: %v", res.Warnings)
+			}
+			if spSecret != "" && !slices.ContainsFunc(res.Warnings, func(w string) bool {
+				return strings.HasPrefix(w, "properties.servicePrincipalProfile.secret: dropped")
+			}) {
+				t.Errorf("no warning names the dropped service principal secret: %v", res.Warnings)
 			}
 			var model struct {
 				Properties struct {
@@ -109,8 +125,7 @@ func TestPublishedModels(t *testing.T) {
 	}
 }
 
-// The guides' windows.json, with its placeholders filled in and its password removed, as
-// examples/acs-engine has it.
+// The guides' windows.json, with its placeholders filled in, as examples/acs-engine has it.
 func TestGuidesModel(t *testing.T) {
 	data, err := os.ReadFile("../../../examples/acs-engine/windows.json")
 	if err != nil {
@@ -137,6 +152,7 @@ func TestGuidesModel(t *testing.T) {
 		"agentPoolProfiles[0].availabilityProfile: AvailabilitySet",
 		"networkPlugin: the model names no network plugin",
 		"agentPoolProfiles: the model has no Linux agent pool",
+		"windowsProfile.adminPassword: dropped: it holds a secret",
 	} {
 		if !slices.ContainsFunc(res.Warnings, func(s string) bool { return strings.Contains(s, w) }) {
 			t.Errorf("no warning %q in %v", w, res.Warnings)
@@ -179,8 +195,12 @@ func TestFields(t *testing.T) {
 			}},
 		{name: "secrets", props: `, "servicePrincipalProfile": {"clientId": "x", "secret": "s3cr3t"}, "certificateProfile": {"caPrivateKey": "KEY"},
 			"orchestratorProfile": {"kubernetesConfig": {"etcdEncryptionKey": "abc"}}`,
-			error: []string{"servicePrincipalProfile.secret: holds a secret", "certificateProfile.caPrivateKey: holds a secret",
-				"kubernetesConfig.etcdEncryptionKey: holds a secret"}},
+			warning: []string{"servicePrincipalProfile.secret: dropped: it holds a secret", "certificateProfile.caPrivateKey: dropped: it holds a secret",
+				"kubernetesConfig.etcdEncryptionKey: dropped: it holds a secret"},
+			check: func(r *Result) bool {
+				s := fmt.Sprintf("%+v", r)
+				return !strings.Contains(s, "s3cr3t") && !strings.Contains(s, `KEY"`) && !strings.Contains(s, "abc")
+			}},
 		{name: "behaviour-changing",
 			props: winPool + `, "orchestratorProfile": {"kubernetesConfig": {"networkPlugin": "azure", "networkPolicy": "calico", "enableRbac": false,
 			"kubeProxyMode": "ipvs", "enablePodSecurityPolicy": true, "dnsServiceIP": "10.0.0.10"}}, "aadProfile": {"serverAppID": "x"},

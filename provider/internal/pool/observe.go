@@ -66,7 +66,7 @@ func (m *Manager) poolNodes(ctx context.Context, s Spec) (map[string]*corev1.Nod
 	return out, nil
 }
 
-// names returns the names of the members that match, in name order.
+// names returns the names of the members that match, in their order.
 func names(members []member, match func(member) bool) []string {
 	var out []string
 	for _, x := range members {
@@ -77,6 +77,20 @@ func names(members []member, match func(member) bool) []string {
 	return out
 }
 
+// pick returns the members that match, in their order.
+func pick(members []member, match func(member) bool) []member {
+	var out []member
+	for _, x := range members {
+		if match(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// all matches every member.
+func all(member) bool { return true }
+
 // NodeReady reports whether a Node is Ready.
 func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
@@ -85,42 +99,6 @@ func NodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-// unhealthyAfter is how long a node may stay NotReady after its join finished before its
-// machine counts as broken (the kubelet needs a moment to report Ready).
-const unhealthyAfter = 2 * time.Minute
-
-// brokenJoins returns the join reports of the named (not Ready) machines that will not become
-// Ready: failed joins, and joins done long ago. Reports come from the cluster (one request for
-// the pool), else from the machines themselves.
-func (m *Manager) brokenJoins(ctx context.Context, s Spec, machines []string) (map[string]*nodestatus.Report, error) {
-	failed := map[string]*nodestatus.Report{}
-	if len(machines) == 0 {
-		return failed, nil
-	}
-	reports, err := m.clusterReports(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	var unreported []string
-	for _, name := range machines {
-		r := reports[name]
-		switch {
-		case r == nil:
-			unreported = append(unreported, name)
-		case r.State == nodestatus.StateFailed, r.State == nodestatus.StateDone && time.Since(r.Updated) > unhealthyAfter:
-			failed[name] = r
-		}
-	}
-	if len(unreported) > 0 {
-		for name, r := range m.Compute.Reports(ctx, unreported) {
-			if r != nil && r.State == nodestatus.StateFailed {
-				failed[name] = r
-			}
-		}
-	}
-	return failed, nil
 }
 
 // clusterReports reads the pool's join reports in one request.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -76,6 +77,8 @@ type Spec struct {
 	MaxSurge int
 	TokenTTL time.Duration
 	Drain    drain.Options
+	// Health says when a NotReady node is replaced.
+	Health HealthCheck
 }
 
 // Generation identifies what is baked into a node: the image and the settings a node reads
@@ -124,9 +127,11 @@ type Manager struct {
 }
 
 // Reconcile brings the pool to spec: machines that stopped or failed to join are removed,
-// machines still joining (an interrupted apply's) are waited for, nodes of another generation
-// are replaced surge-first, the count is met, and the nodes are returned. A backend or API
-// error stops it before anything more is created.
+// machines still joining (an interrupted apply's) are waited for, nodes NotReady past the health
+// check's timeout (at most its bound) and nodes of another generation are replaced
+// surge-first, the count is met, and the nodes are returned. Nodes NotReady within the timeout
+// count as nodes of the pool and are left alone. A backend or API error stops it before
+// anything more is created.
 func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 	ctx = tflog.SetField(ctx, "pool", s.Pool)
 	gen := s.Generation()
@@ -134,13 +139,25 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.removeBroken(ctx, s, members); err != nil {
+	verdicts, err := m.assess(ctx, s, members, time.Now())
+	if err != nil {
 		return nil, err
+	}
+	is := func(v verdict) func(member) bool { return func(x member) bool { return verdicts[x.Name].verdict == v } }
+	if broken := pick(members, is(removed)); len(broken) > 0 {
+		tflog.Info(ctx, "removing machines that stopped, are gone or failed to join", map[string]any{"machines": names(broken, all)})
+		if err := m.remove(ctx, s, broken, verdicts); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range pick(members, is(kept)) {
+		tflog.Warn(ctx, "node NotReady", map[string]any{"node": x.Name, "state": verdicts[x.Name].state, "action": verdicts[x.Name].action})
 	}
 	if members, err = m.observe(ctx, s); err != nil {
 		return nil, err
 	}
-	if pending := names(members, func(x member) bool { return x.Running && !x.ready() }); len(pending) > 0 {
+	// Members that appeared since the assessment have no verdict: they are joining.
+	if pending := names(members, func(x member) bool { return x.Running && !x.ready() && verdicts[x.Name].verdict == joining }); len(pending) > 0 {
 		tflog.Info(ctx, "waiting for machines an earlier apply created", map[string]any{"machines": pending})
 		if err := m.waitReady(ctx, s, pending); err != nil {
 			return nil, err
@@ -149,9 +166,15 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 	if members, err = m.observe(ctx, s); err != nil {
 		return nil, err
 	}
-	all := names(members, func(member) bool { return true })
-	current := names(members, func(x member) bool { return x.ready() && x.Node.Labels[GenerationLabel] == gen })
-	old := names(members, func(x member) bool { return x.ready() && x.Node.Labels[GenerationLabel] != gen })
+	// Nodes NotReady within the timeout serve, as far as the count goes; one whose Node is gone
+	// counts as the current generation.
+	serving := func(x member) bool { return x.ready() || x.machine && x.Running && verdicts[x.Name].verdict == kept }
+	oldGen := func(x member) bool { return x.Node != nil && x.Node.Labels[GenerationLabel] != gen }
+	current := pick(members, func(x member) bool { return serving(x) && !oldGen(x) })
+	// Unhealthy nodes are replaced first, then those of an earlier generation.
+	old := pick(members, func(x member) bool { return is(replaced)(x) && !x.ready() })
+	old = append(old, pick(members, func(x member) bool { return serving(x) && oldGen(x) })...)
+	existing := names(members, all)
 
 	var token string
 	defer func() {
@@ -170,21 +193,23 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 				return err
 			}
 		}
-		added, err := m.add(ctx, s, gen, token, all, n)
-		all = append(all, added...)
-		current = append(current, added...)
+		added, err := m.add(ctx, s, gen, token, existing, n)
+		existing = append(existing, added...)
+		for _, name := range added {
+			current = append(current, member{Name: name, machine: true, Running: true, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}})
+		}
 		return err
 	}
-	// The image or the settings changed: new nodes first, then old ones go, max_surge at a time,
-	// so that the pool never has fewer Ready nodes than it should.
+	// NotReady nodes, or the image or the settings changed: new nodes first, then old ones go,
+	// max_surge at a time, so that the pool never has fewer Ready nodes than it should.
 	surge := max(s.MaxSurge, 1)
 	for len(old) > 0 {
 		batch := min(surge, len(old))
 		if err := grow(min(batch, s.Count-len(current))); err != nil {
 			return nil, err
 		}
-		tflog.Info(ctx, "replacing nodes of an earlier generation", map[string]any{"nodes": old[:batch], "generation": gen})
-		if err := m.remove(ctx, s, old[:batch], true); err != nil {
+		tflog.Info(ctx, "replacing nodes", map[string]any{"nodes": names(old[:batch], all), "generation": gen})
+		if err := m.remove(ctx, s, old[:batch], verdicts); err != nil {
 			return nil, err
 		}
 		old = old[batch:]
@@ -194,15 +219,15 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 	}
 	// Scale in: the newest nodes go first.
 	if extra := len(current) - s.Count; extra > 0 {
-		slices.Sort(current)
+		slices.SortFunc(current, func(a, b member) int { return strings.Compare(a.Name, b.Name) })
 		gone := current[len(current)-extra:]
-		tflog.Info(ctx, "scaling in", map[string]any{"nodes": gone})
-		if err := m.remove(ctx, s, gone, true); err != nil {
+		tflog.Info(ctx, "scaling in", map[string]any{"nodes": names(gone, all)})
+		if err := m.remove(ctx, s, gone, verdicts); err != nil {
 			return nil, err
 		}
 		current = current[:len(current)-extra]
 	}
-	if err := nodeaccess.Prepare(ctx, m.Client, s.Pool, current); err != nil {
+	if err := nodeaccess.Prepare(ctx, m.Client, s.Pool, names(current, all)); err != nil {
 		return nil, err
 	}
 	return m.Nodes(ctx, s)
@@ -231,47 +256,26 @@ func (m *Manager) add(ctx context.Context, s Spec, gen, token string, existing [
 	return added, nil
 }
 
-// removeBroken removes machines that stopped for good, whose join failed, or whose node went
-// NotReady after its join, and Nodes of the pool whose machine is gone; the pool then replaces
-// them. They run nothing, so nothing is drained.
-func (m *Manager) removeBroken(ctx context.Context, s Spec, members []member) error {
-	failed, err := m.brokenJoins(ctx, s, names(members, func(x member) bool { return x.Running && !x.ready() }))
-	if err != nil {
-		return err
-	}
-	broken := names(members, func(x member) bool { return (!x.Running || failed[x.Name] != nil) && x.machine })
-	if len(broken) > 0 {
-		tflog.Info(ctx, "removing machines that stopped or failed to join", map[string]any{"machines": broken})
-		if err := m.remove(ctx, s, broken, false); err != nil {
-			return err
+// remove drains the members, deletes their machines in one batch, then their Node objects. A
+// member whose kubelet is gone (by its verdict) is drained without waiting for its pods to
+// terminate. A node whose drain fails keeps its machine; the others go.
+func (m *Manager) remove(ctx context.Context, s Spec, members []member, verdicts map[string]finding) error {
+	gone, errs := m.drain(ctx, s, members, verdicts)
+	var machines []string
+	for _, x := range members {
+		if x.machine && slices.Contains(gone, x.Name) {
+			machines = append(machines, x.Name)
 		}
 	}
-	for _, name := range names(members, func(x member) bool { return !x.machine }) {
-		tflog.Info(ctx, "deleting the Node of a machine that is gone", map[string]any{"node": name})
+	if len(machines) > 0 {
+		tflog.Info(ctx, "deleting machines", map[string]any{"machines": machines})
+		if err := m.Compute.Delete(ctx, machines); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("delete machines %v: %w", machines, err))...)
+		}
+	}
+	for _, name := range gone {
 		if err := m.deleteNode(ctx, name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// remove drains the nodes (when asked), deletes their machines in one batch, then their Node
-// objects. A node whose drain fails keeps its machine; the others go.
-func (m *Manager) remove(ctx context.Context, s Spec, nodes []string, drainFirst bool) error {
-	var errs []error
-	gone := nodes
-	if drainFirst {
-		gone, errs = m.drain(ctx, s, nodes)
-	}
-	if len(gone) > 0 {
-		tflog.Info(ctx, "deleting machines", map[string]any{"machines": gone})
-		if err := m.Compute.Delete(ctx, gone); err != nil {
-			return errors.Join(append(errs, fmt.Errorf("delete machines %v: %w", gone, err))...)
-		}
-		for _, name := range gone {
-			if err := m.deleteNode(ctx, name); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -280,23 +284,30 @@ func (m *Manager) remove(ctx context.Context, s Spec, nodes []string, drainFirst
 // drainParallel bounds how many nodes drain at once.
 const drainParallel = 8
 
-// drain cordons and drains nodes in parallel and returns those drained.
-func (m *Manager) drain(ctx context.Context, s Spec, nodes []string) (drained []string, errs []error) {
+// drain cordons and drains the members' nodes in parallel (through the Eviction API) and
+// returns those drained. A member without a Node has nothing to drain.
+func (m *Manager) drain(ctx context.Context, s Spec, members []member, verdicts map[string]finding) (drained []string, errs []error) {
 	type result struct {
 		node string
 		err  error
 	}
-	results := make(chan result, len(nodes))
+	results := make(chan result, len(members))
 	sem := make(chan struct{}, drainParallel)
-	for _, name := range nodes {
+	for _, x := range members {
 		go func() {
+			if x.Node == nil {
+				results <- result{x.Name, nil}
+				return
+			}
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			tflog.Info(ctx, "draining node", map[string]any{"node": name})
-			results <- result{name, drain.Node(ctx, m.Client, name, s.Drain)}
+			o := s.Drain
+			o.Unreachable = verdicts[x.Name].unreachable
+			tflog.Info(ctx, "draining node", map[string]any{"node": x.Name, "unreachable": o.Unreachable})
+			results <- result{x.Name, drain.Node(ctx, m.Client, x.Name, o)}
 		}()
 	}
-	for range nodes {
+	for range members {
 		r := <-results
 		if r.err != nil {
 			errs = append(errs, r.err)
@@ -349,17 +360,13 @@ func (m *Manager) Destroy(ctx context.Context, s Spec) error {
 	if err != nil {
 		return err
 	}
-	// Nodes that run something are drained; machines that never joined or stopped are not.
-	if err := m.remove(ctx, s, names(members, func(x member) bool { return x.machine && x.Running && x.Node != nil }), true); err != nil {
-		return err
+	// Every node is drained; those whose kubelet is gone without waiting for their pods.
+	verdicts := map[string]finding{}
+	for _, x := range members {
+		verdicts[x.Name] = finding{unreachable: !x.machine || !x.Running || unreachable(x.Node)}
 	}
-	if err := m.remove(ctx, s, names(members, func(x member) bool { return x.machine && (!x.Running || x.Node == nil) }), false); err != nil {
+	if err := m.remove(ctx, s, members, verdicts); err != nil {
 		return err
-	}
-	for _, name := range names(members, func(x member) bool { return !x.machine }) {
-		if err := m.deleteNode(ctx, name); err != nil {
-			return err
-		}
 	}
 	tflog.Info(ctx, "removing the pool")
 	if err := m.Compute.Destroy(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -26,9 +27,14 @@ import (
 
 // scaleSet is an in-memory backend: machines that "boot" by registering a Ready Node with the
 // labels of the NodeConfig they were given, unless told to fail. Any call can be made to fail.
+// Its cluster is a fake clientset, or the test control plane (clusterScaleSet).
 type scaleSet struct {
 	t      *testing.T
-	client *fake.Clientset
+	client kubernetes.Interface
+	// fake is the client when it is a fake clientset.
+	fake *fake.Clientset
+	// prefix names the machines.
+	prefix string
 
 	mu       sync.Mutex
 	next     int
@@ -41,6 +47,8 @@ type scaleSet struct {
 	boot func(name string) bootOutcome
 	// calls records the writes, in order: "add 2", "delete win000000,win000001".
 	calls []string
+	// log, when set, records the writes too, among the cluster's evictions.
+	log *eventLog
 	// leastReady is the fewest Ready, schedulable nodes seen after any change.
 	leastReady int
 }
@@ -62,7 +70,8 @@ const (
 )
 
 func newScaleSet(t *testing.T) *scaleSet {
-	return &scaleSet{t: t, client: fake.NewClientset(), machines: map[string]*fakeMachine{}, fail: map[string]int{}, leastReady: -1}
+	f := fake.NewClientset()
+	return &scaleSet{t: t, client: f, fake: f, prefix: "win", machines: map[string]*fakeMachine{}, fail: map[string]int{}, leastReady: -1}
 }
 
 func (s *scaleSet) failing(call string) error {
@@ -101,14 +110,14 @@ func (s *scaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 	if cfg.Node.Name != "" || cfg.Cluster.BootstrapToken == "" {
 		s.t.Errorf("custom data names node %q and token %q: want a pool-wide NodeConfig with a token", cfg.Node.Name, cfg.Cluster.BootstrapToken)
 	}
-	s.calls = append(s.calls, fmt.Sprintf("add %d", n))
+	s.write(fmt.Sprintf("add %d", n))
 	var names []string
 	for i := range n {
 		if s.addPartly > 0 && i == s.addPartly {
 			s.addPartly = 0
 			return names, errors.New("the scale set's update ended Failed: allocation failed")
 		}
-		name, _ := winname.ComputerName("win", s.next)
+		name, _ := winname.ComputerName(s.prefix, s.next)
 		s.next++
 		m := &fakeMachine{running: true, config: cfg}
 		s.machines[name] = m
@@ -143,11 +152,19 @@ func (s *scaleSet) Delete(_ context.Context, names []string) error {
 	if err := s.failing("Delete"); err != nil {
 		return err
 	}
-	s.calls = append(s.calls, "delete "+strings.Join(names, ","))
+	s.write("delete " + strings.Join(names, ","))
 	for _, n := range names {
 		delete(s.machines, n)
 	}
 	return nil
+}
+
+// write records a write (called with s.mu held).
+func (s *scaleSet) write(call string) {
+	s.calls = append(s.calls, call)
+	if s.log != nil {
+		s.log.add(call)
+	}
 }
 
 func (s *scaleSet) Destroy(context.Context) error {
@@ -156,7 +173,7 @@ func (s *scaleSet) Destroy(context.Context) error {
 	if err := s.failing("Destroy"); err != nil {
 		return err
 	}
-	s.calls = append(s.calls, "destroy")
+	s.write("destroy")
 	return nil
 }
 
@@ -176,12 +193,23 @@ func (s *scaleSet) Log(_ context.Context, name string) string { return "log of "
 
 // observeReady notes the Ready, schedulable nodes now (called with s.mu held).
 func (s *scaleSet) observeReady() {
-	nodes, err := s.client.Tracker().List(corev1.SchemeGroupVersion.WithResource("nodes"), corev1.SchemeGroupVersion.WithKind("Node"), "")
-	if err != nil {
-		s.t.Fatal(err)
+	var nodes *corev1.NodeList
+	if s.fake != nil {
+		// The tracker: a List through the clientset would meet the tests' failing reactors.
+		list, err := s.fake.Tracker().List(corev1.SchemeGroupVersion.WithResource("nodes"), corev1.SchemeGroupVersion.WithKind("Node"), "")
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		nodes = list.(*corev1.NodeList)
+	} else {
+		var err error
+		if nodes, err = s.client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: nodeaccess.PoolLabel}); err != nil {
+			s.t.Error(err)
+			return
+		}
 	}
 	ready := 0
-	for _, n := range nodes.(*corev1.NodeList).Items {
+	for _, n := range nodes.Items {
 		if NodeReady(&n) && !n.Spec.Unschedulable {
 			ready++
 		}
@@ -220,8 +248,11 @@ func (s *scaleSet) resetCalls() {
 }
 
 func (s *scaleSet) manager() *Manager {
+	if s.fake == nil {
+		return &Manager{Client: s.client, Compute: s, Poll: 10 * time.Millisecond, MachineReportsAfter: 20 * time.Millisecond}
+	}
 	// Every change of a Node is a change of the Ready count.
-	s.client.PrependReactor("*", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	s.fake.PrependReactor("*", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetVerb() == "delete" || a.GetVerb() == "patch" {
 			defer func() {
 				go func() {
@@ -335,7 +366,7 @@ func TestReconcileCreatesAndScales(t *testing.T) {
 	if !slices.Equal(ss.calls, []string{"delete win000002,win000003,win000004"}) {
 		t.Errorf("writes = %v", ss.calls)
 	}
-	for _, a := range ss.client.Actions() {
+	for _, a := range ss.fake.Actions() {
 		if p, ok := a.(k8stesting.PatchAction); ok && a.GetResource().Resource == "nodes" && !strings.Contains(string(p.GetPatch()), "unschedulable") {
 			t.Errorf("unexpected node patch %s", p.GetPatch())
 		}
@@ -360,7 +391,7 @@ func TestReconcileStopsOnErrors(t *testing.T) {
 		{"machine list fails", func(s *scaleSet) { s.fail["List"] = 1 }},
 		{"machine list fails later", func(s *scaleSet) { s.fail["List"] = 2; _ = s.failing("List") }},
 		{"node list fails", func(s *scaleSet) {
-			s.client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+			s.fake.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, nil, errors.New("etcdserver: request timed out")
 			})
 		}},
@@ -560,7 +591,7 @@ func TestDestroy(t *testing.T) {
 	// The pool's tokens and report objects go by label (the fake client records, but does not
 	// carry out, collection deletes; the provider's acceptance tests check them for real).
 	var collections []string
-	for _, a := range ss.client.Actions() {
+	for _, a := range ss.fake.Actions() {
 		if dc, ok := a.(k8stesting.DeleteCollectionAction); ok {
 			collections = append(collections, dc.GetResource().Resource+" "+dc.GetListRestrictions().Labels.String())
 		}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,7 +21,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
@@ -62,6 +65,7 @@ type nodePoolModel struct {
 	MaxSurge         types.Int64     `tfsdk:"max_surge"`
 	TokenTTL         types.String    `tfsdk:"token_ttl"`
 	Drain            types.Object    `tfsdk:"drain"`
+	HealthCheck      types.Object    `tfsdk:"health_check"`
 	Timeouts         timeouts.Value  `tfsdk:"timeouts"`
 	ID               types.String    `tfsdk:"id"`
 	Nodes            types.List      `tfsdk:"nodes"`
@@ -79,9 +83,18 @@ type drainModel struct {
 	DeleteEmptyDirData types.Bool   `tfsdk:"delete_emptydir_data"`
 }
 
+// defaultNotReadyTimeout is health_check.not_ready_timeout's default, pool.DefaultNotReadyTimeout.
+const defaultNotReadyTimeout = "10m"
+
+type healthCheckModel struct {
+	NotReadyTimeout types.String `tfsdk:"not_ready_timeout"`
+	MaxReplacements types.Int64  `tfsdk:"max_replacements"`
+}
+
 var (
-	drainAttrTypes = map[string]attr.Type{"timeout": types.StringType, "ignore_daemonsets": types.BoolType, "delete_emptydir_data": types.BoolType}
-	nodeAttrTypes  = map[string]attr.Type{"name": types.StringType, "ip": types.StringType, "pod_cidr": types.StringType, "ready": types.BoolType}
+	healthCheckAttrTypes = map[string]attr.Type{"not_ready_timeout": types.StringType, "max_replacements": types.Int64Type}
+	drainAttrTypes       = map[string]attr.Type{"timeout": types.StringType, "ignore_daemonsets": types.BoolType, "delete_emptydir_data": types.BoolType}
+	nodeAttrTypes        = map[string]attr.Type{"name": types.StringType, "ip": types.StringType, "pod_cidr": types.StringType, "ready": types.BoolType}
 )
 
 func (r *nodePoolResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -102,8 +115,16 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"demos and CI; they join only a `kubewin_cluster` of the local backend). There is no default.\n\n" +
 			"Replacing nodes: a change of the image (`local.image`, `azure.image_id`) or the azure machine settings, `network_mode`, " +
 			"`labels`, `taints`, `max_pods` or `kubelet_extra_args`, or of the cluster's endpoint, CA or networks, replaces the nodes " +
-			"surge-first (new nodes Ready before old ones are drained). `node_count`, `max_surge`, `token_ttl`, `drain` and `timeouts` " +
-			"change in place, and so does an upgrade of the cluster's Kubernetes version: it replaces no node.",
+			"surge-first (new nodes Ready before old ones are drained). `node_count`, `max_surge`, `token_ttl`, `drain`, `health_check` and " +
+			"`timeouts` change in place, and so does an upgrade of the cluster's Kubernetes version: it replaces no node.\n\n" +
+			"Unhealthy nodes: a node that stops being Ready is reported by `terraform plan` (a warning naming each such node and what the " +
+			"next apply does with it) and handled by the next apply as `health_check` says: kept within its grace period, then drained and " +
+			"replaced; a machine that stopped or is gone, or whose join failed, is replaced.\n\n" +
+			"Machines the provider did not add cannot join: the bootstrap token in the machines' custom data is deleted once the pool's " +
+			"nodes are Ready, so an instance added outside Terraform (by the Azure portal, a reimage, the scale set's automatic instance " +
+			"repairs or a cluster autoscaler) fails its join with `TokenNotFound`. The next plan reports it and the next apply replaces it " +
+			"with a machine that joins. Change the pool's size with `node_count` only; kubewin's scale set leaves automatic instance repairs " +
+			"off, and they must stay off.",
 		Blocks: map[string]schema.Block{"local": localPoolBlock(), "azure": azurePoolBlock()},
 		Attributes: attributes(nodeAttributes(), map[string]schema.Attribute{
 			"name": schema.StringAttribute{
@@ -136,6 +157,39 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Default:     int64default.StaticInt64(1),
 				Validators:  []validator.Int64{int64validator.AtLeast(1)},
 				Description: "How many nodes a replacement creates before it drains and removes old ones. Default `1`.",
+			},
+			"health_check": schema.SingleNestedAttribute{
+				Optional: true,
+				Computed: true,
+				Default: objectdefault.StaticValue(types.ObjectValueMust(healthCheckAttrTypes, map[string]attr.Value{
+					"not_ready_timeout": types.StringValue(defaultNotReadyTimeout),
+					"max_replacements":  types.Int64Value(pool.DefaultMaxReplacements),
+				})),
+				Description: "When an apply replaces a node that joined and then stopped being Ready — its kubelet reports NotReady, or " +
+					"stopped posting its status — modelled on AKS's node auto-repair and cluster-api's MachineHealthCheck. Such a node stays a " +
+					"node of the pool, counted by `node_count` and left alone, until it has been NotReady for `not_ready_timeout`: a Windows " +
+					"node rebooting for an update, or waiting out a network hiccup, keeps its pods. After that the next apply adds a node in " +
+					"its place, then cordons the NotReady node, drains it through the Eviction API (PodDisruptionBudgets hold; `drain` " +
+					"applies; on a node whose kubelet stopped posting its status, evicted pods are waited for only until their termination " +
+					"grace period ends, as no kubelet can confirm them gone) and deletes its machine. An apply replaces at most " +
+					"`max_replacements` NotReady nodes, those NotReady longest first; the others wait for a later apply. A change takes effect " +
+					"in place.",
+				Attributes: map[string]schema.Attribute{
+					"not_ready_timeout": schema.StringAttribute{
+						Optional:    true,
+						Computed:    true,
+						Default:     stringdefault.StaticString(defaultNotReadyTimeout),
+						Validators:  []validator.String{durationValidator{}},
+						Description: "How long a node may be NotReady before an apply replaces it (a Go duration). Default `10m`.",
+					},
+					"max_replacements": schema.Int64Attribute{
+						Optional:    true,
+						Computed:    true,
+						Default:     int64default.StaticInt64(pool.DefaultMaxReplacements),
+						Validators:  []validator.Int64{int64validator.AtLeast(1)},
+						Description: "Most NotReady nodes one apply replaces. Default `1`.",
+					},
+				},
 			},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 			"id": schema.StringAttribute{
@@ -233,6 +287,13 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	b := m.backend()
 	resp.Diagnostics.Append(b.modifyPlan(ctx, &m, &resp.Plan)...)
+	if _, ok := b.(*azurePoolModel); ok && req.State.Raw.IsNull() {
+		resp.Diagnostics.AddAttributeWarning(path.Root("azure"), "Only Machines Terraform Adds Can Join This Pool",
+			"The bootstrap token in the scale set's custom data is deleted once the pool's nodes are Ready, so an instance added outside "+
+				"Terraform — by the Azure portal's scaling, a reimage, the scale set's automatic instance repairs or a cluster autoscaler — fails "+
+				"its join with TokenNotFound. Change the pool's size with node_count, and leave the scale set's automatic repairs off (kubewin "+
+				"does not turn them on). The next plan reports such an instance; the next apply replaces it with one that joins.")
+	}
 	resp.Diagnostics.Append(b.checkCluster(r.data, &m)...)
 	if resp.Diagnostics.HasError() || b.imageUnknown() {
 		return
@@ -335,6 +396,8 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 	ttl, _ := time.ParseDuration(m.TokenTTL.ValueString())
 	drainOpts, d := drainOptions(ctx, m.Drain)
 	diags.Append(d...)
+	health, d := healthCheck(ctx, m.HealthCheck)
+	diags.Append(d...)
 	s := pool.Spec{
 		Pool:     m.Name.ValueString(),
 		Count:    int(m.NodeCount.ValueInt64()),
@@ -343,6 +406,7 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 		MaxSurge: int(m.MaxSurge.ValueInt64()),
 		TokenTTL: ttl,
 		Drain:    drainOpts,
+		Health:   health,
 	}
 	return s, mgr, diags
 }
@@ -451,19 +515,36 @@ func (r *nodePoolResource) Read(ctx context.Context, req resource.ReadRequest, r
 		resp.Diagnostics.Append(diags...)
 		return
 	}
-	nodes, err := mgr.Nodes(ctx, pool.Spec{Pool: m.Name.ValueString()})
+	health, diags := healthCheck(ctx, m.HealthCheck)
+	resp.Diagnostics.Append(diags...)
+	s := pool.Spec{Pool: m.Name.ValueString(), Health: health}
+	nodes, err := mgr.Nodes(ctx, s)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot Read Node Pool", err.Error())
 		return
 	}
-	// Drift: machines that stopped, or whose Node is gone or NotReady, do not count.
-	healthy := 0
+	findings, err := mgr.Health(ctx, s)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot Read Node Pool", err.Error())
+		return
+	}
+	// Drift: Ready nodes and nodes NotReady within their grace count; what the next apply
+	// replaces does not.
+	count := 0
 	for _, n := range nodes {
 		if n.Ready {
-			healthy++
+			count++
 		}
 	}
-	m.NodeCount = types.Int64Value(int64(healthy))
+	for _, f := range findings {
+		if f.Kept {
+			count++
+		}
+	}
+	if len(findings) > 0 {
+		resp.Diagnostics.AddWarning(fmt.Sprintf("Pool %s Has Nodes That Are Not Ready", m.Name.ValueString()), healthReport(findings))
+	}
+	m.NodeCount = types.Int64Value(int64(count))
 	resp.Diagnostics.Append(setNodes(&m, nodes)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
@@ -565,6 +646,24 @@ func (r *nodePoolResource) importAzure(ctx context.Context, id string) (poolSett
 	return loadClusterSettings(ctx, client, name)
 }
 
+// healthCheck reads the health_check attribute.
+func healthCheck(ctx context.Context, v types.Object) (pool.HealthCheck, diag.Diagnostics) {
+	var hm healthCheckModel
+	diags := v.As(ctx, &hm, objectAsOptions)
+	timeout, _ := time.ParseDuration(hm.NotReadyTimeout.ValueString())
+	return pool.HealthCheck{NotReadyTimeout: timeout, MaxReplacements: int(hm.MaxReplacements.ValueInt64())}, diags
+}
+
+// healthReport says, node by node, what is wrong and what the next apply does about it.
+func healthReport(findings []pool.Finding) string {
+	var b strings.Builder
+	for _, f := range findings {
+		fmt.Fprintf(&b, "- %s: %s; %s.\n", f.Node, f.State, f.Action)
+	}
+	b.WriteString("\nhealth_check sets how long a NotReady node is kept and how many an apply replaces; node_count counts the nodes that are kept.")
+	return b.String()
+}
+
 func setNodes(m *nodePoolModel, nodes []pool.Node) diag.Diagnostics {
 	var diags diag.Diagnostics
 	values := make([]attr.Value, 0, len(nodes))
@@ -592,6 +691,8 @@ type poolSettings struct {
 	Taints                                                 []v1alpha1.Taint
 	DrainTimeout                                           string
 	IgnoreDaemonSets, DeleteEmptyDirData                   bool
+	NotReadyTimeout                                        string `json:",omitempty"`
+	MaxReplacements                                        int64  `json:",omitempty"`
 }
 
 type localSettings struct {
@@ -635,6 +736,9 @@ func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagn
 	var dm drainModel
 	diags.Append(m.Drain.As(ctx, &dm, objectAsOptions)...)
 	s.DrainTimeout, s.IgnoreDaemonSets, s.DeleteEmptyDirData = dm.Timeout.ValueString(), dm.IgnoreDaemonSets.ValueBool(), dm.DeleteEmptyDirData.ValueBool()
+	var hm healthCheckModel
+	diags.Append(m.HealthCheck.As(ctx, &hm, objectAsOptions)...)
+	s.NotReadyTimeout, s.MaxReplacements = hm.NotReadyTimeout.ValueString(), hm.MaxReplacements.ValueInt64()
 	return s, diags
 }
 
@@ -658,6 +762,11 @@ func (s poolSettings) model() nodePoolModel {
 		Taints:           taintModelsOf(s.Taints),
 		Drain: types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{
 			"timeout": types.StringValue(s.DrainTimeout), "ignore_daemonsets": types.BoolValue(s.IgnoreDaemonSets), "delete_emptydir_data": types.BoolValue(s.DeleteEmptyDirData),
+		}),
+		// Settings saved before health_check existed have its defaults.
+		HealthCheck: types.ObjectValueMust(healthCheckAttrTypes, map[string]attr.Value{
+			"not_ready_timeout": types.StringValue(cmp.Or(s.NotReadyTimeout, defaultNotReadyTimeout)),
+			"max_replacements":  types.Int64Value(cmp.Or(s.MaxReplacements, pool.DefaultMaxReplacements)),
 		}),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})},
 		Nodes:    types.ListNull(types.ObjectType{AttrTypes: nodeAttrTypes}),

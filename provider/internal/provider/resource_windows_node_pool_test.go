@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
@@ -29,6 +31,7 @@ import (
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/internal/testkit/testenv"
 	"github.com/kubewin/kubewin/provider/internal/local"
+	"github.com/kubewin/kubewin/provider/internal/pool"
 )
 
 func testBackend(t testing.TB, state string) *local.Backend {
@@ -500,4 +503,25 @@ func TestAccWindowsNodePool_joinFailure(t *testing.T) {
 			ExpectError: regexp.MustCompile(`(?s)Node Failed to Join.*node win000000 failed in phase preflight with\s+code PayloadCorrupt`),
 		}},
 	})
+}
+
+// health_check's defaults are the pool's, and the plan's warning says, node by node, what is
+// wrong and what the next apply does.
+func TestHealthCheckSettings(t *testing.T) {
+	h, diags := healthCheck(context.Background(), types.ObjectValueMust(healthCheckAttrTypes, map[string]attr.Value{
+		"not_ready_timeout": types.StringValue(defaultNotReadyTimeout), "max_replacements": types.Int64Value(pool.DefaultMaxReplacements),
+	}))
+	if diags.HasError() || h != (pool.HealthCheck{NotReadyTimeout: pool.DefaultNotReadyTimeout, MaxReplacements: pool.DefaultMaxReplacements}) {
+		t.Errorf("defaults %+v, %v", h, diags)
+	}
+	got := healthReport([]pool.Finding{
+		{Node: "win000001", State: "NotReady for 3m0s (its kubelet stopped posting node status)", Action: "it is kept", Kept: true},
+		{Node: "win000002", State: "its machine stopped", Action: "the next apply evicts its pods"},
+	})
+	for _, want := range []string{"- win000001: NotReady for 3m0s (its kubelet stopped posting node status); it is kept.\n",
+		"- win000002: its machine stopped; the next apply evicts its pods.\n", "health_check"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
 }
