@@ -38,6 +38,9 @@ type Machine struct {
 	Subnet  netip.Prefix `json:"subnet"`
 	// Runtime is the container runtime it pretends to have.
 	Runtime v1alpha1.RuntimeName `json:"runtime"`
+	// WithoutDefender is an image without the Windows-Defender feature (and its PowerShell
+	// module).
+	WithoutDefender bool `json:"withoutDefender,omitempty"`
 }
 
 // File is where a machine's description lives, under its root.

@@ -84,8 +84,10 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 			return st, err
 		}
 	}
-	if err := o.Machine.ExcludeFromScanning(ctx, o.Paths.ScanExclusions()); err != nil {
+	if defender, err := o.Machine.ExcludeFromScanning(ctx, o.Paths.ScanExclusions()); err != nil {
 		return st, err
+	} else if !defender {
+		fmt.Fprintln(o.Out, "[bake] Microsoft Defender is not installed: no scan exclusions to add")
 	}
 	if err := configureRuntime(ctx, o, m); err != nil {
 		return st, err

@@ -105,6 +105,26 @@ func machine(t *testing.T, runtime v1alpha1.RuntimeName) *sim.Platform {
 	return m
 }
 
+// An image without Microsoft Defender bakes, with no exclusions to add: its Defender cmdlets do
+// not exist, so asking them for exclusions would fail the bake.
+func TestBakeWithoutDefender(t *testing.T) {
+	files := payload()
+	srv := newServer(t, files)
+	m, err := sim.New(simmachine.Machine{Root: t.TempDir(), ComputerName: "bake", Build: 26100, Adapter: "Ethernet",
+		Address: netip.MustParseAddr("127.3.0.1"), Subnet: netip.MustParsePrefix("127.3.0.0/16"), Runtime: v1alpha1.RuntimeContainerd,
+		WithoutDefender: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, plan(srv.URL, files)), Out: &out}); err != nil {
+		t.Fatalf("bake: %v\n%s", err, out.String())
+	}
+	if st := state(t, m); len(st.Exclusions) != 0 || !strings.Contains(out.String(), "Microsoft Defender is not installed") {
+		t.Errorf("exclusions %v; output:\n%s", st.Exclusions, out.String())
+	}
+}
+
 func state(t *testing.T, m *sim.Platform) winfake.State {
 	t.Helper()
 	st, err := m.Windows().State()

@@ -131,8 +131,9 @@ type Route struct {
 type Host interface {
 	// AllowInbound opens an inbound port in the host firewall.
 	AllowInbound(ctx context.Context, rule FirewallRule) error
-	// ExcludeFromScanning keeps the antivirus out of the node's hot paths.
-	ExcludeFromScanning(ctx context.Context, paths []string) error
+	// ExcludeFromScanning keeps the antivirus out of the node's hot paths; it reports false
+	// when the image has no Microsoft Defender.
+	ExcludeFromScanning(ctx context.Context, paths []string) (bool, error)
 	// ImportImage loads an OCI archive (a Windows path) into the runtime's image store.
 	ImportImage(ctx context.Context, runtime v1alpha1.RuntimeName, archive string) error
 	// RestartRuntime restarts the runtime so that it reads its new configuration.

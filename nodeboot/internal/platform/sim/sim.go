@@ -63,7 +63,7 @@ func New(m Machine) (*Platform, error) {
 	fake, err := winfake.New(winfake.Config{
 		Root: m.Root, StateFile: filepath.Join(m.Root, filepath.FromSlash(StateFile)),
 		ComputerName: m.ComputerName, Build: m.Build, Adapter: m.Adapter, Address: m.Address, Subnet: m.Subnet, Runtime: m.Runtime,
-		Alive: alive,
+		WithoutDefender: m.WithoutDefender, Alive: alive,
 	})
 	if err != nil {
 		return nil, err

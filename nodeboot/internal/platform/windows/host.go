@@ -3,6 +3,7 @@ package windows
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/nodecmd"
@@ -17,12 +18,19 @@ func (p *Platform) AllowInbound(ctx context.Context, r platform.FirewallRule) er
 	return nil
 }
 
-// ExcludeFromScanning adds Microsoft Defender path exclusions.
-func (p *Platform) ExcludeFromScanning(ctx context.Context, paths []string) error {
-	if _, err := p.b.Shell.Run(ctx, exclusionScript(paths)); err != nil {
-		return fmt.Errorf("defender exclusions: %w", err)
+// ExcludeFromScanning adds Microsoft Defender path exclusions, on images that have Defender.
+func (p *Platform) ExcludeFromScanning(ctx context.Context, paths []string) (bool, error) {
+	out, err := p.b.Shell.Run(ctx, defenderQueryScript())
+	if err != nil {
+		return false, fmt.Errorf("is Microsoft Defender installed: %w", err)
 	}
-	return nil
+	if strings.TrimSpace(string(out)) != "True" {
+		return false, nil
+	}
+	if _, err := p.b.Shell.Run(ctx, exclusionScript(paths)); err != nil {
+		return false, fmt.Errorf("defender exclusions: %w", err)
+	}
+	return true, nil
 }
 
 // ImportImage loads an OCI archive with the runtime's own client into the image store CRI uses

@@ -130,3 +130,15 @@ type ExclusionParams struct{ Paths []string }
 func exclusionScript(paths []string) Script {
 	return Script{Name: "defender.exclude", Params: ExclusionParams{Paths: paths}, Text: "Add-MpPreference -ExclusionPath " + powershell.QuoteList(paths) + "\n"}
 }
+
+// DefenderQueryParams are the values of the defender.installed script (none).
+type DefenderQueryParams struct{}
+
+// defenderQueryScript prints True when Microsoft Defender is installed. Images may leave the
+// Windows-Defender feature out, and then its cmdlets do not exist: kubernetes' GCE node setup
+// checks the feature before it sets Defender preferences (cluster/gce/windows/k8s-node-setup.psm1,
+// Configure-WindowsDefender).
+func defenderQueryScript() Script {
+	return Script{Name: "defender.installed", Params: DefenderQueryParams{},
+		Text: "[bool](Get-WindowsFeature -Name 'Windows-Defender').Installed\n"}
+}

@@ -59,8 +59,8 @@ func TestScriptsParse(t *testing.T) {
 	if err := p.AllowInbound(ctx, platform.FirewallRule{Name: hostile, Protocol: "TCP", Port: 10250}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.ExcludeFromScanning(ctx, []string{hostile, `C:\k`}); err != nil {
-		t.Fatal(err)
+	if ok, err := p.ExcludeFromScanning(ctx, []string{hostile, `C:\k`}); err != nil || !ok {
+		t.Fatal(ok, err)
 	}
 	_ = p.ImportImage(ctx, v1alpha1.RuntimeContainerd, hostile) // no such archive: the script is recorded all the same
 	if err := p.Services().Ensure(ctx, platform.ServiceSpec{Name: "containerd", SelfRegistering: true, Executable: `C:\Program Files\containerd\bin\containerd.exe`, Args: []string{"--config", hostile}}); err != nil {
@@ -95,7 +95,7 @@ func TestScriptsParse(t *testing.T) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	want := []string{"defender.exclude", "firewall.allow", "forwarding.enable", "metadata-routes.ensure", "program.run", "routes.apply", "routes.list"}
+	want := []string{"defender.exclude", "defender.installed", "firewall.allow", "forwarding.enable", "metadata-routes.ensure", "program.run", "routes.apply", "routes.list"}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("scripts run: %v, want every kind: %v", kinds, want)
 	}

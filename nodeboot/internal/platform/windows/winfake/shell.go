@@ -3,6 +3,7 @@ package winfake
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -80,7 +81,17 @@ func (s shell) Run(_ context.Context, sc windows.Script) ([]byte, error) {
 			}
 			st.Firewall = append(st.Firewall, r)
 			return true, nil
+		case windows.DefenderQueryParams:
+			out = []byte("True\r\n")
+			if s.m.cfg.WithoutDefender {
+				out = []byte("False\r\n")
+			}
+			return false, nil
 		case windows.ExclusionParams:
+			if s.m.cfg.WithoutDefender {
+				return false, errors.New("Add-MpPreference : The term 'Add-MpPreference' is not recognized as the name of a cmdlet, function, " +
+					"script file, or operable program.")
+			}
 			changed := false
 			for _, path := range p.Paths {
 				if !slices.Contains(st.Exclusions, path) {

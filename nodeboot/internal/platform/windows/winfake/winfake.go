@@ -59,6 +59,9 @@ type Config struct {
 	Subnet  netip.Prefix
 	// Runtime is the container runtime the image ships; it answers on its pipe.
 	Runtime v1alpha1.RuntimeName
+	// WithoutDefender is an image without the Windows-Defender feature: Get-WindowsFeature says
+	// it is not installed, and the Defender module's cmdlets (Add-MpPreference) do not exist.
+	WithoutDefender bool
 	// Alive reports whether a process runs; with it, a service whose program's process (see
 	// Hosted) has ended is stopped, as the SCM notices a service process that exits.
 	Alive func(pid int) bool
