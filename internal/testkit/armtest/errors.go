@@ -18,6 +18,12 @@ type apiError struct {
 	Message    string      `json:"message"`
 	Target     string      `json:"target,omitempty"`
 	Details    []*apiError `json:"details,omitempty"`
+	InnerError *innerError `json:"innererror,omitempty"`
+}
+
+// innerError is the innererror of Compute's throttling answers.
+type innerError struct {
+	InternalErrorCode string `json:"internalErrorCode"`
 }
 
 func newError(status int, code, format string, args ...any) *apiError {

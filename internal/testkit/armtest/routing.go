@@ -168,6 +168,13 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 		return
 	}
 	segs := split(r.URL.Path)
+	s.mu.Lock()
+	throttled := s.throttle.admit(w.Header(), r.Method, segs, s.opts.SubscriptionID)
+	s.mu.Unlock()
+	if throttled != nil {
+		writeError(w, throttled)
+		return
+	}
 	if len(segs) < 2 || !strings.EqualFold(segs[1], s.opts.SubscriptionID) {
 		writeError(w, newError(http.StatusNotFound, "SubscriptionNotFound", "The subscription '%s' could not be found.", segs[1]))
 		return

@@ -13,6 +13,9 @@
 //     semantics, error shapes and long-running-operation protocol, and the network their machines'
 //     connections cross (Reach: routes, outbound paths, load balancer frontends, security groups).
 //
+// It throttles as ARM and Compute do: per-subscription token buckets for reads, writes and deletes,
+// and Compute's call-count windows for listing scale-set instances, with their
+// x-ms-ratelimit-remaining-* headers and 429s with Retry-After (Options.TimeScale speeds its clock).
 // Tests drive it through real azure-sdk-for-go clients, inject faults (throttling, 5xx, conflicts,
 // failed or held operations, connection resets), count ARM writes and read a request log. Scale-set
 // instances and virtual machines are "booted" by a Booter the caller provides, which also runs
@@ -98,6 +101,10 @@ type Options struct {
 	// Microsoft.Network.NRP.2024-05-01.json, common-definitions.json, ...). When set (default: the
 	// KUBEWIN_ARM_SCHEMAS environment variable), every PUT and PATCH body is validated against them.
 	SchemasDir string
+	// TimeScale is how many times faster than the wall clock Azure's throttling clock runs: the
+	// budgets' windows and refills pass, and their Retry-After shrinks, by this factor (see
+	// throttle.go for the budgets). Default 1: real time.
+	TimeScale float64
 	// Booter starts and stops the machines behind scale-set instances. Nil: instances run nowhere.
 	Booter Booter
 	// Logf receives one line per request (method, path, status; never bodies). Nil: silent.
@@ -134,6 +141,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.SchemasDir == "" {
 		o.SchemasDir = os.Getenv(EnvSchemas)
+	}
+	if o.TimeScale <= 0 {
+		o.TimeScale = 1
 	}
 	if o.Booter == nil {
 		o.Booter = nopBooter{}
@@ -177,6 +187,7 @@ type Server struct {
 	ops        map[string]*operation
 	blobs      map[string]blob
 	faults     []*Fault
+	throttle   *throttle
 	requests   []Request
 	writes     map[string]int
 	validated  int
@@ -204,6 +215,7 @@ func New(opts Options) (*Server, error) {
 		ops:        map[string]*operation{},
 		blobs:      map[string]blob{},
 		writes:     map[string]int{},
+		throttle:   newThrottle(opts.TimeScale),
 	}
 	if opts.SchemasDir != "" {
 		if s.schemas, err = loadSchemas(opts.SchemasDir); err != nil {

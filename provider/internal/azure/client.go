@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -42,19 +43,24 @@ type Client struct {
 // New connects to Azure with the configuration: it resolves the cloud (reading the metadata
 // document of a custom cloud) and builds the credential, without calling ARM yet.
 func New(ctx context.Context, c Config) (*Client, error) {
+	return newClient(ctx, c, &http.Client{Timeout: 2 * time.Minute})
+}
+
+// newClient is New over an HTTP client.
+func newClient(ctx context.Context, c Config, httpClient *http.Client) (*Client, error) {
 	if c.SubscriptionID == "" {
 		return nil, fmt.Errorf("subscription_id is not set (nor ARM_SUBSCRIPTION_ID)")
 	}
-	httpClient := &http.Client{Timeout: 2 * time.Minute}
 	cl, err := c.Cloud(ctx, httpClient)
 	if err != nil {
 		return nil, err
 	}
 	opts := azcore.ClientOptions{
-		Cloud:     cl,
-		Transport: httpClient,
-		Retry:     retryOptions,
-		Telemetry: policy.TelemetryOptions{ApplicationID: "kubewin/" + version.Version},
+		Cloud:           cl,
+		Transport:       httpClient,
+		Retry:           retryOptions,
+		PerCallPolicies: []policy.Policy{longRetryAfter{}},
+		Telemetry:       policy.TelemetryOptions{ApplicationID: "kubewin/" + version.Version},
 	}
 	cred, err := c.Credential(opts, c.MetadataHost != "")
 	if err != nil {
@@ -88,6 +94,48 @@ var retryOptions = policy.RetryOptions{
 		}
 		return resp.StatusCode == http.StatusConflict && errorCode(resp) == "AnotherOperationInProgress"
 	},
+}
+
+// longRetryAfter waits out a throttling answer whose Retry-After is longer than the retry policy
+// waits (azcore gives up at once past MaxRetryDelay) when the call's deadline — the apply's
+// timeout — leaves time for it, and tries again; otherwise the 429 is the call's error at once.
+// Compute answers a spent budget with the rest of its window, minutes and up to 20 minutes in the
+// documented example
+// (https://learn.microsoft.com/troubleshoot/azure/virtual-machines/troubleshooting-throttling-errors).
+type longRetryAfter struct{}
+
+func (longRetryAfter) Do(req *policy.Request) (*http.Response, error) {
+	ctx := req.Raw().Context()
+	for {
+		resp, err := req.Clone(ctx).Next()
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests {
+			return resp, err
+		}
+		delay := retryAfter(resp)
+		if deadline, ok := ctx.Deadline(); delay <= retryOptions.MaxRetryDelay || ok && time.Until(deadline) < delay {
+			return resp, nil
+		}
+		runtime.Drain(resp)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if err := req.RewindBody(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// retryAfter reads an answer's retry-after-ms or Retry-After (seconds), 0 when it has none.
+func retryAfter(resp *http.Response) time.Duration {
+	if ms, err := strconv.Atoi(resp.Header.Get("retry-after-ms")); err == nil {
+		return time.Duration(ms) * time.Millisecond
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		return time.Duration(s) * time.Second
+	}
+	return 0
 }
 
 var retriedStatus = []int{http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,

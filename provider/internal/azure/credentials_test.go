@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -300,6 +301,43 @@ func TestRetryPolicy(t *testing.T) {
 	if err := get(); err == nil || bad.Hits() != 1 {
 		t.Errorf("a 400 was retried or swallowed: %v, %d hits", err, bad.Hits())
 	}
+}
+
+// A throttling answer whose Retry-After is longer than the retry policy waits (a spent Compute
+// budget answers with the rest of its window: minutes) is waited out when the call's deadline
+// leaves time for it, and is the call's error at once when it does not.
+func TestLongRetryAfter(t *testing.T) {
+	saved := retryOptions
+	retryOptions.MaxRetryDelay = 50 * time.Millisecond // stands for its 2 minutes
+	t.Cleanup(func() { retryOptions = saved })
+	c := base()
+	c.ClientID, c.ClientSecret = server.Credentials().ClientID, server.Credentials().ClientSecret
+	client, err := New(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		_, err := client.network.NewRouteTablesClient().Get(ctx, "nowhere", "long", nil)
+		if notFound(err) {
+			return nil
+		}
+		return err
+	}
+	throttle := server.Throttle(armtest.Match{Method: "GET", Path: `/routeTables/long$`, Times: 1}, 500*time.Millisecond)
+	start := time.Now()
+	if err := get(10 * time.Second); err != nil || time.Since(start) < 500*time.Millisecond || throttle.Hits() != 1 {
+		t.Errorf("Retry-After within the deadline: %v after %s, %d hits", err, time.Since(start), throttle.Hits())
+	}
+	throttle = server.Throttle(armtest.Match{Method: "GET", Path: `/routeTables/long$`, Times: 1}, 5*time.Second)
+	start = time.Now()
+	err = get(time.Second)
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests || time.Since(start) > 500*time.Millisecond {
+		t.Errorf("Retry-After past the deadline: %v after %s, want the 429 at once", err, time.Since(start))
+	}
+	throttle.Remove()
 }
 
 func writeFile(t *testing.T, content string) string {

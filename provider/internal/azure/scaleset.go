@@ -143,9 +143,16 @@ type instance struct {
 	running  bool
 }
 
-func (s *ScaleSet) instances(ctx context.Context) ([]instance, error) {
+// instances lists the scale set's instances, with their power state when withView: only the
+// instance view has it, and only List needs it (to tell stopped machines). Each list spends
+// one call of Compute's HighCostGetVMScaleSet budgets, shared by the subscription in the region.
+func (s *ScaleSet) instances(ctx context.Context, withView bool) ([]instance, error) {
 	var out []instance
-	pager := s.vms().NewListPager(s.Machines.ResourceGroup, s.Name, &armcompute.VirtualMachineScaleSetVMsClientListOptions{Expand: to.Ptr("instanceView")})
+	var opts *armcompute.VirtualMachineScaleSetVMsClientListOptions
+	if withView {
+		opts = &armcompute.VirtualMachineScaleSetVMsClientListOptions{Expand: to.Ptr("instanceView")}
+	}
+	pager := s.vms().NewListPager(s.Machines.ResourceGroup, s.Name, opts)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if notFound(err) {
@@ -193,7 +200,7 @@ func running(p *armcompute.VirtualMachineScaleSetVMProperties) bool {
 }
 
 func (s *ScaleSet) List(ctx context.Context) ([]pool.Machine, error) {
-	ins, err := s.instances(ctx)
+	ins, err := s.instances(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +215,7 @@ func (s *ScaleSet) List(ctx context.Context) ([]pool.Machine, error) {
 // set on the pool's first machines — in one ARM write, waits for the operation, and returns the
 // new instances' names.
 func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string, error) {
-	before, err := s.instances(ctx)
+	before, err := s.instances(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +240,7 @@ func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 		_, err = wait(ctx, s.Client, p, perr)
 	}
 	// What was created, also when the operation failed part-way.
-	after, listErr := s.instances(ctx)
+	after, listErr := s.instances(ctx, false)
 	var added []string
 	for _, in := range after {
 		if !slices.ContainsFunc(before, func(b instance) bool { return b.id == in.id }) {
@@ -392,7 +399,7 @@ func (s *ScaleSet) instanceIDs(ctx context.Context, names []string) ([]string, e
 	known := s.ids != nil && !slices.ContainsFunc(names, func(n string) bool { return s.ids[n] == "" })
 	s.mu.Unlock()
 	if !known {
-		if _, err := s.instances(ctx); err != nil {
+		if _, err := s.instances(ctx, false); err != nil {
 			return nil, err
 		}
 	}

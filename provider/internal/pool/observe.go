@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -108,43 +109,66 @@ func (m *Manager) clusterReports(ctx context.Context, s Spec) (map[string]*nodes
 		return nil, fmt.Errorf("read the join reports of pool %s: %w", s.Pool, err)
 	}
 	out := map[string]*nodestatus.Report{}
-	for _, cm := range list.Items {
-		raw, ok := cm.Data[nodestatus.DataKey]
-		if !ok {
-			continue
-		}
-		var r nodestatus.Report
-		if err := json.Unmarshal([]byte(raw), &r); err == nil {
-			out[r.Node] = &r
+	for i := range list.Items {
+		if r := parseReport(&list.Items[i]); r != nil {
+			out[r.Node] = r
 		}
 	}
 	return out, nil
 }
 
+// parseReport is the join report a report object holds, or nil.
+func parseReport(cm *corev1.ConfigMap) *nodestatus.Report {
+	raw, ok := cm.Data[nodestatus.DataKey]
+	if !ok {
+		return nil
+	}
+	var r nodestatus.Report
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return nil
+	}
+	return &r
+}
+
 // waitReady waits until every named node is Ready, or fails naming the first that reports a
-// failure, with its phase and code, or a machine that stopped. Each check costs one Node list,
-// one report list and one backend list, whatever the number of nodes. The machines' own reports
-// (a cloud serves them slowly, one machine at a time) are read only for nodes that have not
-// reached the cluster after a while, and less and less often.
+// failure, with its phase and code, or a machine that stopped. It watches the pool's Nodes and
+// join reports (one watch each, whatever the number of nodes) and reads the backend's machines,
+// to notice machines that stopped, less and less often: Poll after the start, then twice as long
+// after each read, up to 240 times Poll (a minute by default) — a cloud's machine list is one of
+// its most throttled reads. The machines' own reports (a cloud serves them slowly, one machine at
+// a time) are read only for nodes that have not reached the cluster after a while, and less and
+// less often too.
 func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error {
 	pending := slices.Clone(waiting)
-	poll := m.Poll
-	if poll == 0 {
-		poll = 250 * time.Millisecond
+	timeout := func(w *poolWatch) error {
+		msg := fmt.Sprintf("nodes %s were not Ready in time: %s", strings.Join(pending, ", "), m.progress(context.WithoutCancel(ctx), s, pending))
+		if w != nil && w.err() != nil {
+			msg += fmt.Sprintf(" (watching the pool's nodes failed: %v)", w.err())
+		}
+		return errors.New(msg)
 	}
+	w, err := m.watchPool(ctx, s)
+	if err != nil {
+		if ctx.Err() != nil {
+			return timeout(nil)
+		}
+		return err
+	}
+	defer w.stop()
+	listEvery := m.Poll
+	if listEvery == 0 {
+		listEvery = 250 * time.Millisecond
+	}
+	maxListEvery := 240 * listEvery
 	localEvery := m.MachineReportsAfter
 	if localEvery == 0 {
 		localEvery = 5 * time.Second
 	}
-	nextLocal := time.Now().Add(localEvery)
+	maxLocalEvery := 6 * localEvery
+	nextList, nextLocal := time.Now().Add(listEvery), time.Now().Add(localEvery)
 	for {
-		nodes, err := m.poolNodes(ctx, s)
-		if err != nil {
-			return err
-		}
 		pending = slices.DeleteFunc(pending, func(name string) bool {
-			n, ok := nodes[name]
-			if ok && NodeReady(n) {
+			if n := w.node(name); n != nil && NodeReady(n) {
 				tflog.Debug(ctx, "node Ready", map[string]any{"node": name})
 				return true
 			}
@@ -153,29 +177,23 @@ func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error
 		if len(pending) == 0 {
 			return nil
 		}
-		reports, err := m.clusterReports(ctx, s)
-		if err != nil {
-			return err
-		}
+		reports := w.joinReports()
 		for _, name := range pending {
 			if r := reports[name]; r != nil && r.State == nodestatus.StateFailed {
 				return &JoinError{Report: *r, Log: m.Compute.Log(ctx, name)}
 			}
 		}
-		machines, err := m.Compute.List(ctx)
-		if err != nil {
-			return fmt.Errorf("list the machines of pool %s: %w", s.Pool, err)
-		}
-		for _, mc := range machines {
-			if slices.Contains(pending, mc.Name) && !mc.Running {
-				// A machine that stopped will not become Ready: say why now, not at the timeout.
-				if r := m.Compute.Reports(ctx, []string{mc.Name})[mc.Name]; r != nil && r.State == nodestatus.StateFailed {
-					return &JoinError{Report: *r, Log: m.Compute.Log(ctx, mc.Name)}
+		if !time.Now().Before(nextList) {
+			if err := m.stoppedMachine(ctx, s, pending); err != nil {
+				if ctx.Err() != nil {
+					return timeout(w)
 				}
-				return fmt.Errorf("machine %s stopped before its node was Ready; last lines of its log:\n%s", mc.Name, m.Compute.Log(ctx, mc.Name))
+				return err
 			}
+			listEvery = min(2*listEvery, maxListEvery)
+			nextList = time.Now().Add(listEvery)
 		}
-		if time.Now().After(nextLocal) {
+		if !time.Now().Before(nextLocal) {
 			var unreported []string
 			for _, name := range pending {
 				if reports[name] == nil {
@@ -188,15 +206,40 @@ func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error
 					return &JoinError{Report: *r, Log: m.Compute.Log(ctx, name)}
 				}
 			}
-			localEvery = min(2*localEvery, 30*time.Second)
+			localEvery = min(2*localEvery, maxLocalEvery)
 			nextLocal = time.Now().Add(localEvery)
+		}
+		timer := time.NewTimer(time.Until(nextList))
+		if nextLocal.Before(nextList) {
+			timer.Reset(time.Until(nextLocal))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("nodes %s were not Ready in time: %s", strings.Join(pending, ", "), m.progress(context.WithoutCancel(ctx), s, pending))
-		case <-time.After(poll):
+			timer.Stop()
+			return timeout(w)
+		case <-w.changed:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// stoppedMachine reads the pool's machines and fails for the first pending one that stopped: it
+// will not become Ready, so the wait says why now, not at the timeout.
+func (m *Manager) stoppedMachine(ctx context.Context, s Spec, pending []string) error {
+	machines, err := m.Compute.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list the machines of pool %s: %w", s.Pool, err)
+	}
+	for _, mc := range machines {
+		if slices.Contains(pending, mc.Name) && !mc.Running {
+			if r := m.Compute.Reports(ctx, []string{mc.Name})[mc.Name]; r != nil && r.State == nodestatus.StateFailed {
+				return &JoinError{Report: *r, Log: m.Compute.Log(ctx, mc.Name)}
+			}
+			return fmt.Errorf("machine %s stopped before its node was Ready; last lines of its log:\n%s", mc.Name, m.Compute.Log(ctx, mc.Name))
 		}
 	}
+	return nil
 }
 
 // progress says where each pending node's join stands.

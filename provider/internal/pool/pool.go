@@ -119,10 +119,13 @@ type Node struct {
 type Manager struct {
 	Client  kubernetes.Interface
 	Compute Compute
-	// Poll is how often a wait checks the nodes. Default: 250 ms.
+	// Poll is how long a wait lets pass before it first reads the backend's machines again (to
+	// notice machines that stopped); the interval doubles after each read, up to 240 times Poll.
+	// The wait watches the nodes themselves. Default: 250 ms (up to a minute).
 	Poll time.Duration
 	// MachineReportsAfter is how long a wait lets a node take to reach the cluster before it
-	// reads the machine's own report. Default: 5 s.
+	// reads the machine's own report; the interval doubles after each read, up to 6 times it.
+	// Default: 5 s (up to 30 s).
 	MachineReportsAfter time.Duration
 }
 

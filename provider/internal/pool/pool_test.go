@@ -49,6 +49,8 @@ type scaleSet struct {
 	calls []string
 	// log, when set, records the writes too, among the cluster's evictions.
 	log *eventLog
+	// lists counts the List calls.
+	lists int
 	// leastReady is the fewest Ready, schedulable nodes seen after any change.
 	leastReady int
 }
@@ -88,6 +90,7 @@ func (s *scaleSet) List(context.Context) ([]Machine, error) {
 	if err := s.failing("List"); err != nil {
 		return nil, err
 	}
+	s.lists++
 	var out []Machine
 	for name, m := range s.machines {
 		out = append(out, Machine{Name: name, Running: m.running})
@@ -500,6 +503,50 @@ func TestReconcileTimeout(t *testing.T) {
 	_, err := m.Reconcile(ctx, spec(2, 1, "a"))
 	if err == nil || !strings.Contains(err.Error(), "nodes win000000, win000001 were not Ready in time: win000000 not started; win000001 not started") {
 		t.Fatalf("error = %v", err)
+	}
+}
+
+// A wait costs one list and one watch of the pool's Nodes and of its join reports, whatever the
+// number of nodes and however long they take, and reads the backend's machines less and less
+// often.
+func TestReconcileWaitWatches(t *testing.T) {
+	ss := newScaleSet(t)
+	m := ss.manager()
+	ss.boot = func(string) bootOutcome { return bootPending }
+	go func() {
+		// The nodes go Ready a while after their machines were created (Poll is 1 ms).
+		time.Sleep(500 * time.Millisecond)
+		for _, name := range ss.running() {
+			node, err := ss.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+			if _, err := ss.client.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{}); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	if nodes := reconcile(t, m, spec(20, 1, "a")); len(nodeNames(nodes)) != 20 {
+		t.Fatalf("nodes = %v", nodeNames(nodes))
+	}
+	calls := map[string]int{}
+	for _, a := range ss.fake.Actions() {
+		if r := a.GetResource().Resource; r == "nodes" || r == "configmaps" {
+			calls[a.GetVerb()+" "+r]++
+		}
+	}
+	// Reconcile's own reads: the machines and Nodes before it adds, and the Nodes it returns.
+	if calls["watch nodes"] != 1 || calls["watch configmaps"] != 1 || calls["list nodes"] > 5 || calls["list configmaps"] > 3 {
+		t.Errorf("API reads during the wait: %v", calls)
+	}
+	// 1, 2, 4, ... 256 ms after the start of a wait of about 500 ms, and Reconcile's own.
+	ss.mu.Lock()
+	lists := ss.lists
+	ss.mu.Unlock()
+	if lists > 15 {
+		t.Errorf("%d machine lists", lists)
 	}
 }
 
