@@ -212,7 +212,15 @@ func ContainerdConfig(m *v1alpha1.ImageManifest, paths Paths) (*Component, error
 		fmt.Fprintf(&b, "[plugins.\"io.containerd.grpc.v1.cri\".cni]\n  bin_dir = %s\n  conf_dir = %s\n", bin, conf)
 	case 2:
 		fmt.Fprintf(&b, "version = 3\n\n[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = %s\n\n", pause)
-		fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.cni]\n  bin_dirs = [%s]\n  conf_dir = %s\n", bin, conf)
+		// containerd 2.0 reads the CNI binaries' directory from bin_dir only; 2.1 added bin_dirs
+		// and deprecated bin_dir, refusing both at once; 2.4 reads bin_dirs only (CniConfig in
+		// containerd's internal/cri/config/config.go at v2.0.14, v2.1.0 and v2.4.2). A key the
+		// version does not read is ignored without a word, and the node gets no CNI plugins.
+		if v.Minor() == 0 {
+			fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.cni]\n  bin_dir = %s\n  conf_dir = %s\n", bin, conf)
+		} else {
+			fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.cni]\n  bin_dirs = [%s]\n  conf_dir = %s\n", bin, conf)
+		}
 	default:
 		return nil, fmt.Errorf("containerd %s is not supported: use containerd 1.7 or 2.x", m.Runtime.Version)
 	}

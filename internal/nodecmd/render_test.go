@@ -167,7 +167,8 @@ func TestKubeProxy(t *testing.T) {
 }
 
 func TestContainerdConfig(t *testing.T) {
-	for _, v := range []string{"1.7.27", "2.1.4"} {
+	for _, minor := range containerdMinors {
+		v := minor.version
 		in := testInput(t, 36, v1alpha1.RuntimeContainerd)
 		in.Manifest.Runtime.Version = v
 		c, err := ContainerdConfig(in.Manifest, in.Paths)
