@@ -2,8 +2,10 @@ package armtest
 
 import (
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -178,6 +180,60 @@ func TestNewInstancesGetTheCurrentModel(t *testing.T) {
 		if want := *vm.InstanceID >= "2"; *vm.Properties.LatestModelApplied != want {
 			t.Errorf("after scaling: instance %s latestModelApplied %v, want %v", *vm.InstanceID, *vm.Properties.LatestModelApplied, want)
 		}
+	}
+}
+
+// With the Manual upgrade policy each custom data change is a model its older instances keep:
+// at 10 live models Compute refuses another change until manualupgrade brings them to the latest.
+func TestModelLimit(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := testContext(t)
+	vmss := f.compute.NewVirtualMachineScaleSetsClient()
+	f.createScaleSet(t, "win", f.windowsScaleSet(1, "config-1"))
+	scaleOut := func(n int) error {
+		u := armcompute.VirtualMachineScaleSetUpdate{
+			SKU: &armcompute.SKU{Capacity: to.Ptr(int64(n))},
+			Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{
+				OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("config-%d", n))))},
+			}},
+		}
+		p, err := vmss.BeginUpdate(ctx, testGroup, "win", u, nil)
+		if err == nil {
+			_, err = p.PollUntilDone(ctx, fast)
+		}
+		return err
+	}
+	for n := 2; n <= 10; n++ {
+		if err := scaleOut(n); err != nil {
+			t.Fatalf("model change %d: %v", n, err)
+		}
+	}
+	err := scaleOut(11)
+	if re := responseError(t, err); re.StatusCode != http.StatusConflict || !strings.Contains(err.Error(), "limit of 10 models") {
+		t.Fatalf("an 11th model: %v", err)
+	}
+	var ids []string
+	for i := range 10 {
+		ids = append(ids, strconv.Itoa(i))
+	}
+	p, err := vmss.BeginUpdateInstances(ctx, testGroup, "win", armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs(ids...)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(ctx, fast); err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range f.instances(t, "win") {
+		if !*vm.Properties.LatestModelApplied {
+			t.Errorf("instance %s is not on the latest model after manualupgrade", *vm.InstanceID)
+		}
+	}
+	// The machines keep the custom data they booted with.
+	if in := f.s.Instances(f.scaleSetID("win"))[0]; string(in.CustomData) != "config-1" {
+		t.Errorf("instance 0 has custom data %q after manualupgrade, want config-1", in.CustomData)
+	}
+	if err := scaleOut(11); err != nil {
+		t.Fatalf("a model change after manualupgrade: %v", err)
 	}
 }
 

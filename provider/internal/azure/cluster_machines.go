@@ -270,8 +270,17 @@ func (c *Cluster) setAgents(ctx context.Context, capacity int, userData []byte) 
 	}
 	tflog.Info(ctx, "scaling the Linux agents' scale set", map[string]any{"scale_set": c.ScaleSetID(), "capacity": capacity})
 	p, err := client.BeginUpdate(ctx, c.Spec.ResourceGroup, c.scaleSetName(), c.agentScaleSetUpdate(capacity, userData), nil)
-	_, err = wait(ctx, c.Client, p, err)
-	return err
+	res, err := wait(ctx, c.Client, p, err)
+	if err != nil || userData == nil {
+		return err
+	}
+	// The new user data is a new model: the agents before it are brought to it (no reimage).
+	agents := c.agents()
+	ins, err := agents.instances(ctx)
+	if err != nil {
+		return err
+	}
+	return agents.upgradeCustomData(ctx, res.VirtualMachineScaleSet, ins)
 }
 
 // agentCount is the scale set's capacity (0 when it does not exist).
