@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -174,14 +175,21 @@ type netObjectRules struct {
 	check     func(s *Server, q *armRequest, m any) *apiError
 	build     func(s *Server, q *armRequest, m any, old *netObject) (*netObject, *apiError)
 	view      func(s *Server, o *netObject) any
+
+	// updateTags serves PATCH as UpdateTags: a body of tags only, which replace the resource's
+	// tags at once (no long-running operation), as the Network REST API's "Update Tags" operations do.
+	updateTags bool
 }
 
 func (r netObjectRules) kind() kind {
-	return kind{
+	k := kind{
 		typ: r.typ, path: networkPath + r.name + "/{}", version: NetworkAPIVersion, model: r.model, check: r.check,
 		find: func(s *Server, id string) any { return found(s.object(id, r.typ)) },
 		write: func(s *Server, q *armRequest, m, old any) (*change, *apiError) {
 			prev, _ := old.(*netObject)
+			if q.r.Method == http.MethodPatch {
+				return r.replaceTags(s, q, prev), nil
+			}
 			o, e := r.build(s, q, m, prev)
 			if e != nil {
 				return nil, e
@@ -203,6 +211,20 @@ func (r netObjectRules) kind() kind {
 		remove: func(s *Server, _ *armRequest, v any) *change { return s.removeObject(v.(*netObject)) },
 		view:   func(s *Server, v any, _ string) any { return r.view(s, v.(*netObject)) },
 	}
+	if r.updateTags {
+		k.noun = "a " + lastSegment(r.typ) + " tags body"
+		k.patch = func() json.Unmarshaler { return &armnetwork.TagsObject{} }
+		k.current = func(v any) any { return v.(*netObject).model }
+	}
+	return k
+}
+
+// replaceTags applies an UpdateTags body (decoded and checked by the store) to o; s.mu is held.
+func (r netObjectRules) replaceTags(s *Server, q *armRequest, o *netObject) *change {
+	var t armnetwork.TagsObject
+	_ = json.Unmarshal(q.body, &t)
+	reflect.ValueOf(o.model).Elem().FieldByName("Tags").Set(reflect.ValueOf(t.Tags))
+	return &change{status: http.StatusOK, view: func() any { return r.view(s, o) }}
 }
 
 // storeObject stores a new or updated object (old is nil on create), its state committed by an
