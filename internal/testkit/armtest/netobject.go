@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 )
@@ -31,6 +32,9 @@ type netObject struct {
 	address netip.Addr
 	// vm is the lower-case ID of the VM a NIC is attached to.
 	vm string
+	// reservedFor is the VM a NIC was attached to, deleted before reservedUntil (nic.go).
+	reservedFor   string
+	reservedUntil time.Time
 }
 
 type heldAddress struct {
@@ -198,6 +202,9 @@ func (r netObjectRules) kind() kind {
 		},
 		inUse: func(s *Server, q *armRequest, v any) *apiError {
 			o := v.(*netObject)
+			if e := o.reserved(); e != nil {
+				return e
+			}
 			users := s.usersOf(o.id)
 			if o.vm != "" {
 				users = append(users, o.vm)

@@ -84,9 +84,11 @@ func (c *Cluster) controlPlaneVMBody(i int, linux *armcompute.LinuxConfiguration
 				ComputerName: to.Ptr(c.masterName(i)), AdminUsername: to.Ptr(c.Spec.AdminUsername), LinuxConfiguration: linux,
 				CustomData: to.Ptr(base64.StdEncoding.EncodeToString(userData)),
 			},
+			// The NIC goes with the VM: a NIC left behind stays reserved for the deleted VM for 180 s,
+			// refusing its own deletion and a new VM (NicReservedForAnotherVm).
 			NetworkProfile: &armcompute.NetworkProfile{NetworkInterfaces: []*armcompute.NetworkInterfaceReference{{
 				ID:         to.Ptr(c.id(typeInterface, c.nicName(i)).String()),
-				Properties: &armcompute.NetworkInterfaceReferenceProperties{Primary: to.Ptr(true)},
+				Properties: &armcompute.NetworkInterfaceReferenceProperties{Primary: to.Ptr(true), DeleteOption: to.Ptr(armcompute.DeleteOptionsDelete)},
 			}}},
 			// The serial console keeps the bootstrap's report, which the provider reads.
 			DiagnosticsProfile: &armcompute.DiagnosticsProfile{BootDiagnostics: &armcompute.BootDiagnostics{Enabled: to.Ptr(true)}},
