@@ -397,8 +397,11 @@ func TestScaleSetChecks(t *testing.T) {
 		{"flexible", func(m *armcompute.VirtualMachineScaleSet) {
 			m.Properties.OrchestrationMode = to.Ptr(armcompute.OrchestrationModeFlexible)
 		}, http.StatusBadRequest, "InvalidParameter", "Uniform scale sets only"},
-		{"subnet too small", func(m *armcompute.VirtualMachineScaleSet) { m.SKU.Capacity = to.Ptr[int64](252) },
-			http.StatusBadRequest, "SubnetIsFull", "does not have enough capacity"},
+		{"subnet too small", func(m *armcompute.VirtualMachineScaleSet) {
+			m.SKU.Capacity, m.Properties.SinglePlacementGroup = to.Ptr[int64](252), to.Ptr(false)
+		}, http.StatusBadRequest, "SubnetIsFull", "does not have enough capacity"},
+		{"over 100 in a single placement group", func(m *armcompute.VirtualMachineScaleSet) { m.SKU.Capacity = to.Ptr[int64](101) },
+			http.StatusBadRequest, "InvalidParameter", "singlePlacementGroup true (the default) holds at most 100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -234,6 +234,9 @@ func (s *Server) checkScaleSet(id string, m *armcompute.VirtualMachineScaleSet, 
 	if p == nil || p.VirtualMachineProfile == nil {
 		return nil, invalidParameter("properties.virtualMachineProfile", "Required parameter 'properties.virtualMachineProfile' is missing.")
 	}
+	if e := checkPlacementGroup(p, old, capacity); e != nil {
+		return nil, e
+	}
 	// Clear what only the server sets; a client may send back what it read.
 	m.ID, m.Name, m.Type, m.Etag = nil, nil, nil, nil
 	p.ProvisioningState, p.UniqueID, p.TimeCreated = nil, nil, nil
@@ -271,6 +274,28 @@ func (s *Server) checkScaleSet(id string, m *armcompute.VirtualMachineScaleSet, 
 		return nil, e
 	}
 	return plan, nil
+}
+
+// checkPlacementGroup applies singlePlacementGroup, true unless set (Uniform's default): "When
+// true this limits the scale set to a single placement group, of max size 100 virtual machines.
+// If singlePlacementGroup is true, it may be modified to false. However, if singlePlacementGroup is
+// false, it may not be modified to true." (VirtualMachineScaleSetProperties.singlePlacementGroup in
+// the Compute REST API; learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups:
+// a scale set of more than 100 VMs needs singlePlacementGroup=false).
+const maxSinglePlacementGroup = 100
+
+func checkPlacementGroup(p *armcompute.VirtualMachineScaleSetProperties, old *scaleSet, capacity int64) *apiError {
+	if p.SinglePlacementGroup == nil {
+		p.SinglePlacementGroup = to.Ptr(true)
+	}
+	if old != nil && !*old.model.Properties.SinglePlacementGroup && *p.SinglePlacementGroup {
+		return changeNotAllowed("singlePlacementGroup")
+	}
+	if *p.SinglePlacementGroup && capacity > maxSinglePlacementGroup {
+		return invalidParameter("sku.capacity", "sku.capacity is %d, but a scale set with singlePlacementGroup true (the default) holds at most %d "+
+			"virtual machines: set properties.singlePlacementGroup to false for more.", capacity, maxSinglePlacementGroup)
+	}
+	return nil
 }
 
 // checkImage resolves the image reference to a seeded managed image or gallery image version.

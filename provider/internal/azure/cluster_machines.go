@@ -191,7 +191,9 @@ func (c *Cluster) agentScaleSetBody(capacity int, linux *armcompute.LinuxConfigu
 			OrchestrationMode: to.Ptr(armcompute.OrchestrationModeUniform),
 			// Overprovisioned instances would join and be deleted again.
 			Overprovision: to.Ptr(false),
-			UpgradePolicy: &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)},
+			// A single placement group (Uniform's default) holds at most 100 machines.
+			SinglePlacementGroup: to.Ptr(false),
+			UpgradePolicy:        &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)},
 			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{
 				OSProfile: &armcompute.VirtualMachineScaleSetOSProfile{
 					ComputerNamePrefix: to.Ptr(c.AgentNamePrefix()), AdminUsername: to.Ptr(c.Spec.AdminUsername), LinuxConfiguration: linux,

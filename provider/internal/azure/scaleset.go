@@ -324,7 +324,9 @@ func (s *ScaleSet) body(capacity int, password string, customData []byte) armcom
 			OrchestrationMode: to.Ptr(armcompute.OrchestrationModeUniform),
 			// Overprovisioned instances would boot, join and be deleted again.
 			Overprovision: to.Ptr(false),
-			UpgradePolicy: &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)},
+			// A single placement group (Uniform's default) holds at most 100 machines.
+			SinglePlacementGroup: to.Ptr(false),
+			UpgradePolicy:        &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)},
 			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{
 				OSProfile: &armcompute.VirtualMachineScaleSetOSProfile{
 					ComputerNamePrefix: to.Ptr(s.ComputerNamePrefix),
@@ -364,6 +366,8 @@ func (s *ScaleSet) update(capacity int64, customData []byte) armcompute.VirtualM
 	u := armcompute.VirtualMachineScaleSetUpdate{
 		SKU: &armcompute.SKU{Name: to.Ptr(m.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(capacity)},
 		Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
+			// Scale sets made with a single placement group leave it (never the other way round).
+			SinglePlacementGroup: to.Ptr(false),
 			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{
 				OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString(customData))},
 				StorageProfile: &armcompute.VirtualMachineScaleSetUpdateStorageProfile{

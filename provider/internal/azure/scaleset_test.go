@@ -59,3 +59,17 @@ func TestScaleSetModelsStayBounded(t *testing.T) {
 		t.Fatalf("%d instances, want 12", len(ins))
 	}
 }
+
+// A pool holds more than the 100 machines of a single placement group.
+func TestScaleSetBeyondOnePlacementGroup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := testScaleSet(t, "pool-large")
+	t.Cleanup(func() { _ = s.Destroy(context.Background()) })
+	if _, err := s.Add(ctx, 60, []byte("config-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(ctx, 60, []byte("config-2")); err != nil {
+		t.Fatal(err)
+	}
+}
