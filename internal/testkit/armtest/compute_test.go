@@ -2,8 +2,10 @@ package armtest
 
 import (
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -181,6 +183,60 @@ func TestNewInstancesGetTheCurrentModel(t *testing.T) {
 	}
 }
 
+// With the Manual upgrade policy each custom data change is a model its older instances keep:
+// at 10 live models Compute refuses another change until manualupgrade brings them to the latest.
+func TestModelLimit(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := testContext(t)
+	vmss := f.compute.NewVirtualMachineScaleSetsClient()
+	f.createScaleSet(t, "win", f.windowsScaleSet(1, "config-1"))
+	scaleOut := func(n int) error {
+		u := armcompute.VirtualMachineScaleSetUpdate{
+			SKU: &armcompute.SKU{Capacity: to.Ptr(int64(n))},
+			Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{
+				OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("config-%d", n))))},
+			}},
+		}
+		p, err := vmss.BeginUpdate(ctx, testGroup, "win", u, nil)
+		if err == nil {
+			_, err = p.PollUntilDone(ctx, fast)
+		}
+		return err
+	}
+	for n := 2; n <= 10; n++ {
+		if err := scaleOut(n); err != nil {
+			t.Fatalf("model change %d: %v", n, err)
+		}
+	}
+	err := scaleOut(11)
+	if re := responseError(t, err); re.StatusCode != http.StatusConflict || !strings.Contains(err.Error(), "limit of 10 models") {
+		t.Fatalf("an 11th model: %v", err)
+	}
+	var ids []string
+	for i := range 10 {
+		ids = append(ids, strconv.Itoa(i))
+	}
+	p, err := vmss.BeginUpdateInstances(ctx, testGroup, "win", armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs(ids...)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(ctx, fast); err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range f.instances(t, "win") {
+		if !*vm.Properties.LatestModelApplied {
+			t.Errorf("instance %s is not on the latest model after manualupgrade", *vm.InstanceID)
+		}
+	}
+	// The machines keep the custom data they booted with.
+	if in := f.s.Instances(f.scaleSetID("win"))[0]; string(in.CustomData) != "config-1" {
+		t.Errorf("instance 0 has custom data %q after manualupgrade, want config-1", in.CustomData)
+	}
+	if err := scaleOut(11); err != nil {
+		t.Fatalf("a model change after manualupgrade: %v", err)
+	}
+}
+
 func TestDeleteInstances(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := testContext(t)
@@ -341,8 +397,11 @@ func TestScaleSetChecks(t *testing.T) {
 		{"flexible", func(m *armcompute.VirtualMachineScaleSet) {
 			m.Properties.OrchestrationMode = to.Ptr(armcompute.OrchestrationModeFlexible)
 		}, http.StatusBadRequest, "InvalidParameter", "Uniform scale sets only"},
-		{"subnet too small", func(m *armcompute.VirtualMachineScaleSet) { m.SKU.Capacity = to.Ptr[int64](252) },
-			http.StatusBadRequest, "SubnetIsFull", "does not have enough capacity"},
+		{"subnet too small", func(m *armcompute.VirtualMachineScaleSet) {
+			m.SKU.Capacity, m.Properties.SinglePlacementGroup = to.Ptr[int64](252), to.Ptr(false)
+		}, http.StatusBadRequest, "SubnetIsFull", "does not have enough capacity"},
+		{"over 100 in a single placement group", func(m *armcompute.VirtualMachineScaleSet) { m.SKU.Capacity = to.Ptr[int64](101) },
+			http.StatusBadRequest, "InvalidParameter", "singlePlacementGroup true (the default) holds at most 100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

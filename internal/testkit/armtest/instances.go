@@ -198,6 +198,55 @@ func (s *Server) deleteInstances(w http.ResponseWriter, q *armRequest) *apiError
 	return nil
 }
 
+// updateInstances is manualupgrade (VirtualMachineScaleSets_UpdateInstances): the instances take
+// the scale set's current model. What armtest applies so is a model that differs from theirs in
+// custom data (and tags, extensions) only: custom data is read at provisioning, so a running
+// machine keeps the custom data it booted with; a changed model reaches an existing host only when
+// it is reimaged (hashicorp/terraform-provider-azurerm#61). A changed image or network profile
+// would reimage or reconfigure the machine, which armtest does not model: it refuses those.
+func (s *Server) updateInstances(w http.ResponseWriter, q *armRequest) *apiError {
+	var req armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs
+	if e := decodeStrict(q.body, &req); e != nil {
+		return e
+	}
+	if len(req.InstanceIDs) == 0 {
+		return invalidParameter("instanceIds", "Required parameter 'instanceIds' is missing or empty: list the instance IDs to upgrade.")
+	}
+	id := q.id(8)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, e := s.scaleSet(q)
+	if e != nil {
+		return e
+	}
+	if op := s.busy(id); op != nil {
+		return s.conflict(op, id)
+	}
+	latest := ss.model.Properties.VirtualMachineProfile
+	var upgraded []*vmInstance
+	for _, v := range req.InstanceIDs {
+		in := ss.activeInstance(v)
+		if in == nil {
+			return invalidParameter("instanceIds", "The provided instanceId %s is not an active Virtual Machine Scale Set VM instanceId.", deref(v))
+		}
+		if !sameJSON(in.profile.StorageProfile, latest.StorageProfile) || !sameJSON(in.profile.NetworkProfile, latest.NetworkProfile) {
+			return invalidParameter("instanceIds", "armtest upgrades instances whose model differs from the latest in custom data only; "+
+				"instance %s has another storage or network profile, which Azure would reimage or reconfigure.", deref(v))
+		}
+		upgraded = append(upgraded, in)
+	}
+	op := s.startOperation(q, id, func(failure *apiError) func() {
+		if failure == nil {
+			for _, in := range upgraded {
+				in.modelGen, in.profile = ss.modelGen, clone(latest)
+			}
+		}
+		return nil
+	})
+	s.writeStarted(w, op, http.StatusAccepted, nil)
+	return nil
+}
+
 // activeInstance returns the instance with the decimal ID v unless it is missing or being deleted.
 func (ss *scaleSet) activeInstance(v *string) *vmInstance {
 	if v == nil {

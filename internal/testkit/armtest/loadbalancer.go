@@ -3,6 +3,8 @@ package armtest
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -14,7 +16,7 @@ import (
 // loadBalancerKind: Standard only; rules reference the balancer's own children; a pool in use is
 // not removed.
 var loadBalancerKind = netObjectRules{
-	typ: typeLoadBalancer, name: "loadBalancers", inUseCode: "LoadBalancerInUseByVirtualMachineScaleSet",
+	typ: typeLoadBalancer, name: "loadBalancers", inUseCode: "LoadBalancerInUseByVirtualMachineScaleSet", updateTags: true,
 	model: func() json.Unmarshaler { return &armnetwork.LoadBalancer{} },
 	check: checkLoadBalancer,
 	build: func(s *Server, q *armRequest, m any, old *netObject) (*netObject, *apiError) {
@@ -44,6 +46,9 @@ func checkLoadBalancer(_ *Server, q *armRequest, v any) *apiError {
 	}
 	pools, e := childNames(p.BackendAddressPools, func(b *armnetwork.BackendAddressPool) *string { return b.Name })
 	if e != nil {
+		return e
+	}
+	if e := checkPoolMembers(id, p.BackendAddressPools); e != nil {
 		return e
 	}
 	probes, e := childNames(p.Probes, func(b *armnetwork.Probe) *string { return b.Name })
@@ -178,15 +183,83 @@ func (s *Server) poolsInUse(lb *netObject) []string {
 	return out
 }
 
-// loadBalancerView is a load balancer as GET returns it, with the members of its backend pools.
+// checkPoolMembers refuses backend pool members given by a network interface IP configuration in
+// a load balancer's body. Such members join a pool through their NIC or scale set, never through
+// the load balancer: Network answers ModificationOfNICIpConfigBackendPoolNotSupported to a write
+// that "adds/modifies/deletes backend address pool members that are specified with a network
+// interface IP configuration" (hashicorp/terraform-provider-azurerm#10496). GET returns those
+// members, so a read-modify-write of a load balancer whose pool has NIC or scale set members
+// fails (hashicorp/terraform-provider-azurerm#7691, Azure/azure-rest-api-specs#10104): tags change
+// through UpdateTags (PATCH), which the server serves for load balancers.
+func checkPoolMembers(id string, pools []*armnetwork.BackendAddressPool) *apiError {
+	for _, b := range pools {
+		if b.Properties == nil {
+			continue
+		}
+		for _, a := range b.Properties.LoadBalancerBackendAddresses {
+			if a != nil && a.Properties != nil && a.Properties.NetworkInterfaceIPConfiguration != nil {
+				return newError(http.StatusBadRequest, "ModificationOfNICIpConfigBackendPoolNotSupported",
+					"Operation on backend pool %s/backendAddressPools/%s not allowed since it adds/modifies/deletes backend address pool "+
+						"members that are specified with a network interface IP configuration.", id, deref(b.Name))
+			}
+		}
+	}
+	return nil
+}
+
+// poolMembers lists the IDs of the IP configurations in a backend pool: those of network
+// interfaces (.../networkInterfaces/{nic}/ipConfigurations/{name}) and of scale set instances
+// (.../virtualMachineScaleSets/{ss}/virtualMachines/{id}/networkInterfaces/{nic}/ipConfigurations/{name}),
+// as backendIPConfigurations holds "references to IP addresses defined in network interfaces"
+// (BackendAddressPoolPropertiesFormat in the Network REST API); s.mu is held.
+func (s *Server) poolMembers(pool string) []string {
+	in := func(refs []*armnetwork.BackendAddressPool) bool {
+		return slices.ContainsFunc(refs, func(r *armnetwork.BackendAddressPool) bool { return r != nil && strings.EqualFold(deref(r.ID), pool) })
+	}
+	var out []string
+	for _, o := range s.objects {
+		if nic, ok := o.model.(*armnetwork.Interface); ok {
+			for _, c := range nic.Properties.IPConfigurations {
+				if c.Properties != nil && in(c.Properties.LoadBalancerBackendAddressPools) {
+					out = append(out, o.id+"/ipConfigurations/"+deref(c.Name))
+				}
+			}
+		}
+	}
+	for _, ss := range s.scaleSets {
+		for _, vm := range ss.sortedInstances() {
+			for _, n := range vm.profile.NetworkProfile.NetworkInterfaceConfigurations {
+				for _, c := range n.Properties.IPConfigurations {
+					refs := make([]*armnetwork.BackendAddressPool, 0, len(c.Properties.LoadBalancerBackendAddressPools))
+					for _, r := range c.Properties.LoadBalancerBackendAddressPools {
+						refs = append(refs, &armnetwork.BackendAddressPool{ID: r.ID})
+					}
+					if in(refs) {
+						out = append(out, vm.resourceID(ss)+"/networkInterfaces/"+deref(n.Name)+"/ipConfigurations/"+deref(c.Name))
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// loadBalancerView is a load balancer as GET returns it, with the members of its backend pools
+// both as backendIPConfigurations and as loadBalancerBackendAddresses naming their IP
+// configuration.
 func loadBalancerView(s *Server, o *netObject) any {
 	out := *clone(o.model.(*armnetwork.LoadBalancer))
 	out.ID, out.Name, out.Type, out.Location = to.Ptr(o.id), to.Ptr(lastSegment(o.id)), to.Ptr(o.typ), to.Ptr(o.location)
 	out.Properties.ProvisioningState = to.Ptr(o.state)
 	for _, b := range out.Properties.BackendAddressPools {
 		b.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{}
-		for _, u := range s.usersOf(deref(b.ID)) {
-			b.Properties.BackendIPConfigurations = append(b.Properties.BackendIPConfigurations, &armnetwork.InterfaceIPConfiguration{ID: to.Ptr(u)})
+		for _, m := range s.poolMembers(deref(b.ID)) {
+			b.Properties.BackendIPConfigurations = append(b.Properties.BackendIPConfigurations, &armnetwork.InterfaceIPConfiguration{ID: to.Ptr(m)})
+			b.Properties.LoadBalancerBackendAddresses = append(b.Properties.LoadBalancerBackendAddresses, &armnetwork.LoadBalancerBackendAddress{
+				Name:       to.Ptr(lastSegment(strings.TrimSuffix(m, "/ipConfigurations/"+lastSegment(m))) + "_" + lastSegment(m)),
+				Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{NetworkInterfaceIPConfiguration: &armnetwork.SubResource{ID: to.Ptr(m)}},
+			})
 		}
 	}
 	return out

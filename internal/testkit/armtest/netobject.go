@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 )
@@ -30,6 +32,9 @@ type netObject struct {
 	address netip.Addr
 	// vm is the lower-case ID of the VM a NIC is attached to.
 	vm string
+	// reservedFor is the VM a NIC was attached to, deleted before reservedUntil (nic.go).
+	reservedFor   string
+	reservedUntil time.Time
 }
 
 type heldAddress struct {
@@ -174,14 +179,21 @@ type netObjectRules struct {
 	check     func(s *Server, q *armRequest, m any) *apiError
 	build     func(s *Server, q *armRequest, m any, old *netObject) (*netObject, *apiError)
 	view      func(s *Server, o *netObject) any
+
+	// updateTags serves PATCH as UpdateTags: a body of tags only, which replace the resource's
+	// tags at once (no long-running operation), as the Network REST API's "Update Tags" operations do.
+	updateTags bool
 }
 
 func (r netObjectRules) kind() kind {
-	return kind{
+	k := kind{
 		typ: r.typ, path: networkPath + r.name + "/{}", version: NetworkAPIVersion, model: r.model, check: r.check,
 		find: func(s *Server, id string) any { return found(s.object(id, r.typ)) },
 		write: func(s *Server, q *armRequest, m, old any) (*change, *apiError) {
 			prev, _ := old.(*netObject)
+			if q.r.Method == http.MethodPatch {
+				return r.replaceTags(s, q, prev), nil
+			}
 			o, e := r.build(s, q, m, prev)
 			if e != nil {
 				return nil, e
@@ -190,6 +202,9 @@ func (r netObjectRules) kind() kind {
 		},
 		inUse: func(s *Server, q *armRequest, v any) *apiError {
 			o := v.(*netObject)
+			if e := o.reserved(); e != nil {
+				return e
+			}
 			users := s.usersOf(o.id)
 			if o.vm != "" {
 				users = append(users, o.vm)
@@ -203,6 +218,20 @@ func (r netObjectRules) kind() kind {
 		remove: func(s *Server, _ *armRequest, v any) *change { return s.removeObject(v.(*netObject)) },
 		view:   func(s *Server, v any, _ string) any { return r.view(s, v.(*netObject)) },
 	}
+	if r.updateTags {
+		k.noun = "a " + lastSegment(r.typ) + " tags body"
+		k.patch = func() json.Unmarshaler { return &armnetwork.TagsObject{} }
+		k.current = func(v any) any { return v.(*netObject).model }
+	}
+	return k
+}
+
+// replaceTags applies an UpdateTags body (decoded and checked by the store) to o; s.mu is held.
+func (r netObjectRules) replaceTags(s *Server, q *armRequest, o *netObject) *change {
+	var t armnetwork.TagsObject
+	_ = json.Unmarshal(q.body, &t)
+	reflect.ValueOf(o.model).Elem().FieldByName("Tags").Set(reflect.ValueOf(t.Tags))
+	return &change{status: http.StatusOK, view: func() any { return r.view(s, o) }}
 }
 
 // storeObject stores a new or updated object (old is nil on create), its state committed by an

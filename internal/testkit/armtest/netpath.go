@@ -300,7 +300,7 @@ func (s *Server) reachFrontend(src endpoint, lb *netObject, f *armnetwork.Fronte
 		}
 		source = a
 	}
-	for _, b := range s.poolMembers(pool) {
+	for _, b := range s.poolEndpoints(pool) {
 		if s.allows(b.subnet.nsg, source, b.subnet.vnet, to.Port()) && s.allows(b.nsg, source, b.subnet.vnet, to.Port()) {
 			return nil
 		}
@@ -309,9 +309,9 @@ func (s *Server) reachFrontend(src endpoint, lb *netObject, f *armnetwork.Fronte
 		"(the VirtualNetwork service tag does not hold an outbound public address)", src.id, to, source, to.Port())
 }
 
-// poolMembers are the endpoints in a backend pool: network interfaces and scale-set instances;
+// poolEndpoints are the endpoints in a backend pool: network interfaces and scale-set instances;
 // s.mu is held.
-func (s *Server) poolMembers(pool string) []endpoint {
+func (s *Server) poolEndpoints(pool string) []endpoint {
 	var out []endpoint
 	for _, o := range s.objects {
 		if o.typ == typeNIC {

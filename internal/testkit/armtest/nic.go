@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
@@ -127,4 +128,19 @@ func nicObjectView(s *Server, o *netObject) any {
 		out.Properties.VirtualMachine = &armnetwork.SubResource{ID: to.Ptr(vm.id)}
 	}
 	return out
+}
+
+// A network interface stays reserved for the virtual machine it was attached to for 180 seconds
+// after that machine is deleted: deleting it, or attaching it to another machine, is refused
+// meanwhile with a 400 NicReservedForAnotherVm (message as Azure words it, quoted in
+// microsoft/AzureTRE#4474 and gardenlinux/gardenlinux#4133), which is not retried by azcore. A
+// NIC the machine references with deleteOption Delete goes with the machine instead (vm.go).
+func (o *netObject) reserved() *apiError {
+	if o.reservedFor == "" || !time.Now().Before(o.reservedUntil) {
+		return nil
+	}
+	left := int((time.Until(o.reservedUntil) + time.Second - 1) / time.Second)
+	return newError(http.StatusBadRequest, "NicReservedForAnotherVm",
+		"Nic(s) in request is reserved for another Virtual Machine for %d seconds. Please provide another nic(s) or retry after %d seconds. Reserved VM: %s",
+		left, left, o.reservedFor)
 }

@@ -59,6 +59,8 @@ var kinds = []*kind{
 var actionRoutes = []armRoute{
 	{segs: split(scaleSetPath + "/delete"), typ: typeScaleSet, versions: []string{ComputeAPIVersion},
 		methods: map[string]armHandler{http.MethodPost: (*Server).deleteInstances}},
+	{segs: split(scaleSetPath + "/manualupgrade"), typ: typeScaleSet, versions: []string{ComputeAPIVersion},
+		methods: map[string]armHandler{http.MethodPost: (*Server).updateInstances}},
 	{segs: split(scaleSetPath + "/virtualMachines"), typ: typeScaleSetVM, versions: []string{ComputeAPIVersion},
 		methods: map[string]armHandler{http.MethodGet: (*Server).listInstances}},
 	{segs: split(scaleSetPath + "/virtualMachines/{}"), typ: typeScaleSetVM, versions: []string{ComputeAPIVersion},

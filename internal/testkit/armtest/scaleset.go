@@ -126,11 +126,17 @@ func (s *Server) writeScaleSet(q *armRequest, m armcompute.VirtualMachineScaleSe
 		status = http.StatusCreated
 		ss = &scaleSet{id: id, location: *m.Location, uniqueID: newUUID(), created: time.Now().UTC(), instances: map[int]*vmInstance{}}
 	}
+	newModel := old == nil || !sameJSON(old.model.Properties.VirtualMachineProfile, m.Properties.VirtualMachineProfile)
+	if old != nil && newModel {
+		if n := old.liveModels(); n >= maxModels {
+			return nil, errModelLimit(id, n)
+		}
+	}
 	added, e := s.createInstances(ss, plan, &m)
 	if e != nil {
 		return nil, e
 	}
-	if old == nil || !sameJSON(old.model.Properties.VirtualMachineProfile, m.Properties.VirtualMachineProfile) {
+	if newModel {
 		ss.modelGen++
 	}
 	for _, in := range added {
@@ -159,6 +165,33 @@ func (s *Server) writeScaleSet(q *armRequest, m armcompute.VirtualMachineScaleSe
 		return func() { s.bootAll(machinesOf(added)); s.shutdownAll(machinesOf(removed)) }
 	}
 	return &change{status: status, view: func() any { return ss.view(false) }, commit: commit}, nil
+}
+
+// maxModels is how many models of a scale set its instances may reference: with the Manual
+// upgrade policy every change of virtualMachineProfile (a new customData included) is a model the
+// instances created before keep until they are upgraded (manualupgrade) or reimaged. Compute then
+// refuses further model changes with the message of errModelLimit, quoted from
+// kubernetes-sigs/cluster-api-provider-azure#4958, microsoft/onefuzz#2318 and
+// MicrosoftDocs/azure-docs#103472 (which asks for the limit to be documented). Those sources
+// quote the message only; the status and code here are Compute's for a refused operation.
+const maxModels = 10
+
+func errModelLimit(id string, n int) *apiError {
+	return newError(http.StatusConflict, "OperationNotAllowed",
+		"Virtual Machine Scale Set '%s' has reached its limit of %d models that may be referenced by one or more VMs belonging to the "+
+			"Virtual Machine Scale Set (its instances reference %d). Upgrade the VMs to the latest model of the Virtual Machine Scale Set "+
+			"before trying again.", lastSegment(id), maxModels, n)
+}
+
+// liveModels counts the models the instances that are not being deleted reference.
+func (ss *scaleSet) liveModels() int {
+	gens := map[int]bool{}
+	for _, in := range ss.instances {
+		if in.state != stateDeleting {
+			gens[in.modelGen] = true
+		}
+	}
+	return len(gens)
 }
 
 // removeScaleSet starts the deletion of a scale set and its instances; s.mu is held.
@@ -201,6 +234,9 @@ func (s *Server) checkScaleSet(id string, m *armcompute.VirtualMachineScaleSet, 
 	if p == nil || p.VirtualMachineProfile == nil {
 		return nil, invalidParameter("properties.virtualMachineProfile", "Required parameter 'properties.virtualMachineProfile' is missing.")
 	}
+	if e := checkPlacementGroup(p, old, capacity); e != nil {
+		return nil, e
+	}
 	// Clear what only the server sets; a client may send back what it read.
 	m.ID, m.Name, m.Type, m.Etag = nil, nil, nil, nil
 	p.ProvisioningState, p.UniqueID, p.TimeCreated = nil, nil, nil
@@ -238,6 +274,28 @@ func (s *Server) checkScaleSet(id string, m *armcompute.VirtualMachineScaleSet, 
 		return nil, e
 	}
 	return plan, nil
+}
+
+// checkPlacementGroup applies singlePlacementGroup, true unless set (Uniform's default): "When
+// true this limits the scale set to a single placement group, of max size 100 virtual machines.
+// If singlePlacementGroup is true, it may be modified to false. However, if singlePlacementGroup is
+// false, it may not be modified to true." (VirtualMachineScaleSetProperties.singlePlacementGroup in
+// the Compute REST API; learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups:
+// a scale set of more than 100 VMs needs singlePlacementGroup=false).
+const maxSinglePlacementGroup = 100
+
+func checkPlacementGroup(p *armcompute.VirtualMachineScaleSetProperties, old *scaleSet, capacity int64) *apiError {
+	if p.SinglePlacementGroup == nil {
+		p.SinglePlacementGroup = to.Ptr(true)
+	}
+	if old != nil && !*old.model.Properties.SinglePlacementGroup && *p.SinglePlacementGroup {
+		return changeNotAllowed("singlePlacementGroup")
+	}
+	if *p.SinglePlacementGroup && capacity > maxSinglePlacementGroup {
+		return invalidParameter("sku.capacity", "sku.capacity is %d, but a scale set with singlePlacementGroup true (the default) holds at most %d "+
+			"virtual machines: set properties.singlePlacementGroup to false for more.", capacity, maxSinglePlacementGroup)
+	}
+	return nil
 }
 
 // checkImage resolves the image reference to a seeded managed image or gallery image version.

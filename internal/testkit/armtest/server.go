@@ -95,6 +95,9 @@ type Options struct {
 	PageSize int
 	// MaxRoutesPerTable is the user-defined route limit of a route table. Default 400.
 	MaxRoutesPerTable int
+	// NICReservation is how long a network interface stays reserved for the virtual machine it was
+	// attached to once that machine is deleted (nic.go). Default 180s, as Azure's.
+	NICReservation time.Duration
 	// TokenLifetime is the lifetime of the access tokens the token endpoint issues. Default 1h.
 	TokenLifetime time.Duration
 	// SchemasDir holds ARM template JSON Schemas (Microsoft.Compute.2024-11-01.json,
@@ -135,6 +138,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxRoutesPerTable <= 0 {
 		o.MaxRoutesPerTable = 400
+	}
+	if o.NICReservation <= 0 {
+		o.NICReservation = 180 * time.Second
 	}
 	if o.TokenLifetime <= 0 {
 		o.TokenLifetime = time.Hour

@@ -107,6 +107,9 @@ func (s *Server) writeVM(q *armRequest, m *armcompute.VirtualMachine, old *virtu
 		if nic.vm != "" {
 			return nil, newError(http.StatusBadRequest, "NicInUse", "Network interface %s is attached to virtual machine %s.", nic.id, nic.vm)
 		}
+		if e := nic.reserved(); e != nil {
+			return nil, e
+		}
 		if i == 0 || (ref.Properties != nil && ref.Properties.Primary != nil && *ref.Properties.Primary) {
 			primary, forwarding = nicAddress(nic)
 		}
@@ -140,8 +143,9 @@ func (s *Server) vmView(vm *virtualMachine, withInstanceView bool) armcompute.Vi
 	return out
 }
 
-// removeVM starts the deletion of a virtual machine, which detaches its network interfaces and
-// shuts the machine down; s.mu is held.
+// removeVM starts the deletion of a virtual machine, which shuts the machine down and deletes its
+// network interfaces referenced with deleteOption Delete, or detaches (and reserves, nic.go) the
+// others; s.mu is held.
 func (s *Server) removeVM(vm *virtualMachine) *change {
 	vm.state = stateDeleting
 	return &change{commit: func(failure *apiError) func() {
@@ -149,10 +153,19 @@ func (s *Server) removeVM(vm *virtualMachine) *change {
 			vm.state = stateFailed
 			return nil
 		}
-		for _, n := range vm.nics {
-			if nic := s.objects[n]; nic != nil {
-				nic.vm = ""
+		for i, n := range vm.nics {
+			nic := s.objects[n]
+			if nic == nil {
+				continue
 			}
+			nic.vm = ""
+			if ref := vm.model.Properties.NetworkProfile.NetworkInterfaces[i]; ref.Properties != nil && ref.Properties.DeleteOption != nil &&
+				*ref.Properties.DeleteOption == armcompute.DeleteOptionsDelete {
+				nic.release()
+				delete(s.objects, n)
+				continue
+			}
+			nic.reservedFor, nic.reservedUntil = vm.id, time.Now().Add(s.opts.NICReservation)
 		}
 		delete(s.vms, strings.ToLower(vm.id))
 		return func() { s.shutdownAll([]*machine{&vm.machine}) }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -34,7 +35,7 @@ func (f *fixture) nid(typ, name string) string {
 // marketplace image that boots with its custom data, answers run commands and shows its serial
 // console; what is in use cannot be deleted, and everything goes in dependency order.
 func TestClusterResources(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, Options{NICReservation: 300 * time.Millisecond})
 	ctx := testContext(t)
 	pips, lbs, nics := f.network.NewPublicIPAddressesClient(), f.network.NewLoadBalancersClient(), f.network.NewInterfacesClient()
 	vms := f.compute.NewVirtualMachinesClient()
@@ -188,11 +189,34 @@ func TestClusterResources(t *testing.T) {
 	_, err = f.network.NewSecurityGroupsClient().BeginDelete(ctx, testGroup, "masters", nil)
 	inUse("the subnet's security group", err, "InUseNetworkSecurityGroupCannotBeDeleted")
 
+	// The pool lists the NIC's IP configuration; a PUT of the load balancer as read is refused,
+	// its tags change through UpdateTags.
+	got, err := lbs.Get(ctx, testGroup, "apiserver", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := got.Properties.BackendAddressPools[0].Properties.BackendIPConfigurations
+	if len(members) != 1 || *members[0].ID != *nic.ID+"/ipConfigurations/ip" {
+		t.Errorf("pool members %v, want the NIC's IP configuration", members)
+	}
+	_, err = lbs.BeginCreateOrUpdate(ctx, testGroup, "apiserver", got.LoadBalancer, nil)
+	if err == nil || responseError(t, err).ErrorCode != "ModificationOfNICIpConfigBackendPoolNotSupported" {
+		t.Errorf("a PUT of the load balancer as read: %v", err)
+	}
+	tagged, err := lbs.UpdateTags(ctx, testGroup, "apiserver", armnetwork.TagsObject{Tags: map[string]*string{"a": to.Ptr("b")}}, nil)
+	if err != nil || len(tagged.Tags) != 1 || *tagged.Tags["a"] != "b" {
+		t.Errorf("UpdateTags: %v, %v", tagged.Tags, err)
+	}
+
 	p8, err := vms.BeginDelete(ctx, testGroup, "master-0", nil)
 	done(t, p8, err)
 	if got := f.booter.Shutdowns(); len(got) != 1 || got[0].ID != in.ID {
 		t.Errorf("shut down %+v", got)
 	}
+	// The NIC stays reserved for the deleted VM for a while (Azure: 180 s).
+	_, err = nics.BeginDelete(ctx, testGroup, "master-0-nic", nil)
+	inUse("the NIC of a VM just deleted", err, "NicReservedForAnotherVm")
+	time.Sleep(300 * time.Millisecond)
 	p9, err := nics.BeginDelete(ctx, testGroup, "master-0-nic", nil)
 	done(t, p9, err)
 	p10, err := lbs.BeginDelete(ctx, testGroup, "apiserver", nil)

@@ -79,8 +79,10 @@ func newClient(ctx context.Context, c Config, httpClient *http.Client) (*Client,
 }
 
 // retryOptions retry what ARM says to retry: throttling (429, after its Retry-After), server
-// errors and timeouts, and conflicts with another operation in progress on the same resource
-// (409 AnotherOperationInProgress), which ARM resolves once that operation ends.
+// errors and timeouts, conflicts with another operation in progress on the same resource
+// (409 AnotherOperationInProgress), which ARM resolves once that operation ends, and a network
+// interface still reserved for a VM deleted less than 180 s ago (400 NicReservedForAnotherVm,
+// "retry after 180 seconds"; the back-off's delays add up to several minutes, more than that).
 var retryOptions = policy.RetryOptions{
 	MaxRetries:    8,
 	RetryDelay:    2 * time.Second,
@@ -92,7 +94,13 @@ var retryOptions = policy.RetryOptions{
 		if slices.Contains(retriedStatus, resp.StatusCode) {
 			return true
 		}
-		return resp.StatusCode == http.StatusConflict && errorCode(resp) == "AnotherOperationInProgress"
+		switch resp.StatusCode {
+		case http.StatusConflict:
+			return errorCode(resp) == "AnotherOperationInProgress"
+		case http.StatusBadRequest:
+			return errorCode(resp) == "NicReservedForAnotherVm"
+		}
+		return false
 	},
 }
 

@@ -84,9 +84,11 @@ func (c *Cluster) controlPlaneVMBody(i int, linux *armcompute.LinuxConfiguration
 				ComputerName: to.Ptr(c.masterName(i)), AdminUsername: to.Ptr(c.Spec.AdminUsername), LinuxConfiguration: linux,
 				CustomData: to.Ptr(base64.StdEncoding.EncodeToString(userData)),
 			},
+			// The NIC goes with the VM: a NIC left behind stays reserved for the deleted VM for 180 s,
+			// refusing its own deletion and a new VM (NicReservedForAnotherVm).
 			NetworkProfile: &armcompute.NetworkProfile{NetworkInterfaces: []*armcompute.NetworkInterfaceReference{{
 				ID:         to.Ptr(c.id(typeInterface, c.nicName(i)).String()),
-				Properties: &armcompute.NetworkInterfaceReferenceProperties{Primary: to.Ptr(true)},
+				Properties: &armcompute.NetworkInterfaceReferenceProperties{Primary: to.Ptr(true), DeleteOption: to.Ptr(armcompute.DeleteOptionsDelete)},
 			}}},
 			// The serial console keeps the bootstrap's report, which the provider reads.
 			DiagnosticsProfile: &armcompute.DiagnosticsProfile{BootDiagnostics: &armcompute.BootDiagnostics{Enabled: to.Ptr(true)}},
@@ -189,7 +191,9 @@ func (c *Cluster) agentScaleSetBody(capacity int, linux *armcompute.LinuxConfigu
 			OrchestrationMode: to.Ptr(armcompute.OrchestrationModeUniform),
 			// Overprovisioned instances would join and be deleted again.
 			Overprovision: to.Ptr(false),
-			UpgradePolicy: &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)},
+			// A single placement group (Uniform's default) holds at most 100 machines.
+			SinglePlacementGroup: to.Ptr(false),
+			UpgradePolicy:        &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)},
 			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{
 				OSProfile: &armcompute.VirtualMachineScaleSetOSProfile{
 					ComputerNamePrefix: to.Ptr(c.AgentNamePrefix()), AdminUsername: to.Ptr(c.Spec.AdminUsername), LinuxConfiguration: linux,
@@ -270,8 +274,17 @@ func (c *Cluster) setAgents(ctx context.Context, capacity int, userData []byte) 
 	}
 	tflog.Info(ctx, "scaling the Linux agents' scale set", map[string]any{"scale_set": c.ScaleSetID(), "capacity": capacity})
 	p, err := client.BeginUpdate(ctx, c.Spec.ResourceGroup, c.scaleSetName(), c.agentScaleSetUpdate(capacity, userData), nil)
-	_, err = wait(ctx, c.Client, p, err)
-	return err
+	res, err := wait(ctx, c.Client, p, err)
+	if err != nil || userData == nil {
+		return err
+	}
+	// The new user data is a new model: the agents before it are brought to it (no reimage).
+	agents := c.agents()
+	ins, err := agents.instances(ctx, false)
+	if err != nil {
+		return err
+	}
+	return agents.upgradeCustomData(ctx, res.VirtualMachineScaleSet, ins)
 }
 
 // agentCount is the scale set's capacity (0 when it does not exist).

@@ -286,18 +286,25 @@ func (c *Cluster) loadBalancerBody(masterSubnet netip.Prefix) (armnetwork.LoadBa
 	return m, nil
 }
 
-// setMasterCount records the number of control planes on the load balancer.
+// setControlPlaneCount records the number of control planes on the load balancer, through
+// UpdateTags: a PUT of the load balancer as GET returns it fails once its pools have members
+// (hashicorp/terraform-provider-azurerm#7691).
 func (c *Cluster) setControlPlaneCount(ctx context.Context, n int) error {
-	r, err := c.Client.network.NewLoadBalancersClient().Get(ctx, c.Spec.ResourceGroup, c.lbName(), nil)
+	lbs := c.Client.network.NewLoadBalancersClient()
+	r, err := lbs.Get(ctx, c.Spec.ResourceGroup, c.lbName(), nil)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", c.ID(), err)
 	}
-	m := r.LoadBalancer
-	if m.Tags == nil {
-		m.Tags = map[string]*string{}
+	tags := map[string]*string{TagControlPlanes: to.Ptr(strconv.Itoa(n))}
+	for k, v := range r.Tags {
+		if k != TagControlPlanes {
+			tags[k] = v
+		}
 	}
-	m.Tags[TagControlPlanes] = to.Ptr(strconv.Itoa(n))
-	return loadBalancers.put(ctx, c.Client, c.Spec.ResourceGroup, c.lbName(), m)
+	if _, err := lbs.UpdateTags(ctx, c.Spec.ResourceGroup, c.lbName(), armnetwork.TagsObject{Tags: tags}, nil); err != nil {
+		return fmt.Errorf("update the tags of %s: %w", c.ID(), err)
+	}
+	return nil
 }
 
 func (c *Cluster) pool(name string) *armnetwork.BackendAddressPool {

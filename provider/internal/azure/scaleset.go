@@ -137,10 +137,14 @@ func (s *ScaleSet) get(ctx context.Context) (*armcompute.VirtualMachineScaleSet,
 	return &resp.VirtualMachineScaleSet, nil
 }
 
-// instance is a scale-set instance.
+// instance is a scale-set instance: whether it runs, and whether it has the scale set's latest
+// model, or else the image and size of its own.
 type instance struct {
-	id, name string
-	running  bool
+	id, name    string
+	running     bool
+	deleting    bool
+	latest      bool
+	image, size string
 }
 
 // instances lists the scale set's instances, with their power state when withView: only the
@@ -162,12 +166,19 @@ func (s *ScaleSet) instances(ctx context.Context, withView bool) ([]instance, er
 			return nil, fmt.Errorf("list the instances of scale set %s: %w", s.ID(), err)
 		}
 		for _, vm := range page.Value {
-			in := instance{id: deref(vm.InstanceID), running: true}
+			in := instance{id: deref(vm.InstanceID), running: true, latest: true}
+			if vm.SKU != nil {
+				in.size = deref(vm.SKU.Name)
+			}
 			if p := vm.Properties; p != nil {
 				if p.OSProfile != nil {
 					in.name = strings.ToLower(deref(p.OSProfile.ComputerName))
 				}
-				in.running = running(p)
+				if p.StorageProfile != nil {
+					in.image = imageKey(p.StorageProfile.ImageReference)
+				}
+				in.running, in.deleting = running(p), deref(p.ProvisioningState) == "Deleting"
+				in.latest = p.LatestModelApplied == nil || *p.LatestModelApplied
 			}
 			out = append(out, in)
 		}
@@ -223,6 +234,7 @@ func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 	if err != nil {
 		return nil, err
 	}
+	var model *armcompute.VirtualMachineScaleSet
 	if existing == nil {
 		tflog.Info(ctx, "creating scale set", map[string]any{"scale_set": s.ID(), "capacity": n})
 		password := s.AdminPassword
@@ -237,10 +249,15 @@ func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 		}
 		tflog.Info(ctx, "scaling out scale set", map[string]any{"scale_set": s.ID(), "capacity": capacity})
 		p, perr := s.scaleSets().BeginUpdate(ctx, s.Machines.ResourceGroup, s.Name, s.update(capacity, customData), nil)
-		_, err = wait(ctx, s.Client, p, perr)
+		var res armcompute.VirtualMachineScaleSetsClientUpdateResponse
+		res, err = wait(ctx, s.Client, p, perr)
+		model = &res.VirtualMachineScaleSet
 	}
 	// What was created, also when the operation failed part-way.
 	after, listErr := s.instances(ctx, false)
+	if err == nil && listErr == nil && model != nil {
+		err = s.upgradeCustomData(ctx, *model, after)
+	}
 	var added []string
 	for _, in := range after {
 		if !slices.ContainsFunc(before, func(b instance) bool { return b.id == in.id }) {
@@ -252,6 +269,51 @@ func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 		return added, fmt.Errorf("scale set %s: %w", s.ID(), err)
 	}
 	return added, listErr
+}
+
+// upgradeCustomData brings to the scale set's latest model (manualupgrade) the instances of ins on
+// an older one of the same image and size. Under the Manual upgrade policy each Add's custom data
+// (a fresh join token) is a new model, and Compute refuses model changes once the instances
+// reference 10 models (kubernetes-sigs/cluster-api-provider-azure#4958). Custom data is read at
+// provisioning only: a running machine keeps what it booted with, a changed model reaches it only
+// when it is reimaged (hashicorp/terraform-provider-azurerm#61), and manualupgrade is not a
+// reimage (that is VirtualMachineScaleSets_Reimage). Instances of another image or size, which a
+// replacement is about to remove, are left as they are: upgrading them would reimage or resize them.
+func (s *ScaleSet) upgradeCustomData(ctx context.Context, model armcompute.VirtualMachineScaleSet, ins []instance) error {
+	var image, size string
+	if p := model.Properties; p != nil && p.VirtualMachineProfile != nil && p.VirtualMachineProfile.StorageProfile != nil {
+		image = imageKey(p.VirtualMachineProfile.StorageProfile.ImageReference)
+	}
+	if model.SKU != nil {
+		size = deref(model.SKU.Name)
+	}
+	var ids []string
+	for _, in := range ins {
+		if !in.latest && !in.deleting && in.image == image && strings.EqualFold(in.size, size) {
+			ids = append(ids, in.id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	tflog.Info(ctx, "bringing scale set instances to the latest model", map[string]any{"scale_set": s.ID(), "instances": ids})
+	p, err := s.scaleSets().BeginUpdateInstances(ctx, s.Machines.ResourceGroup, s.Name,
+		armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs(ids...)}, nil)
+	if _, err = wait(ctx, s.Client, p, err); err != nil {
+		return fmt.Errorf("bring instances %v of scale set %s to its latest model: %w", ids, s.ID(), err)
+	}
+	return nil
+}
+
+// imageKey identifies an image reference: its ID, or the marketplace image's names.
+func imageKey(r *armcompute.ImageReference) string {
+	if r == nil {
+		return ""
+	}
+	if r.ID != nil {
+		return strings.ToLower(*r.ID)
+	}
+	return strings.ToLower(strings.Join([]string{deref(r.Publisher), deref(r.Offer), deref(r.SKU), deref(r.Version)}, ":"))
 }
 
 // body is the scale set with capacity machines, their administrator's password and custom data.
@@ -269,7 +331,9 @@ func (s *ScaleSet) body(capacity int, password string, customData []byte) armcom
 			OrchestrationMode: to.Ptr(armcompute.OrchestrationModeUniform),
 			// Overprovisioned instances would boot, join and be deleted again.
 			Overprovision: to.Ptr(false),
-			UpgradePolicy: &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)},
+			// A single placement group (Uniform's default) holds at most 100 machines.
+			SinglePlacementGroup: to.Ptr(false),
+			UpgradePolicy:        &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)},
 			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{
 				OSProfile: &armcompute.VirtualMachineScaleSetOSProfile{
 					ComputerNamePrefix: to.Ptr(s.ComputerNamePrefix),
@@ -309,6 +373,8 @@ func (s *ScaleSet) update(capacity int64, customData []byte) armcompute.VirtualM
 	u := armcompute.VirtualMachineScaleSetUpdate{
 		SKU: &armcompute.SKU{Name: to.Ptr(m.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(capacity)},
 		Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
+			// Scale sets made with a single placement group leave it (never the other way round).
+			SinglePlacementGroup: to.Ptr(false),
 			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{
 				OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString(customData))},
 				StorageProfile: &armcompute.VirtualMachineScaleSetUpdateStorageProfile{

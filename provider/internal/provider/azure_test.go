@@ -135,8 +135,9 @@ func (f *azureFixture) poolBackend() poolBackend {
 			}
 			return names, nil
 		},
-		importID: f.scaleSetID("win"),
-		writes:   f.scaleSetWrites,
+		importID:      f.scaleSetID("win"),
+		writes:        f.scaleSetWrites,
+		upgradeWrites: 1,
 	}
 }
 

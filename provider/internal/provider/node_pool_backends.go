@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
+	"unicode"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -164,7 +166,7 @@ func azurePoolBlock() schema.Block {
 				Optional:   true,
 				WriteOnly:  true,
 				Sensitive:  true,
-				Validators: []validator.String{stringvalidator.LengthBetween(12, 123)},
+				Validators: []validator.String{stringvalidator.LengthBetween(12, 123), windowsPasswordValidator{}},
 				Description: "The administrator's password, used when the scale set is created (write-only: never in the plan or the state). " +
 					"Without it the password is random and known to nobody: use it only if you need to log on to the nodes.",
 			},
@@ -554,4 +556,59 @@ func loadClusterSettings(ctx context.Context, c kubernetes.Interface, pool strin
 		return s, fmt.Errorf("read the settings of pool %s from the cluster (%s/%s): %w", pool, nodestatus.Namespace, settingsObjectName(pool), err)
 	}
 	return s, json.Unmarshal([]byte(cm.Data["settings.json"]), &s)
+}
+
+// windowsPasswordValidator applies Azure's complexity rule for Windows administrator passwords at
+// plan time, as azurerm's validatePasswordComplexityWindows does: at least three of lower case,
+// upper case, digits and other characters, no control characters, and none of the passwords
+// Azure refuses outright (the VM FAQ's list, which Compute answers with InvalidParameter).
+type windowsPasswordValidator struct{}
+
+func (windowsPasswordValidator) Description(context.Context) string {
+	return "must have at least three of: lower case letters, upper case letters, digits, other characters; no control characters"
+}
+
+func (v windowsPasswordValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+// refusedPasswords are passwords Azure refuses whatever their complexity.
+var refusedPasswords = []string{"abc@123", "P@$$w0rd", "P@ssw0rd", "P@ssword123", "Pa$$word", "pass@word1", "Password!", "Password1", "Password22", "iloveyou!"}
+
+func (windowsPasswordValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	pw := req.ConfigValue.ValueString()
+	var lower, upper, digit, other bool
+	for _, r := range pw {
+		switch {
+		case unicode.IsControl(r):
+			resp.Diagnostics.AddAttributeError(req.Path, "Invalid Administrator Password",
+				fmt.Sprintf("%s contains a control character, which Azure refuses: use printable characters only.", req.Path))
+			return
+		case r >= 'a' && r <= 'z':
+			lower = true
+		case r >= 'A' && r <= 'Z':
+			upper = true
+		case r >= '0' && r <= '9':
+			digit = true
+		default:
+			other = true
+		}
+	}
+	classes := 0
+	for _, ok := range []bool{lower, upper, digit, other} {
+		if ok {
+			classes++
+		}
+	}
+	switch {
+	case classes < 3:
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Administrator Password", fmt.Sprintf("%s has %d of the 4 kinds of characters "+
+			"Azure counts (lower case, upper case, digits, others such as !@#$%%); Windows VMs need at least 3: add the missing kinds.", req.Path, classes))
+	case slices.Contains(refusedPasswords, pw):
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Administrator Password",
+			fmt.Sprintf("%s is one of the common passwords Azure refuses: choose another.", req.Path))
+	}
 }
