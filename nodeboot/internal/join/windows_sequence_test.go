@@ -308,7 +308,7 @@ func TestDockerServices(t *testing.T) {
 	st := windowsState(t, n)
 	cri := st.Service("cri-dockerd")
 	if cri == nil || cri.State != windows.Running || cri.Config.StartType != windows.StartManual ||
-		!strings.HasPrefix(cri.Config.BinaryPathName, `C:\k\nodeboot.exe service-host --log-file=C:\var\log\kubernetes\cri-dockerd.log -- C:\k\cri-dockerd.exe --container-runtime-endpoint=npipe:////./pipe/cri-dockerd`) ||
+		!strings.HasPrefix(cri.Config.BinaryPathName, `C:\k\nodeboot.exe service-host --log-file=C:\var\log\kubernetes\cri-dockerd.log -- C:\k\cri-dockerd\cri-dockerd.exe --container-runtime-endpoint=npipe:////./pipe/cri-dockerd`) ||
 		!slices.Equal(cri.Config.Dependencies, []string{"docker"}) {
 		t.Errorf("cri-dockerd service: %+v", cri)
 	}
