@@ -3,10 +3,13 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
@@ -38,7 +41,10 @@ func TestAccWindowsNodePool_existingCluster(t *testing.T) {
 	user := kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo]
 	ca, _ := cp.CACert()
 	image := testImage(t, b, "existing")
-	config := fmt.Sprintf(`
+	// config is the pool joining the cluster at host, with the kubernetes block's and the local
+	// block's extra arguments.
+	config := func(host, kube, local string) string {
+		return fmt.Sprintf(`
 provider "kubewin" {
   local {
     state_dir = %q
@@ -49,6 +55,7 @@ provider "kubewin" {
     cluster_ca_certificate = %q
     client_certificate     = %q
     client_key             = %q
+%s
   }
 }
 
@@ -57,10 +64,13 @@ resource "kubewin_windows_node_pool" "win" {
   node_count = 1
   local {
     image = %q
-%%s
+%s
   }
 }
-`, state, nodebootDir, bin, cp.Endpoint(), ca, user.ClientCertificateData, user.ClientKeyData, image)
+`, state, nodebootDir, bin, host, ca, user.ClientCertificateData, user.ClientKeyData, kube, image, local)
+	}
+	optIn := "    join_simulated_nodes_to_existing_cluster = true"
+	networks := fmt.Sprintf("    cluster_cidr = %q\n    service_cidr = %q", cp.Config.ClusterCIDR, cp.Config.ServiceCIDR)
 	cfg, _ := cp.AdminRESTConfig()
 	admin := kubernetes.NewForConfigOrDie(cfg)
 	resource.Test(t, resource.TestCase{
@@ -77,12 +87,17 @@ resource "kubewin_windows_node_pool" "win" {
 		},
 		Steps: []resource.TestStep{
 			{
-				Config:      fmt.Sprintf(config, ""),
+				Config:      config(cp.Endpoint(), "", ""),
 				PlanOnly:    true,
 				ExpectError: regexp.MustCompile(`(?s)Simulated Nodes Need a Simulated Cluster.*local\.join_simulated_nodes_to_existing_cluster\s+=\s+true`),
 			},
 			{
-				Config: fmt.Sprintf(config, "    join_simulated_nodes_to_existing_cluster = true"),
+				Config: config("https://127.0.0.1:1", "", optIn),
+				ExpectError: regexp.MustCompile(`(?s)Cannot Reach the Pool's Cluster.*cannot reach the cluster of the provider's kubernetes block: .*` +
+					`127\.0\.0\.1:1.*Check\s+kubernetes\.host`),
+			},
+			{
+				Config: config(cp.Endpoint(), "", optIn),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("ready"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("name"), knownvalue.StringExact("ext000000")),
@@ -96,6 +111,24 @@ resource "kubewin_windows_node_pool" "win" {
 						}
 						return nil
 					}),
+				},
+			},
+			// A cluster without kubeadm-config (AKS, EKS, GKE) is refused naming what to set instead,
+			// and joined once the kubernetes block names its networks.
+			{
+				PreConfig: func() {
+					if err := admin.CoreV1().ConfigMaps("kube-system").Delete(context.Background(), "kubeadm-config", metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config(cp.Endpoint(), "", optIn),
+				ExpectError: regexp.MustCompile(`(?s)Not a kubeadm Cluster.*has\s+no\s+kube-system/kubeadm-config\s+ConfigMap.*Set\s+the\s+cluster's\s+` +
+					`networks\s+in\s+the\s+provider's\s+kubernetes\s+block\s+instead:\s+cluster_cidr.*service_cidr`),
+			},
+			{
+				Config: config(cp.Endpoint(), networks, optIn),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("ready"), knownvalue.Bool(true)),
 				},
 			},
 		},
@@ -130,4 +163,44 @@ data "kubewin_image_manifest" "x" {
 			{Config: block(`    config_path = "/nonexistent/kubeconfig"`), ExpectError: regexp.MustCompile(`(?s)Invalid Kubeconfig`)},
 		},
 	})
+}
+
+// config_path = "~/..." is the home directory's, as the kubernetes provider reads it (client-go
+// does not expand ~).
+func TestKubernetesConfigPathHome(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	kubeconfig := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://10.0.0.4:6443\"}}]\n" +
+		"users: [{name: u, user: {token: x}}]\ncontexts: [{name: ctx, context: {cluster: c, user: u}}]\ncurrent-context: ctx\n"
+	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".kube", "config"), []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k := &kubernetesModel{ConfigPath: types.StringValue("~/.kube/config")}
+	cfg, diags := k.restConfig()
+	if diags.HasError() || cfg == nil || cfg.Host != "https://10.0.0.4:6443" {
+		t.Fatalf("config_path ~/.kube/config: %v %v", cfg, diags)
+	}
+}
+
+// The cluster's networks are both set or neither, each a CIDR.
+func TestKubernetesNetworks(t *testing.T) {
+	for _, tc := range []struct{ cluster, service, want string }{
+		{"10.244.0.0/16", "10.96.0.0/12", ""},
+		{"", "", ""},
+		{"10.244.0.0/16", "", `Incomplete Cluster Networks: cluster_cidr = "10.244.0.0/16" and service_cidr = "": set both`},
+		{"10.244.0.0", "10.96.0.0/12", `Invalid CIDR: cluster_cidr = "10.244.0.0" is not a CIDR`},
+	} {
+		k := &kubernetesModel{ClusterCIDR: types.StringValue(tc.cluster), ServiceCIDR: types.StringValue(tc.service)}
+		_, diags := k.networks()
+		got := ""
+		if len(diags) > 0 {
+			got = diags[0].Summary() + ": " + diags[0].Detail()
+		}
+		if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("cluster_cidr %q, service_cidr %q: %q, want %q", tc.cluster, tc.service, got, tc.want)
+		}
+	}
 }

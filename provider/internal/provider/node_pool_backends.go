@@ -56,6 +56,7 @@ type azurePoolModel struct {
 	ScaleSetName                 types.String  `tfsdk:"scale_set_name"`
 	AdminUsername                types.String  `tfsdk:"admin_username"`
 	AdminPasswordWO              types.String  `tfsdk:"admin_password_wo"`
+	AdminPasswordWOVersion       types.Int64   `tfsdk:"admin_password_wo_version"`
 	Zones                        types.List    `tfsdk:"zones"`
 	AcceleratedNetworkingEnabled types.Bool    `tfsdk:"accelerated_networking_enabled"`
 	OSDiskStorageAccountType     types.String  `tfsdk:"os_disk_storage_account_type"`
@@ -166,7 +167,15 @@ func azurePoolBlock() schema.Block {
 				Sensitive:  true,
 				Validators: []validator.String{stringvalidator.LengthBetween(12, 123)},
 				Description: "The administrator's password, used when the scale set is created (write-only: never in the plan or the state). " +
-					"Without it the password is random and known to nobody: use it only if you need to log on to the nodes.",
+					"Without it the password is random and known to nobody: use it only if you need to log on to the nodes. 12 to 123 " +
+					"characters. Azure takes it only when it creates the scale set: see `admin_password_wo_version`.",
+			},
+			"admin_password_wo_version": schema.Int64Attribute{
+				Optional: true,
+				Description: "A version of `admin_password_wo`, kept in the state (Terraform's convention for write-only arguments: a change of " +
+					"the write-only value alone is never seen). A change of it on an existing pool is refused at plan time, since Azure " +
+					"sets a scale set's password only when it creates it: to use a new password, add a pool with another name beside this " +
+					"one and remove this one once its nodes are Ready.",
 			},
 			"zones": schema.ListAttribute{
 				Optional:    true,
@@ -342,21 +351,50 @@ func (l *localPoolModel) saveSettings(_ context.Context, data *providerData, s p
 // check reports the azure block's missing arguments.
 func (a *azurePoolModel) check(*nodePoolModel) diag.Diagnostics {
 	var diags diag.Diagnostics
-	required := map[string]types.String{
-		"resource_group_name": a.ResourceGroupName,
-		"location":            a.Location,
-		"vm_size":             a.VMSize,
-		"subnet_id":           a.SubnetID,
-		"image_id":            a.ImageID,
+	required := []struct {
+		name, what string
+		v          types.String
+	}{
+		{"resource_group_name", "the resource group of the scale set", a.ResourceGroupName},
+		{"location", "the Azure region, e.g. westeurope", a.Location},
+		{"vm_size", "the VM size, e.g. Standard_D4s_v5", a.VMSize},
+		{"subnet_id", "the resource ID of the nodes' subnet", a.SubnetID},
+		{"image_id", "the resource ID of the image the kubewin Packer plugin published", a.ImageID},
 	}
-	for name, v := range required {
-		if v.IsNull() {
-			diags.AddAttributeError(pathAzure.AtName(name), "Missing Azure Setting", "Set azure."+name+": the scale set needs it.")
+	for _, r := range required {
+		if r.v.IsNull() {
+			diags.AddAttributeError(pathAzure.AtName(r.name), "Missing Azure Setting", "Set azure."+r.name+" ("+r.what+"): the scale set needs it.")
 		}
 	}
 	if !a.Priority.IsUnknown() && !a.MaxBidPrice.IsUnknown() && a.Priority.ValueString() != "Spot" && !a.MaxBidPrice.IsNull() {
 		diags.AddAttributeError(pathAzure.AtName("max_bid_price"), "Spot Setting Without Spot VMs", "max_bid_price applies only to priority = \"Spot\": remove it, or set priority.")
 	}
+	return diags
+}
+
+// checkPasswordVersion refuses a new admin_password_wo_version for an existing azure pool:
+// Azure takes a scale set's administrator password only when it creates the scale set
+// (VirtualMachineScaleSetUpdateOSProfile has no adminPassword,
+// https://learn.microsoft.com/rest/api/compute/virtual-machine-scale-sets/update), so the new
+// password would be silently ignored.
+func checkPasswordVersion(ctx context.Context, state tfsdk.State, m *nodePoolModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if state.Raw.IsNull() || m.Azure == nil || m.Azure.AdminPasswordWOVersion.IsUnknown() {
+		return diags
+	}
+	var old nodePoolModel
+	if diags.Append(state.Get(ctx, &old)...); diags.HasError() || old.Azure == nil {
+		return diags
+	}
+	was, now := old.Azure.AdminPasswordWOVersion, m.Azure.AdminPasswordWOVersion
+	if was.Equal(now) {
+		return diags
+	}
+	diags.AddAttributeError(pathAzure.AtName("admin_password_wo_version"), "Administrator Password Cannot Change",
+		fmt.Sprintf("azure.admin_password_wo_version changes from %s to %s, but Azure sets a scale set's administrator password only when "+
+			"it creates the scale set: an update cannot change it, and the new password would be silently ignored. Keep "+
+			"admin_password_wo_version = %s. To use a new password, add a pool with another name beside this one, and remove this one once "+
+			"the new pool's nodes are Ready.", was, now, was))
 	return diags
 }
 
@@ -396,6 +434,7 @@ func (a *azurePoolModel) settings(ctx context.Context) (*localSettings, *azureSe
 		ScaleSetID:                   a.ScaleSetID.ValueString(),
 		ImageManifest:                a.ImageManifest.ValueStringPointer(),
 		AdminUsername:                a.AdminUsername.ValueStringPointer(),
+		AdminPasswordWOVersion:       a.AdminPasswordWOVersion.ValueInt64Pointer(),
 		OSDiskStorageAccountType:     a.OSDiskStorageAccountType.ValueStringPointer(),
 		OSDiskCaching:                a.OSDiskCaching.ValueStringPointer(),
 		Priority:                     a.Priority.ValueStringPointer(),
@@ -486,7 +525,9 @@ func azureMachines(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.Ima
 		machines.MaxBidPrice = a.MaxBidPrice.ValueFloat64()
 	}
 	if manifest != nil && manifest.Runtime.Name == "" {
-		diags.AddAttributeError(pathAzure.AtName("image_id"), "Invalid Image", "the image names no container runtime")
+		diags.AddAttributeError(pathAzure.AtName("image_id"), "Invalid Image", fmt.Sprintf("The image %s names no container runtime. "+
+			"Give it the %s tag (containerd or docker; the kubewin Packer templates set it when they publish), or set azure.image_manifest "+
+			"to the manifest it was baked with (file(\"output/kubewin-manifest.json\")).", a.ImageID.ValueString(), azureimage.TagRuntime))
 	}
 	return machines, diags
 }

@@ -70,9 +70,11 @@ const (
 // providerData is what resources get from Configure.
 type providerData struct {
 	local *local.Backend
-	// kube is the connection to an existing cluster, or nil.
-	kube      *rest.Config
-	azureConn *azureConn
+	// kube is the connection to an existing cluster, or nil; kubeNetworks are its networks when
+	// the kubernetes block sets them.
+	kube         *rest.Config
+	kubeNetworks clusterNetworks
+	azureConn    *azureConn
 	// azureClusters holds the admin credentials of azure clusters taken in this process.
 	azureClusters azureAccesses
 }
@@ -133,10 +135,12 @@ func (p *kubewinProvider) Configure(ctx context.Context, req provider.ConfigureR
 	data := &providerData{local: b}
 	kube, diags := cfg.Kubernetes.restConfig()
 	resp.Diagnostics.Append(diags...)
+	nets, diags := cfg.Kubernetes.networks()
+	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	data.kube = kube
+	data.kube, data.kubeNetworks = kube, nets
 	az, known, diags := cfg.Azure.config()
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {

@@ -440,14 +440,12 @@ func (m *windowsNodeModel) attributeOf(field string) path.Path {
 func (r *windowsNodeResource) node(ctx context.Context, m *windowsNodeModel, shell guest.Shell) (*servers.Node, *clusterConn, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	conn, err := r.data.connect(ctx, m.ClusterID)
-	if err != nil {
-		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Node's Cluster", err.Error())
-		return nil, nil, diags
+	var client kubernetes.Interface
+	if err == nil {
+		client, err = kubernetes.NewForConfig(conn.rest)
 	}
-	cfg := conn.rest
-	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		diags.AddError("Cannot Reach the Node's Cluster", err.Error())
+		diags.Append(connectError(m.ClusterID, "the Node's", err))
 		return nil, nil, diags
 	}
 	opts, d := drainOptions(ctx, m.Drain)

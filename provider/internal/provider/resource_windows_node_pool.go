@@ -233,6 +233,7 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	b := m.backend()
 	resp.Diagnostics.Append(b.modifyPlan(ctx, &m, &resp.Plan)...)
+	resp.Diagnostics.Append(checkPasswordVersion(ctx, req.State, &m)...)
 	resp.Diagnostics.Append(b.checkCluster(r.data, &m)...)
 	if resp.Diagnostics.HasError() || b.imageUnknown() {
 		return
@@ -244,7 +245,9 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	manifest := img.manifest
 	imagePath := b.imagePath()
-	if clusterVersion := r.clusterVersion(ctx, &m); clusterVersion != "" {
+	clusterVersion, diags := r.clusterVersion(ctx, &m)
+	resp.Diagnostics.Append(diags...)
+	if clusterVersion != "" {
 		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, imagePath)...)
 	}
 	tmpl, diags := nodeConfigTemplate(ctx, &m, manifest, placeholderCluster)
@@ -256,14 +259,20 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 }
 
 // clusterVersion is the pool's cluster's version, or — for a local pool whose cluster is not
-// created yet — the version the local control plane programs will run; "" when unknown.
-func (r *nodePoolResource) clusterVersion(ctx context.Context, m *nodePoolModel) string {
+// created yet — the version the local control plane programs will run; "" when unknown. A
+// cluster kubewin cannot join (not a kubeadm cluster) is reported at plan time.
+func (r *nodePoolResource) clusterVersion(ctx context.Context, m *nodePoolModel) (string, diag.Diagnostics) {
+	var diags diag.Diagnostics
 	if !m.ClusterID.IsUnknown() {
-		if conn, err := r.data.connect(ctx, m.ClusterID); err == nil {
-			return conn.facts.Version
+		conn, err := r.data.connect(ctx, m.ClusterID)
+		if err == nil {
+			return conn.facts.Version, diags
+		}
+		if errors.As(err, new(*notKubeadmError)) {
+			diags.Append(connectError(m.ClusterID, "the Pool's", err))
 		}
 	}
-	return m.backend().plannedVersion(r.data)
+	return m.backend().plannedVersion(r.data), diags
 }
 
 // loadImage reads and validates an image's manifest, and returns it with its digest, which
@@ -360,15 +369,13 @@ func (r *nodePoolResource) manager(ctx context.Context, m *nodePoolModel, adminP
 		return nil, nil, diags
 	}
 	conn, err := r.data.connect(ctx, m.ClusterID)
-	if err != nil {
-		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Pool's Cluster", err.Error())
-		return nil, nil, diags
+	var client kubernetes.Interface
+	if err == nil {
+		conn.rest.QPS, conn.rest.Burst = 50, 100
+		client, err = kubernetes.NewForConfig(conn.rest)
 	}
-	cfg := conn.rest
-	cfg.QPS, cfg.Burst = 50, 100
-	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		diags.AddError("Cannot Reach Cluster", err.Error())
+		diags.Append(connectError(m.ClusterID, "the Pool's", err))
 		return nil, nil, diags
 	}
 	compute, d := b.compute(ctx, r.data, m, adminPassword)
@@ -395,7 +402,9 @@ func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, adminPas
 		if errors.As(err, &je) {
 			diags.AddError("Node Failed to Join", fmt.Sprintf("%s\n\nLast lines of the node's log:\n%s", je.Error(), je.Log))
 		} else {
-			diags.AddError("Cannot Reconcile Node Pool", err.Error())
+			diags.AddError("Cannot Reconcile Node Pool", fmt.Sprintf("Pool %q did not reach node_count = %d: %s.\n\nThe state keeps the "+
+				"nodes the pool has now: fix the cause above and apply again to resume. If a wait ran out, raise timeouts (create "+
+				"15m, update 30m by default) or drain.timeout.", m.Name.ValueString(), m.NodeCount.ValueInt64(), err))
 		}
 	}
 	return diags
@@ -605,7 +614,7 @@ type azureSettings struct {
 	ImageManifest, AdminUsername, OSDiskStorageAccountType, OSDiskCaching, Priority  *string
 	Zones                                                                            []string
 	AcceleratedNetworkingEnabled                                                     *bool
-	OSDiskSizeGB                                                                     *int64
+	OSDiskSizeGB, AdminPasswordWOVersion                                             *int64
 	MaxBidPrice                                                                      *float64
 	Tags                                                                             map[string]string
 }
@@ -681,6 +690,7 @@ func (s poolSettings) model() nodePoolModel {
 			ImageManifest:                types.StringPointerValue(a.ImageManifest),
 			AdminUsername:                types.StringPointerValue(a.AdminUsername),
 			AdminPasswordWO:              types.StringNull(),
+			AdminPasswordWOVersion:       types.Int64PointerValue(a.AdminPasswordWOVersion),
 			OSDiskStorageAccountType:     types.StringPointerValue(a.OSDiskStorageAccountType),
 			OSDiskCaching:                types.StringPointerValue(a.OSDiskCaching),
 			Priority:                     types.StringPointerValue(a.Priority),
