@@ -89,7 +89,7 @@ func localPoolBlock() schema.Block {
 			"image": schema.StringAttribute{
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
-				Description: "The image the machines are created from (required): the directory `packer build` wrote with the `kubewin-local` " +
+				Description: requiredInBlock + "The image the machines are created from: the directory `packer build` wrote with the `kubewin-local` " +
 					"builder (it holds `" + simmachine.ImageManifestFile + "`). Changing it replaces the nodes, surge-first.",
 			},
 			simulatedOptIn: schema.BoolAttribute{
@@ -119,26 +119,26 @@ func azurePoolBlock() schema.Block {
 			"resource_group_name": schema.StringAttribute{
 				Optional:      true,
 				PlanModifiers: replace,
-				Description:   "Resource group of the scale set (required).",
+				Description:   requiredInBlock + "Resource group of the scale set.",
 			},
 			"location": schema.StringAttribute{
 				Optional:      true,
 				PlanModifiers: replace,
-				Description:   "Azure region of the scale set (required), e.g. `westeurope`.",
+				Description:   requiredInBlock + "Azure region of the scale set, e.g. `westeurope`.",
 			},
 			"vm_size": schema.StringAttribute{
 				Optional:    true,
-				Description: "Size of the VMs (required), e.g. `Standard_D4s_v5`.",
+				Description: requiredInBlock + "Size of the VMs, e.g. `Standard_D4s_v5`.",
 			},
 			"subnet_id": schema.StringAttribute{
 				Optional:      true,
 				PlanModifiers: replace,
-				Description: "Resource ID of the subnet the nodes' NICs are in (required). For `l2bridge` and `host-gateway` the NICs forward IP, " +
+				Description: requiredInBlock + "Resource ID of the subnet the nodes' NICs are in. For `l2bridge` and `host-gateway` the NICs forward IP, " +
 					"so that pod traffic routed to a node reaches it.",
 			},
 			"image_id": schema.StringAttribute{
 				Optional: true,
-				Description: "Resource ID of the image the kubewin Packer plugin published (required): a gallery image version or a managed image. " +
+				Description: requiredInBlock + "Resource ID of the image the kubewin Packer plugin published: a gallery image version or a managed image. " +
 					"Its Windows build, Kubernetes version and runtime are read from its tags `" + azureimage.TagWindowsBuild + "`, `" + azureimage.TagKubernetesVersion +
 					"`, `" + azureimage.TagRuntime + "` and `" + azureimage.TagRuntimeVersion + "` at plan time, or from `image_manifest`.",
 			},
@@ -195,12 +195,13 @@ func azurePoolBlock() schema.Block {
 			"os_disk_size_gb": schema.Int64Attribute{
 				Optional:    true,
 				Validators:  []validator.Int64{int64validator.Between(30, 4095)},
-				Description: "Size of the OS disk in GB. Default: the image's.",
+				Description: "Size of the OS disk in GB, 30 to 4095. Default: the image's.",
 			},
 			"os_disk_caching": schema.StringAttribute{
-				Optional:    true,
-				Validators:  []validator.String{stringvalidator.OneOf("None", "ReadOnly", "ReadWrite")},
-				Description: "Caching of the OS disk.",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.OneOf("None", "ReadOnly", "ReadWrite")},
+				Description: "Caching of the OS disk: `None`, `ReadOnly` or `ReadWrite`. Default: Azure's (`None` for Standard storage, " +
+					"`ReadOnly` for Premium storage).",
 			},
 			"priority": schema.StringAttribute{
 				Optional:      true,

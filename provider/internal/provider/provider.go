@@ -91,7 +91,8 @@ func (p *kubewinProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 			"acs-engine api models), Windows pools on virtual machine scale sets and pod routes in route tables — and `local`, which runs everything " +
 			"on one machine — a real control plane as processes on 127.0.0.1, and each node a nodeboot process on a **simulated** Windows machine " +
 			"whose simulated kubelet runs no containers — for development, demos and CI. Windows pools also join clusters kubewin did not make " +
-			"(the `kubernetes` block); simulated nodes join only clusters of the local backend, unless a pool opts in by name.",
+			"(the `kubernetes` block): kubeadm clusters, or others — AKS, EKS, GKE — whose pod and service networks the block names; " +
+			"simulated nodes join only clusters of the local backend, unless a pool opts in by name." + verifiedAzure,
 		Blocks: map[string]schema.Block{
 			"azure":      azureBlock(),
 			"kubernetes": kubernetesBlock(),

@@ -103,9 +103,9 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"Replacing nodes: a change of the image (`local.image`, `azure.image_id`) or the azure machine settings, `network_mode`, " +
 			"`labels`, `taints`, `max_pods` or `kubelet_extra_args`, or of the cluster's endpoint, CA or networks, replaces the nodes " +
 			"surge-first (new nodes Ready before old ones are drained). `node_count`, `max_surge`, `token_ttl`, `drain` and `timeouts` " +
-			"change in place, and so does an upgrade of the cluster's Kubernetes version: it replaces no node.",
+			"change in place, and so does an upgrade of the cluster's Kubernetes version: it replaces no node." + verifiedAzure,
 		Blocks: map[string]schema.Block{"local": localPoolBlock(), "azure": azurePoolBlock()},
-		Attributes: attributes(nodeAttributes(), map[string]schema.Attribute{
+		Attributes: attributes(nodeAttributes("the pool mints one for each change that adds nodes"), map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Required:      true,
 				PlanModifiers: replace,
@@ -116,7 +116,8 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				PlanModifiers: replace,
 				Description: "The `id` of the `kubewin_cluster` the nodes join (an azure cluster's for the `azure` backend, a local cluster's for " +
 					"the `local` one). Without it the nodes join the cluster of the provider's `kubernetes` block (for the `local` backend only " +
-					"with its explicit opt-in).",
+					"with its explicit opt-in), which must be a kubeadm cluster (kubewin reads its networks from `kube-system/kubeadm-config`) " +
+					"unless the block names its networks (`cluster_cidr`, `service_cidr`), as a managed cluster such as AKS needs.",
 			},
 			"node_count": schema.Int64Attribute{
 				Required:    true,
@@ -137,7 +138,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Validators:  []validator.Int64{int64validator.AtLeast(1)},
 				Description: "How many nodes a replacement creates before it drains and removes old ones. Default `1`.",
 			},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeoutsAttribute(ctx, 15*time.Minute, 30*time.Minute, 30*time.Minute),
 			"id": schema.StringAttribute{
 				Computed:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
@@ -167,6 +168,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 		}),
 	}
+	noteReplacements(ctx, &resp.Schema)
 }
 
 func (r *nodePoolResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
