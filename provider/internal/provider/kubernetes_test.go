@@ -15,8 +15,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubewin/kubewin/internal/controlplane"
@@ -203,4 +207,96 @@ func TestKubernetesNetworks(t *testing.T) {
 			t.Errorf("cluster_cidr %q, service_cidr %q: %q, want %q", tc.cluster, tc.service, got, tc.want)
 		}
 	}
+}
+
+// The Terraform Cloud guide's RBAC manifest gives the cluster token all a pool needs: a pool
+// joins, scales in and is destroyed with a token of its service account alone.
+func TestAccWindowsNodePool_guideRBAC(t *testing.T) {
+	state, _ := testAccLocal(t)
+	b := testBackend(t, state)
+	bin, _ := testenv.BinDir()
+	cp, err := controlplane.Start(context.Background(), controlplane.Config{Dir: t.TempDir(), BinDir: bin, ClusterName: "rbac"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Destroy(context.Background())
+	cfg, _ := cp.AdminRESTConfig()
+	admin := kubernetes.NewForConfigOrDie(cfg)
+	guide, err := os.ReadFile(filepath.Join(repoRoot, "templates", "guides", "terraform-cloud.md.tmpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, manifest, _ := strings.Cut(string(guide), "```yaml\n")
+	manifest, _, _ = strings.Cut(manifest, "```")
+	ctx := context.Background()
+	for _, doc := range strings.Split(manifest, "\n---\n") {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatalf("the guide's manifest: %v\n%s", err, doc)
+		}
+		switch o := obj.(type) {
+		case *corev1.ServiceAccount:
+			_, err = admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Namespace:
+			_, err = admin.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = admin.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = admin.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = admin.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("the guide's manifest has a %T", obj)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := admin.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "kubewin", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := cp.CACert()
+	config := func(count int) string {
+		return fmt.Sprintf(`
+provider "kubewin" {
+  local {
+    state_dir = %q
+    bin_path  = [%q, %q]
+  }
+  kubernetes {
+    host                   = %q
+    cluster_ca_certificate = %q
+    token                  = %q
+  }
+}
+
+resource "kubewin_windows_node_pool" "win" {
+  name       = "rbac"
+  node_count = %d
+  local {
+    image                                    = %q
+    join_simulated_nodes_to_existing_cluster = true
+  }
+}
+`, state, nodebootDir, bin, cp.Endpoint(), ca, tr.Status.Token, count, testImage(t, b, "rbac"))
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			nodes, err := admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil || len(nodes.Items) != 0 {
+				return fmt.Errorf("%d nodes left (%v)", len(nodes.Items), err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{Config: config(2), ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue("kubewin_windows_node_pool.win",
+				tfjsonpath.New("nodes").AtSliceIndex(1).AtMapKey("ready"), knownvalue.Bool(true))}},
+			{Config: config(1), ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue("kubewin_windows_node_pool.win",
+				tfjsonpath.New("nodes"), knownvalue.ListSizeExact(1))}},
+		},
+	})
 }
