@@ -347,8 +347,9 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 				PreConfig: func() {
 					faults = []*armtest.Fault{armServer.FailOperations(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1}, "AllocationFailed", "Allocation failed. We do not have sufficient capacity for the requested VM size in this region.")}
 				},
-				Config:      poolConfig(provider, be, f.imageA, 4),
-				ExpectError: regexp.MustCompile(`(?s)Cannot Reconcile Node Pool.*Pool "win" did not reach node_count = 4: .*AllocationFailed.*apply\s+again\s+to\s+resume`),
+				Config: poolConfig(provider, be, f.imageA, 4),
+				ExpectError: regexp.MustCompile(`(?s)Cannot Reconcile Node Pool.*Pool "win" did not reach node_count = 4: .*AllocationFailed.*` +
+					`apply\s+again\s+to\s+resume`),
 			},
 			{
 				Config:            poolConfig(provider, be, f.imageA, 4),
@@ -365,16 +366,18 @@ func TestAccWindowsNodePool_azurePasswordVersion(t *testing.T) {
 	f := newAzureFixture(t, state)
 	be := f.poolBackend()
 	config := func(version int) string {
-		return strings.Replace(poolConfig(provider, be, f.imageA, 0), `    image_id            =`, fmt.Sprintf(`    admin_password_wo         = "Correct-Horse-%d"
+		block := fmt.Sprintf(`    admin_password_wo         = "Correct-Horse-%d"
     admin_password_wo_version = %d
-    image_id            =`, version, version), 1)
+    image_id            =`, version, version)
+		return strings.Replace(poolConfig(provider, be, f.imageA, 0), `    image_id            =`, block, 1)
 	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config(1), ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue("kubewin_windows_node_pool.win",
 				tfjsonpath.New("azure").AtMapKey("admin_password_wo_version"), knownvalue.Int64Exact(1))}},
-			{Config: config(2), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Administrator Password Cannot Change.*changes\s+from\s+1\s+to\s+2.*Keep\s+admin_password_wo_version\s+=\s+1.*add\s+a\s+pool\s+with\s+another\s+name`)},
+			{Config: config(2), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Administrator Password Cannot Change.*changes\s+from\s+1\s+to\s+2.*` +
+				`Keep\s+admin_password_wo_version\s+=\s+1.*add\s+a\s+pool\s+with\s+another\s+name`)},
 		},
 	})
 }

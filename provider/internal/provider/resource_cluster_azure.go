@@ -232,7 +232,8 @@ func clusterAzureBlock(context.Context) schema.Block {
 				Computed:    true,
 				Default:     machinesDefault(controlPlanesAttrTypes, "count", 1),
 				Description: "The control planes.",
-				Attributes: machine("count", "Number of control planes: 1, 3 or 5 (stacked etcd keeps a quorum through the loss of 1 of 3 or 2 of 5). It can grow in place. Default `1`.",
+				Attributes: machine("count", "Number of control planes: 1, 3 or 5 (stacked etcd keeps a quorum through the loss of 1 of 3 or 2 of 5). "+
+					"It can grow in place. Default `1`.",
 					"control planes are spread over them in turn (control plane i in zone i modulo their number).", 1,
 					[]validator.Int64{int64validator.OneOf(1, 3, 5)}),
 			},
@@ -241,7 +242,8 @@ func clusterAzureBlock(context.Context) schema.Block {
 				Computed:    true,
 				Default:     machinesDefault(linuxPoolAttrType, "node_count", defaultLinuxNodes),
 				Description: "The Linux agents, a scale set: CoreDNS and kube-proxy's Linux pods (and other Linux-only system pods) run there.",
-				Attributes: machine("node_count", fmt.Sprintf("Number of Linux agents; it changes in place (new ones join with a fresh bootstrap token; removed ones are drained first). Default `%d`.", defaultLinuxNodes),
+				Attributes: machine("node_count", fmt.Sprintf("Number of Linux agents; it changes in place (new ones join with a fresh bootstrap token; "+
+					"removed ones are drained first). Default `%d`.", defaultLinuxNodes),
 					"the agents' scale set spans them, and Azure spreads its instances across them (best effort).", defaultLinuxNodes,
 					[]validator.Int64{int64validator.Between(1, 100)}),
 			},
