@@ -4,8 +4,9 @@
 #
 # Credentials are read as the azurerm provider reads them: ARM_* environment variables (a
 # client secret or certificate, OIDC — Terraform Cloud's Azure dynamic credentials need nothing
-# more — or a managed identity), or `az login`. The cluster is any kubeadm-compatible cluster
-# reachable with a kubeconfig; its pod network (kubeadm-config) must be routable in the VNet.
+# more — or a managed identity), or `az login`. The cluster is a kubeadm cluster reachable with
+# a kubeconfig (for one without kube-system/kubeadm-config, such as AKS, set the kubernetes block's
+# cluster_cidr and service_cidr); its pod network must be routable in the VNet.
 terraform {
   required_version = ">= 1.11"
   required_providers {

@@ -20,9 +20,9 @@ terraform {
   }
 }
 
-# The cluster the nodes join, reached with a token of a service account that may create
-# bootstrap tokens, ConfigMaps and RBAC objects and drain and delete Nodes. Set them as sensitive
-# workspace variables.
+# The cluster the nodes join, a kubeadm cluster whose API server the runners reach at plan time
+# too, with a token of the service account the Terraform Cloud guide's RBAC manifest makes
+# (docs/guides/terraform-cloud.md). Set them as workspace variables, the token sensitive.
 variable "cluster_endpoint" {
   type = string
 }
@@ -63,10 +63,12 @@ provider "kubewin" {
     cluster_ca_certificate = var.cluster_ca_certificate
     token                  = var.cluster_token
   }
-  # Nothing to set: the run's ARM_CLIENT_ID, ARM_OIDC_TOKEN and ARM_USE_OIDC (injected by
-  # Terraform Cloud) and ARM_SUBSCRIPTION_ID and ARM_TENANT_ID (workspace variables) are read as
-  # the azurerm provider reads them.
-  azure {}
+  # The run's client ID and OIDC token (injected by Terraform Cloud) and ARM_SUBSCRIPTION_ID and
+  # ARM_TENANT_ID (workspace variables) are read as the azurerm provider reads them; use_oidc
+  # exchanges the token for an Entra token.
+  azure {
+    use_oidc = true
+  }
 }
 
 resource "kubewin_windows_node_pool" "win" {
@@ -83,8 +85,9 @@ resource "kubewin_windows_node_pool" "win" {
   }
 }
 
+# The routes follow the pool's node_count.
 resource "kubewin_pod_route" "win" {
-  count = 3
+  count = kubewin_windows_node_pool.win.node_count
 
   name        = kubewin_windows_node_pool.win.nodes[count.index].name
   destination = kubewin_windows_node_pool.win.nodes[count.index].pod_cidr

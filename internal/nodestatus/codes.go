@@ -33,23 +33,27 @@ var Catalogue = []CodeInfo{
 	{CodePayloadCorrupt, "preflight", "A file of the image's payload is missing or its sha256 differs from the image manifest.",
 		"Rebuild the image; do not modify files under the payload directory."},
 	{CodeRuntimeMissing, "preflight", "The container runtime the NodeConfig names is not installed or not running.",
-		"Use an image baked with that runtime, or set runtime.name to the image's runtime."},
+		"Use an image baked with that runtime: the runtime comes from the image (a pool's local.image, azure.image_id's " +
+			"kubewin.io/runtime tag or azure.image_manifest; a kubewin_windows_node's install.release). In a hand-written NodeConfig, " +
+			"set runtime.name to the image's runtime."},
 	{CodePortInUse, "preflight", "A port the kubelet needs (10250) is already in use.",
 		"Stop the program holding the port, or create the node from a clean image."},
 	{CodeClockSkew, "discovery", "The machine's clock differs from the API server's by more than 5 minutes (checked once the server is trusted); " +
 		"certificates and tokens would be rejected.", "Fix time synchronisation on the machine (w32time) and retry."},
 	{CodeAPIServerUnreachable, "discovery", "The API server endpoint cannot be reached (connection refused, timeout, no route).",
-		"Check cluster.apiServerEndpoint, network security rules and routes between the node and the control plane."},
+		"Check the endpoint the node was given (the kubewin_cluster's, or the provider's kubernetes.host; NodeConfig " +
+			"cluster.apiServerEndpoint), network security rules and routes between the node and the control plane."},
 	{CodeTokenNotFound, "discovery", "The cluster-info ConfigMap carries no signature for the token ID: the token expired, was deleted, or belongs to " +
 		"another cluster.", "Mint a new bootstrap token for the pool (re-apply) and make sure the endpoint is the cluster that issued it."},
 	{CodeTokenInvalid, "discovery", "The cluster-info signature does not verify with the token's secret.",
 		"The token's secret is wrong: mint a new token for the pool."},
 	{CodeCAPinMismatch, "discovery", "The cluster CA does not match any pinned hash: the endpoint is another cluster, or something intercepts the " +
-		"connection.", "Check cluster.caCertHashes against `kubeadm token create --print-join-command` on the control plane, and the endpoint."},
+		"connection.", "Check the CA the node pins (the provider's kubernetes.cluster_ca_certificate, or the kubewin_cluster's CA; " +
+		"NodeConfig cluster.caCertHashes) against `kubeadm token create --print-join-command` on the control plane, and the endpoint."},
 	{CodeClusterInfoInvalid, "discovery", "The cluster-info ConfigMap is missing or malformed.",
 		"Run `kubeadm init phase bootstrap-token` on the control plane, or create the cluster with kubewin."},
 	{CodeTLSBootstrapUnauthorized, "tls-bootstrap", "The API server rejected the bootstrap token while requesting the kubelet certificate.",
-		"The token expired during the join: raise the pool's token TTL or re-apply to mint a new one."},
+		"The token expired during the join: raise token_ttl (of the pool or the kubewin_windows_node) or re-apply to mint a new one."},
 	{CodeTLSBootstrapForbidden, "tls-bootstrap", "The bootstrap token may not create certificate signing requests.",
 		"Bind the system:node-bootstrapper ClusterRole to the token's groups (kubeadm init does this)."},
 	{CodeCSRDenied, "tls-bootstrap", "The kubelet client certificate request was denied.",
@@ -61,9 +65,12 @@ var Catalogue = []CodeInfo{
 	{CodeNodeNameTaken, "register", "A Ready Node with this machine's name already exists: another live machine uses the name.",
 		"Delete the stale Node (`kubectl delete node <name>`) if its machine is gone, or give this machine another computer name."},
 	{CodePodCIDRTimeout, "network", "No pod CIDR was assigned to the node in time and the NodeConfig has no static one.",
-		"Enable node IPAM (--allocate-node-cidrs) on the controller manager, free room in the cluster CIDR, or set node.podCIDR."},
+		"Enable node IPAM (--allocate-node-cidrs) on the controller manager, or free room in the cluster CIDR (a kubewin_cluster's " +
+			"cluster_cidr and node_cidr_mask_size). No Terraform attribute sets a static pod CIDR; a hand-written NodeConfig may set " +
+			"node.podCIDR."},
 	{CodeNetworkFailed, "network", "The HNS network or its host endpoint could not be created.",
-		"See the message; on Windows check the adapter name (network.interfaceName) and that the Containers feature is enabled."},
+		"See the message; on Windows check the adapter name (a kubewin_windows_node's interface_name; NodeConfig " +
+			"network.interfaceName) and that the Containers feature is enabled."},
 	{CodeKubeletConfigFailed, "kubelet-config", "The kubelet or kube-proxy configuration could not be rendered or written.",
 		"See the message: it names the field or flag at fault."},
 	{CodeServiceFailed, "services", "A node service (kubelet, kube-proxy, cri-dockerd) could not be installed or started.",

@@ -11,10 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/azureimage"
 	"github.com/kubewin/kubewin/internal/routetable"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
@@ -344,8 +348,9 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 				PreConfig: func() {
 					faults = []*armtest.Fault{armServer.FailOperations(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1}, "AllocationFailed", "Allocation failed. We do not have sufficient capacity for the requested VM size in this region.")}
 				},
-				Config:      poolConfig(provider, be, f.imageA, 4),
-				ExpectError: regexp.MustCompile(`(?s)Cannot Reconcile Node Pool.*AllocationFailed`),
+				Config: poolConfig(provider, be, f.imageA, 4),
+				ExpectError: regexp.MustCompile(`(?s)Cannot Reconcile Node Pool.*Pool "win" did not reach node_count = 4: .*AllocationFailed.*` +
+					`apply\s+again\s+to\s+resume`),
 			},
 			{
 				Config:            poolConfig(provider, be, f.imageA, 4),
@@ -353,4 +358,40 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 			},
 		},
 	})
+}
+
+// A new admin_password_wo_version on an existing pool is refused at plan time: Azure sets the
+// administrator's password only when it creates the scale set, so the new one would be ignored.
+func TestAccWindowsNodePool_azurePasswordVersion(t *testing.T) {
+	state, provider := testAccLocal(t)
+	f := newAzureFixture(t, state)
+	be := f.poolBackend()
+	config := func(version int) string {
+		block := fmt.Sprintf(`    admin_password_wo         = "Correct-Horse-%d"
+    admin_password_wo_version = %d
+    image_id            =`, version, version)
+		return strings.Replace(poolConfig(provider, be, f.imageA, 0), `    image_id            =`, block, 1)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config(1), ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue("kubewin_windows_node_pool.win",
+				tfjsonpath.New("azure").AtMapKey("admin_password_wo_version"), knownvalue.Int64Exact(1))}},
+			{Config: config(2), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Administrator Password Cannot Change.*changes\s+from\s+1\s+to\s+2.*` +
+				`Keep\s+admin_password_wo_version\s+=\s+1.*add\s+a\s+pool\s+with\s+another\s+name`)},
+		},
+	})
+}
+
+// An image whose tags name no runtime is refused naming the tag and image_manifest.
+func TestAzureMachinesNoRuntime(t *testing.T) {
+	m := &nodePoolModel{NetworkMode: types.StringValue("l2bridge"), Azure: &azurePoolModel{
+		ImageID: types.StringValue("/subscriptions/x/images/ws"), Tags: types.MapNull(types.StringType), Zones: types.ListNull(types.StringType),
+	}}
+	_, diags := azureMachines(context.Background(), m, &v1alpha1.ImageManifest{})
+	if len(diags) != 1 || diags[0].Summary() != "Invalid Image" ||
+		!strings.Contains(diags[0].Detail(), "The image /subscriptions/x/images/ws names no container runtime. Give it the kubewin.io/runtime tag") ||
+		!strings.Contains(diags[0].Detail(), "set azure.image_manifest") {
+		t.Fatalf("diagnostics: %v", diags)
+	}
 }

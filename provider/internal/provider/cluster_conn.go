@@ -2,11 +2,15 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -30,7 +34,7 @@ func (d *providerData) connect(ctx context.Context, clusterID types.String) (*cl
 		if err != nil {
 			return nil, err
 		}
-		return existingCluster(ctx, access.REST())
+		return existingCluster(ctx, access.REST(), clusterNetworks{})
 	}
 	if !clusterID.IsNull() && clusterID.ValueString() != "" {
 		cp, err := d.local.Cluster(clusterID.ValueString())
@@ -56,7 +60,43 @@ func (d *providerData) connect(ctx context.Context, clusterID types.String) (*cl
 	if d.kube == nil {
 		return nil, fmt.Errorf("no cluster to join: set cluster_id to a kubewin_cluster, or configure the provider's kubernetes block for an existing cluster")
 	}
-	return existingCluster(ctx, rest.CopyConfig(d.kube))
+	return existingCluster(ctx, rest.CopyConfig(d.kube), d.kubeNetworks)
+}
+
+// connectError is the diagnostic of a failed connect: what could not be reached, through which
+// attribute, and what to check. subject names the resource's cluster ("the pool's").
+func connectError(clusterID types.String, subject string, err error) diag.Diagnostic {
+	var nk *notKubeadmError
+	if errors.As(err, &nk) {
+		return diag.NewErrorDiagnostic("Not a kubeadm Cluster", nk.Error())
+	}
+	summary := "Cannot Reach " + subject + " Cluster"
+	if id := clusterID.ValueString(); id != "" {
+		return diag.NewAttributeErrorDiagnostic(path.Root("cluster_id"), summary, fmt.Sprintf("kubewin cannot reach the cluster cluster_id = %q "+
+			"names: %s.\n\nCheck that the kubewin_cluster still exists (`terraform state list`) and that its API server is reachable from "+
+			"where Terraform runs, at plan time too.", id, err))
+	}
+	return diag.NewErrorDiagnostic(summary, fmt.Sprintf("kubewin cannot reach the cluster of the provider's kubernetes block: %s.\n\n"+
+		"Check kubernetes.host (or kubernetes.config_path and config_context), kubernetes.cluster_ca_certificate and the credential, and "+
+		"that the API server is reachable from where Terraform runs, at plan time too. To join a kubewin_cluster, set cluster_id instead.", err))
+}
+
+// clusterNetworks are the pod and service networks of an existing cluster, as the provider's
+// kubernetes block sets them (cluster_cidr, service_cidr); zero when it does not.
+type clusterNetworks struct{ ClusterCIDR, ServiceCIDR string }
+
+// notKubeadmError is an existing cluster without kubeadm's kubeadm-config ConfigMap (AKS, EKS,
+// GKE, ...), whose networks the kubernetes block does not set either.
+type notKubeadmError struct {
+	host string
+	err  error
+}
+
+func (e *notKubeadmError) Error() string {
+	return fmt.Sprintf("The cluster at %s has no kube-system/kubeadm-config ConfigMap (%v). kubewin reads an existing cluster's pod and "+
+		"service networks from it, and only clusters made by kubeadm have it: managed clusters such as AKS, EKS and GKE do not.\n\n"+
+		"Set the cluster's networks in the provider's kubernetes block instead: cluster_cidr (the pod network, e.g. "+
+		"`az aks show --query networkProfile.podCidr`) and service_cidr (the service network, `networkProfile.serviceCidr`).", e.host, e.err)
 }
 
 // localClusterGone reports whether the local cluster named by cluster_id no longer exists.
@@ -69,8 +109,9 @@ func (d *providerData) localClusterGone(id types.String) bool {
 }
 
 // existingCluster learns what a NodeConfig needs from a cluster kubewin did not create: its
-// endpoint, CA pin, version and networks (from kubeadm's kubeadm-config ConfigMap).
-func existingCluster(ctx context.Context, cfg *rest.Config) (*clusterConn, error) {
+// endpoint, CA pin, version and networks (nets when set, else from kubeadm's kubeadm-config
+// ConfigMap).
+func existingCluster(ctx context.Context, cfg *rest.Config, nets clusterNetworks) (*clusterConn, error) {
 	u, err := url.Parse(cfg.Host)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("API server URL %q is not an https://host:port URL", cfg.Host)
@@ -97,7 +138,15 @@ func existingCluster(ctx context.Context, cfg *rest.Config) (*clusterConn, error
 	if err != nil {
 		return nil, fmt.Errorf("reach the cluster at %s: %w", cfg.Host, err)
 	}
+	conn := &clusterConn{rest: cfg, facts: clusterFacts{Endpoint: endpoint, CAHash: pin, Version: v.GitVersion}}
+	if nets.ClusterCIDR != "" {
+		conn.facts.ClusterCIDR, conn.facts.ServiceCIDR = nets.ClusterCIDR, nets.ServiceCIDR
+		return conn, nil
+	}
 	cm, err := c.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "kubeadm-config", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, &notKubeadmError{host: cfg.Host, err: err}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read kube-system/kubeadm-config for the cluster's pod and service networks: %w", err)
 	}
@@ -108,9 +157,9 @@ func existingCluster(ctx context.Context, cfg *rest.Config) (*clusterConn, error
 		} `json:"networking"`
 	}
 	if err := yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc); err != nil || cc.Networking.PodSubnet == "" || cc.Networking.ServiceSubnet == "" {
-		return nil, fmt.Errorf("kube-system/kubeadm-config names no podSubnet and serviceSubnet (%v): Windows nodes need both", err)
+		return nil, fmt.Errorf("kube-system/kubeadm-config names no podSubnet and serviceSubnet (%v): Windows nodes need both; set "+
+			"cluster_cidr and service_cidr in the provider's kubernetes block", err)
 	}
-	return &clusterConn{rest: cfg, facts: clusterFacts{
-		Endpoint: endpoint, CAHash: pin, Version: v.GitVersion, ClusterCIDR: cc.Networking.PodSubnet, ServiceCIDR: cc.Networking.ServiceSubnet,
-	}}, nil
+	conn.facts.ClusterCIDR, conn.facts.ServiceCIDR = cc.Networking.PodSubnet, cc.Networking.ServiceSubnet
+	return conn, nil
 }

@@ -5,11 +5,16 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
@@ -17,6 +22,58 @@ import (
 )
 
 var pathLocalStateDir = path.Root("local").AtName("state_dir")
+
+// What has been verified of what a page describes, and how: every page that describes the
+// azure backend or Windows behaviour ends with one of these lines (README.md's "Real, simulated,
+// planned" says it at length).
+const (
+	verifiedWindows = "the Windows node agent (nodeboot) only on a simulated Windows machine, never on Windows"
+	verifiedAzure   = "\n\n**Verified so far:** the `azure` backend only against kubewin's ARM test server on 127.0.0.1 " +
+		"(`internal/testkit/armtest`), never against Azure itself; " + verifiedWindows + "."
+	verifiedWindowsLine = "\n\n**Verified so far:** " + verifiedWindows + "; images have been baked only onto simulated Windows machines."
+	verifiedServers     = "\n\n**Verified so far:** over real OpenSSH on 127.0.0.1 against a simulated Windows machine, and over WinRM " +
+		"against a test server that answers as Windows would; its PowerShell scripts and nodeboot's Windows side have never run on Windows."
+)
+
+// timeoutsAttribute is the timeouts attribute of a resource whose create, update and delete
+// wait at most these long by default (0: the operation takes no timeout).
+func timeoutsAttribute(ctx context.Context, create, update, del time.Duration) schema.Attribute {
+	desc := func(op string, d time.Duration) string {
+		return fmt.Sprintf("How long %s may take, as a duration (`30s`, `45m`, `2h`). Default `%s`.", op, strings.TrimSuffix(d.String(), "0s"))
+	}
+	a := timeouts.Attributes(ctx, timeouts.Opts{
+		Create: create > 0, Update: update > 0, Delete: del > 0,
+		CreateDescription: desc("creating", create), UpdateDescription: desc("an update", update), DeleteDescription: desc("destroying", del),
+	}).(schema.SingleNestedAttribute)
+	a.Description = "Longest waits of the operations, until every node is Ready or removed."
+	return a
+}
+
+// noteReplacements ends the description of every string attribute that replaces the resource
+// when it changes with azurerm's "Changing this forces a new resource to be created.", so that
+// the page says what the plan does.
+func noteReplacements(ctx context.Context, s *schema.Schema) {
+	replace := stringplanmodifier.RequiresReplace().Description(ctx)
+	note := func(attrs map[string]schema.Attribute) {
+		for name, a := range attrs {
+			sa, ok := a.(schema.StringAttribute)
+			if ok && slices.ContainsFunc(sa.PlanModifiers, func(m planmodifier.String) bool { return m.Description(ctx) == replace }) {
+				sa.Description += " Changing this forces a new resource to be created."
+				attrs[name] = sa
+			}
+		}
+	}
+	note(s.Attributes)
+	for _, b := range s.Blocks {
+		if nb, ok := b.(schema.SingleNestedBlock); ok {
+			note(nb.Attributes)
+		}
+	}
+}
+
+// requiredInBlock begins the description of an argument a block needs: the framework would
+// require a Required one of a block that is absent too, so it is Optional and checked in code.
+const requiredInBlock = "**Required** when the block is present. "
 
 // envRemoteRun is set in every Terraform Cloud (HCP Terraform) run.
 const envRemoteRun = "TFC_RUN_ID"

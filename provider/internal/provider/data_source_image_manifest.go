@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -55,7 +56,7 @@ func (d *imageManifestDataSource) Schema(_ context.Context, _ datasource.SchemaR
 	resp.Schema = schema.Schema{
 		Description: "Reads and validates the manifest of an image baked by the kubewin Packer plugin: " +
 			"its Windows build, Kubernetes version, container runtime, pause image and every file with its sha256. " +
-			"Use it to check an image before creating nodes from it.",
+			"Use it to check an image before creating nodes from it." + verifiedWindowsLine,
 		Attributes: map[string]schema.Attribute{
 			"path": schema.StringAttribute{
 				Description: "Path of the manifest file (JSON or YAML) that `packer build` wrote. Exactly one of `path` and `content` must be set.",
@@ -73,7 +74,7 @@ func (d *imageManifestDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			},
 			"windows_build": schema.Int64Attribute{
 				Computed:    true,
-				Description: fmt.Sprintf("Windows Server build of the image: one of %v.", v1alpha1.WindowsBuilds),
+				Description: "Windows Server build of the image: one of " + windowsBuildList() + ".",
 			},
 			"windows_release": schema.StringAttribute{
 				Computed:    true,
@@ -179,4 +180,13 @@ func (d *imageManifestDataSource) Read(ctx context.Context, req datasource.ReadR
 	resp.Diagnostics.Append(diags...)
 	data.Files = list
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
+}
+
+// windowsBuildList is the supported Windows builds for a description: `17763`, `20348` or `26100`.
+func windowsBuildList() string {
+	builds := make([]string, len(v1alpha1.WindowsBuilds))
+	for i, b := range v1alpha1.WindowsBuilds {
+		builds[i] = fmt.Sprintf("`%d`", b)
+	}
+	return strings.Join(builds[:len(builds)-1], ", ") + " or " + builds[len(builds)-1]
 }

@@ -40,7 +40,7 @@ func (e *clusterCredentialsEphemeral) Schema(_ context.Context, _ ephemeral.Sche
 		Description: "The cluster-admin credential of a `kubewin_cluster`, for other providers (kubernetes, helm) to use during a run. " +
 			"Being ephemeral, it is never written to the plan or the state (Terraform 1.10 or later). For an azure cluster it is a client " +
 			"certificate valid for an hour, signed for a key made in the provider's memory by the cluster's CSR API through a run command " +
-			"on a control plane (in group `kubeadm:cluster-admins`).",
+			"on a control plane (in group `kubeadm:cluster-admins`)." + verifiedAzure,
 		Attributes: map[string]schema.Attribute{
 			"cluster_id": schema.StringAttribute{
 				Required:    true,

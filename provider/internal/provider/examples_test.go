@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
 	"github.com/kubewin/kubewin/internal/controlplane"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/internal/testkit/testenv"
@@ -302,4 +305,30 @@ func copyFile(t *testing.T, src, dst string) {
 	if err := os.WriteFile(dst, data, fi.Mode().Perm()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The acs_apimodel page's "Return value" names every attribute the function returns.
+func TestACSAPIModelReturnDocumented(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "templates", "functions", "acs_apimodel.md.tmpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, doc, _ := strings.Cut(string(raw), "## Return value")
+	var check func(prefix string, types map[string]attr.Type)
+	check = func(prefix string, types map[string]attr.Type) {
+		for name, typ := range types {
+			if !strings.Contains(doc, "`"+name+"`") {
+				t.Errorf("the acs_apimodel page's return value does not name %s%s", prefix, name)
+			}
+			if o, ok := typ.(basetypes.ObjectType); ok {
+				check(prefix+name+".", o.AttrTypes)
+			}
+			if l, ok := typ.(basetypes.ListType); ok {
+				if o, ok := l.ElemType.(basetypes.ObjectType); ok {
+					check(prefix+name+".", o.AttrTypes)
+				}
+			}
+		}
+	}
+	check("", acsResultTypes)
 }

@@ -2,6 +2,9 @@ package provider
 
 import (
 	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -21,6 +24,8 @@ type kubernetesModel struct {
 	ClientKey            types.String `tfsdk:"client_key"`
 	ConfigPath           types.String `tfsdk:"config_path"`
 	ConfigContext        types.String `tfsdk:"config_context"`
+	ClusterCIDR          types.String `tfsdk:"cluster_cidr"`
+	ServiceCIDR          types.String `tfsdk:"service_cidr"`
 }
 
 func kubernetesBlock() schema.Block {
@@ -28,6 +33,8 @@ func kubernetesBlock() schema.Block {
 		Description: "Connection to an existing cluster (one kubewin did not create), for node pools without `cluster_id`: either `host` with " +
 			"`cluster_ca_certificate` and a `token` or a client certificate, or a kubeconfig file (`config_path`, `config_context`). " +
 			"The credential needs to create bootstrap tokens, ConfigMaps and RBAC objects, and to drain and delete Nodes. " +
+			"The cluster must be a kubeadm cluster (kubewin reads its pod and service networks from `kube-system/kubeadm-config`), or " +
+			"`cluster_cidr` and `service_cidr` must say what they are: managed clusters such as AKS have no `kubeadm-config`. " +
 			"The local backend's simulated machines join such a cluster only with the pool's explicit opt-in " +
 			"(`local.join_simulated_nodes_to_existing_cluster`).",
 		Attributes: map[string]schema.Attribute{
@@ -55,11 +62,21 @@ func kubernetesBlock() schema.Block {
 			},
 			"config_path": schema.StringAttribute{
 				Optional:    true,
-				Description: "Path of a kubeconfig file, instead of `host`.",
+				Description: "Path of a kubeconfig file, instead of `host`. A leading `~` is the home directory.",
 			},
 			"config_context": schema.StringAttribute{
 				Optional:    true,
 				Description: "Context of the kubeconfig to use. Default: its current context.",
+			},
+			"cluster_cidr": schema.StringAttribute{
+				Optional: true,
+				Description: "The cluster's pod network, e.g. `10.244.0.0/16`, for a cluster without `kube-system/kubeadm-config` (AKS: " +
+					"`networkProfile.podCidr`). Set with `service_cidr`; when set, `kubeadm-config` is not read.",
+			},
+			"service_cidr": schema.StringAttribute{
+				Optional: true,
+				Description: "The cluster's service network, e.g. `10.96.0.0/12`, for a cluster without `kube-system/kubeadm-config` (AKS: " +
+					"`networkProfile.serviceCidr`). Set with `cluster_cidr`.",
 			},
 		},
 	}
@@ -79,7 +96,7 @@ func (k *kubernetesModel) restConfig() (*rest.Config, diag.Diagnostics) {
 			diags.AddAttributeError(at("host"), "Conflicting Cluster Connection", "Set either config_path or host, not both.")
 			return nil, diags
 		}
-		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: k.ConfigPath.ValueString()}
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: expandHome(k.ConfigPath.ValueString())}
 		overrides := &clientcmd.ConfigOverrides{CurrentContext: k.ConfigContext.ValueString()}
 		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 		if err != nil {
@@ -121,6 +138,42 @@ func (k *kubernetesModel) restConfig() (*rest.Config, diag.Diagnostics) {
 			KeyData:  []byte(k.ClientKey.ValueString()),
 		},
 	}, diags
+}
+
+// expandHome expands a leading ~ to the home directory, as the kubernetes provider does for its
+// config_path (client-go does not).
+func expandHome(p string) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") && !strings.HasPrefix(p, `~\`) {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return p
+	}
+	return filepath.Join(home, p[1:])
+}
+
+// networks are the cluster's networks the block sets: both or neither, each a CIDR.
+func (k *kubernetesModel) networks() (clusterNetworks, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	if k == nil || k.ClusterCIDR.IsUnknown() || k.ServiceCIDR.IsUnknown() {
+		return clusterNetworks{}, diags
+	}
+	at := func(name string) path.Path { return path.Root("kubernetes").AtName(name) }
+	nets := clusterNetworks{ClusterCIDR: k.ClusterCIDR.ValueString(), ServiceCIDR: k.ServiceCIDR.ValueString()}
+	for _, a := range [][2]string{{"cluster_cidr", nets.ClusterCIDR}, {"service_cidr", nets.ServiceCIDR}} {
+		name, v := a[0], a[1]
+		if _, err := netip.ParsePrefix(v); v != "" && err != nil {
+			diags.AddAttributeError(at(name), "Invalid CIDR", fmt.Sprintf("%s = %q is not a CIDR: %s. Write it as address/prefix length, "+
+				"e.g. 10.244.0.0/16.", name, v, err))
+		}
+	}
+	if (nets.ClusterCIDR == "") != (nets.ServiceCIDR == "") {
+		diags.AddAttributeError(at("cluster_cidr"), "Incomplete Cluster Networks", fmt.Sprintf("cluster_cidr = %q and service_cidr = %q: "+
+			"set both (the cluster's pod and service networks), or neither to read them from kube-system/kubeadm-config.",
+			nets.ClusterCIDR, nets.ServiceCIDR))
+	}
+	return nets, diags
 }
 
 func (k *kubernetesModel) unknown() bool {

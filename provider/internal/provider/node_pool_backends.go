@@ -58,6 +58,7 @@ type azurePoolModel struct {
 	ScaleSetName                 types.String  `tfsdk:"scale_set_name"`
 	AdminUsername                types.String  `tfsdk:"admin_username"`
 	AdminPasswordWO              types.String  `tfsdk:"admin_password_wo"`
+	AdminPasswordWOVersion       types.Int64   `tfsdk:"admin_password_wo_version"`
 	Zones                        types.List    `tfsdk:"zones"`
 	AcceleratedNetworkingEnabled types.Bool    `tfsdk:"accelerated_networking_enabled"`
 	OSDiskStorageAccountType     types.String  `tfsdk:"os_disk_storage_account_type"`
@@ -90,7 +91,7 @@ func localPoolBlock() schema.Block {
 			"image": schema.StringAttribute{
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
-				Description: "The image the machines are created from (required): the directory `packer build` wrote with the `kubewin-local` " +
+				Description: requiredInBlock + "The image the machines are created from: the directory `packer build` wrote with the `kubewin-local` " +
 					"builder (it holds `" + simmachine.ImageManifestFile + "`). Changing it replaces the nodes, surge-first.",
 			},
 			simulatedOptIn: schema.BoolAttribute{
@@ -120,26 +121,26 @@ func azurePoolBlock() schema.Block {
 			"resource_group_name": schema.StringAttribute{
 				Optional:      true,
 				PlanModifiers: replace,
-				Description:   "Resource group of the scale set (required).",
+				Description:   requiredInBlock + "Resource group of the scale set.",
 			},
 			"location": schema.StringAttribute{
 				Optional:      true,
 				PlanModifiers: replace,
-				Description:   "Azure region of the scale set (required), e.g. `westeurope`.",
+				Description:   requiredInBlock + "Azure region of the scale set, e.g. `westeurope`.",
 			},
 			"vm_size": schema.StringAttribute{
 				Optional:    true,
-				Description: "Size of the VMs (required), e.g. `Standard_D4s_v5`.",
+				Description: requiredInBlock + "Size of the VMs, e.g. `Standard_D4s_v5`.",
 			},
 			"subnet_id": schema.StringAttribute{
 				Optional:      true,
 				PlanModifiers: replace,
-				Description: "Resource ID of the subnet the nodes' NICs are in (required). For `l2bridge` and `host-gateway` the NICs forward IP, " +
+				Description: requiredInBlock + "Resource ID of the subnet the nodes' NICs are in. For `l2bridge` and `host-gateway` the NICs forward IP, " +
 					"so that pod traffic routed to a node reaches it.",
 			},
 			"image_id": schema.StringAttribute{
 				Optional: true,
-				Description: "Resource ID of the image the kubewin Packer plugin published (required): a gallery image version or a managed image. " +
+				Description: requiredInBlock + "Resource ID of the image the kubewin Packer plugin published: a gallery image version or a managed image. " +
 					"Its Windows build, Kubernetes version and runtime are read from its tags `" + azureimage.TagWindowsBuild + "`, `" + azureimage.TagKubernetesVersion +
 					"`, `" + azureimage.TagRuntime + "` and `" + azureimage.TagRuntimeVersion + "` at plan time, or from `image_manifest`.",
 			},
@@ -168,7 +169,15 @@ func azurePoolBlock() schema.Block {
 				Sensitive:  true,
 				Validators: []validator.String{stringvalidator.LengthBetween(12, 123), windowsPasswordValidator{}},
 				Description: "The administrator's password, used when the scale set is created (write-only: never in the plan or the state). " +
-					"Without it the password is random and known to nobody: use it only if you need to log on to the nodes.",
+					"Without it the password is random and known to nobody: use it only if you need to log on to the nodes. 12 to 123 " +
+					"characters. Azure takes it only when it creates the scale set: see `admin_password_wo_version`.",
+			},
+			"admin_password_wo_version": schema.Int64Attribute{
+				Optional: true,
+				Description: "A version of `admin_password_wo`, kept in the state (Terraform's convention for write-only arguments: a change of " +
+					"the write-only value alone is never seen). A change of it on an existing pool is refused at plan time, since Azure " +
+					"sets a scale set's password only when it creates it: to use a new password, add a pool with another name beside this " +
+					"one and remove this one once its nodes are Ready.",
 			},
 			"zones": schema.ListAttribute{
 				Optional:    true,
@@ -188,12 +197,13 @@ func azurePoolBlock() schema.Block {
 			"os_disk_size_gb": schema.Int64Attribute{
 				Optional:    true,
 				Validators:  []validator.Int64{int64validator.Between(30, 4095)},
-				Description: "Size of the OS disk in GB. Default: the image's.",
+				Description: "Size of the OS disk in GB, 30 to 4095. Default: the image's.",
 			},
 			"os_disk_caching": schema.StringAttribute{
-				Optional:    true,
-				Validators:  []validator.String{stringvalidator.OneOf("None", "ReadOnly", "ReadWrite")},
-				Description: "Caching of the OS disk.",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.OneOf("None", "ReadOnly", "ReadWrite")},
+				Description: "Caching of the OS disk: `None`, `ReadOnly` or `ReadWrite`. Default: Azure's (`None` for Standard storage, " +
+					"`ReadOnly` for Premium storage).",
 			},
 			"priority": schema.StringAttribute{
 				Optional:      true,
@@ -344,21 +354,50 @@ func (l *localPoolModel) saveSettings(_ context.Context, data *providerData, s p
 // check reports the azure block's missing arguments.
 func (a *azurePoolModel) check(*nodePoolModel) diag.Diagnostics {
 	var diags diag.Diagnostics
-	required := map[string]types.String{
-		"resource_group_name": a.ResourceGroupName,
-		"location":            a.Location,
-		"vm_size":             a.VMSize,
-		"subnet_id":           a.SubnetID,
-		"image_id":            a.ImageID,
+	required := []struct {
+		name, what string
+		v          types.String
+	}{
+		{"resource_group_name", "the resource group of the scale set", a.ResourceGroupName},
+		{"location", "the Azure region, e.g. westeurope", a.Location},
+		{"vm_size", "the VM size, e.g. Standard_D4s_v5", a.VMSize},
+		{"subnet_id", "the resource ID of the nodes' subnet", a.SubnetID},
+		{"image_id", "the resource ID of the image the kubewin Packer plugin published", a.ImageID},
 	}
-	for name, v := range required {
-		if v.IsNull() {
-			diags.AddAttributeError(pathAzure.AtName(name), "Missing Azure Setting", "Set azure."+name+": the scale set needs it.")
+	for _, r := range required {
+		if r.v.IsNull() {
+			diags.AddAttributeError(pathAzure.AtName(r.name), "Missing Azure Setting", "Set azure."+r.name+" ("+r.what+"): the scale set needs it.")
 		}
 	}
 	if !a.Priority.IsUnknown() && !a.MaxBidPrice.IsUnknown() && a.Priority.ValueString() != "Spot" && !a.MaxBidPrice.IsNull() {
 		diags.AddAttributeError(pathAzure.AtName("max_bid_price"), "Spot Setting Without Spot VMs", "max_bid_price applies only to priority = \"Spot\": remove it, or set priority.")
 	}
+	return diags
+}
+
+// checkPasswordVersion refuses a new admin_password_wo_version for an existing azure pool:
+// Azure takes a scale set's administrator password only when it creates the scale set
+// (VirtualMachineScaleSetUpdateOSProfile has no adminPassword,
+// https://learn.microsoft.com/rest/api/compute/virtual-machine-scale-sets/update), so the new
+// password would be silently ignored.
+func checkPasswordVersion(ctx context.Context, state tfsdk.State, m *nodePoolModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if state.Raw.IsNull() || m.Azure == nil || m.Azure.AdminPasswordWOVersion.IsUnknown() {
+		return diags
+	}
+	var old nodePoolModel
+	if diags.Append(state.Get(ctx, &old)...); diags.HasError() || old.Azure == nil {
+		return diags
+	}
+	was, now := old.Azure.AdminPasswordWOVersion, m.Azure.AdminPasswordWOVersion
+	if was.Equal(now) {
+		return diags
+	}
+	diags.AddAttributeError(pathAzure.AtName("admin_password_wo_version"), "Administrator Password Cannot Change",
+		fmt.Sprintf("azure.admin_password_wo_version changes from %s to %s, but Azure sets a scale set's administrator password only when "+
+			"it creates the scale set: an update cannot change it, and the new password would be silently ignored. Keep "+
+			"admin_password_wo_version = %s. To use a new password, add a pool with another name beside this one, and remove this one once "+
+			"the new pool's nodes are Ready.", was, now, was))
 	return diags
 }
 
@@ -398,6 +437,7 @@ func (a *azurePoolModel) settings(ctx context.Context) (*localSettings, *azureSe
 		ScaleSetID:                   a.ScaleSetID.ValueString(),
 		ImageManifest:                a.ImageManifest.ValueStringPointer(),
 		AdminUsername:                a.AdminUsername.ValueStringPointer(),
+		AdminPasswordWOVersion:       a.AdminPasswordWOVersion.ValueInt64Pointer(),
 		OSDiskStorageAccountType:     a.OSDiskStorageAccountType.ValueStringPointer(),
 		OSDiskCaching:                a.OSDiskCaching.ValueStringPointer(),
 		Priority:                     a.Priority.ValueStringPointer(),
@@ -488,7 +528,9 @@ func azureMachines(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.Ima
 		machines.MaxBidPrice = a.MaxBidPrice.ValueFloat64()
 	}
 	if manifest != nil && manifest.Runtime.Name == "" {
-		diags.AddAttributeError(pathAzure.AtName("image_id"), "Invalid Image", "the image names no container runtime")
+		diags.AddAttributeError(pathAzure.AtName("image_id"), "Invalid Image", fmt.Sprintf("The image %s names no container runtime. "+
+			"Give it the %s tag (containerd or docker; the kubewin Packer templates set it when they publish), or set azure.image_manifest "+
+			"to the manifest it was baked with (file(\"output/kubewin-manifest.json\")).", a.ImageID.ValueString(), azureimage.TagRuntime))
 	}
 	return machines, diags
 }

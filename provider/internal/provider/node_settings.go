@@ -46,8 +46,8 @@ var nodeSettingsPaths = []path.Path{
 }
 
 // nodeAttributes are the schema of the node settings, the bootstrap token's lifetime and the
-// drain.
-func nodeAttributes() map[string]schema.Attribute {
+// drain. tokens says which joins mint a token.
+func nodeAttributes(tokens string) map[string]schema.Attribute {
 	modes := make([]string, len(v1alpha1.NetworkModes))
 	for i, m := range v1alpha1.NetworkModes {
 		modes[i] = string(m)
@@ -58,7 +58,7 @@ func nodeAttributes() map[string]schema.Attribute {
 			Computed:    true,
 			Default:     stringdefault.StaticString(string(v1alpha1.NetworkModeL2Bridge)),
 			Validators:  []validator.String{stringvalidator.OneOf(modes...)},
-			Description: "Pod network topology: `" + strings.Join(modes, "`, `") + "`.",
+			Description: "Pod network topology: `" + strings.Join(modes, "`, `") + "`. Default `" + string(v1alpha1.NetworkModeL2Bridge) + "`.",
 		},
 		"labels": schema.MapAttribute{
 			Optional:    true,
@@ -85,7 +85,7 @@ func nodeAttributes() map[string]schema.Attribute {
 			Computed:    true,
 			Default:     int64default.StaticInt64(v1alpha1.DefaultMaxPods),
 			Validators:  []validator.Int64{int64validator.Between(1, 250)},
-			Description: fmt.Sprintf("The kubelet's pod limit. Default `%d`.", v1alpha1.DefaultMaxPods),
+			Description: fmt.Sprintf("The kubelet's pod limit, 1 to 250. Default `%d`.", v1alpha1.DefaultMaxPods),
 		},
 		"kubelet_extra_args": schema.MapAttribute{
 			Optional:    true,
@@ -98,8 +98,8 @@ func nodeAttributes() map[string]schema.Attribute {
 			Computed:   true,
 			Default:    stringdefault.StaticString("30m"),
 			Validators: []validator.String{durationValidator{}},
-			Description: "Lifetime of the bootstrap token minted for a join (a pool mints one for each change of the pool); it is deleted as soon as the " +
-				"joining nodes are Ready. Default `30m`.",
+			Description: "Lifetime of the bootstrap token minted for a join (" + tokens + "); it is deleted as soon as the joining nodes are " +
+				"Ready. Default `30m`.",
 		},
 		"drain": schema.SingleNestedAttribute{
 			Optional: true,

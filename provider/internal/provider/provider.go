@@ -70,9 +70,11 @@ const (
 // providerData is what resources get from Configure.
 type providerData struct {
 	local *local.Backend
-	// kube is the connection to an existing cluster, or nil.
-	kube      *rest.Config
-	azureConn *azureConn
+	// kube is the connection to an existing cluster, or nil; kubeNetworks are its networks when
+	// the kubernetes block sets them.
+	kube         *rest.Config
+	kubeNetworks clusterNetworks
+	azureConn    *azureConn
 	// azureClusters holds the admin credentials of azure clusters taken in this process.
 	azureClusters azureAccesses
 }
@@ -89,7 +91,8 @@ func (p *kubewinProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 			"acs-engine api models), Windows pools on virtual machine scale sets and pod routes in route tables — and `local`, which runs everything " +
 			"on one machine — a real control plane as processes on 127.0.0.1, and each node a nodeboot process on a **simulated** Windows machine " +
 			"whose simulated kubelet runs no containers — for development, demos and CI. Windows pools also join clusters kubewin did not make " +
-			"(the `kubernetes` block); simulated nodes join only clusters of the local backend, unless a pool opts in by name.",
+			"(the `kubernetes` block): kubeadm clusters, or others — AKS, EKS, GKE — whose pod and service networks the block names; " +
+			"simulated nodes join only clusters of the local backend, unless a pool opts in by name." + verifiedAzure,
 		Blocks: map[string]schema.Block{
 			"azure":      azureBlock(),
 			"kubernetes": kubernetesBlock(),
@@ -133,10 +136,12 @@ func (p *kubewinProvider) Configure(ctx context.Context, req provider.ConfigureR
 	data := &providerData{local: b}
 	kube, diags := cfg.Kubernetes.restConfig()
 	resp.Diagnostics.Append(diags...)
+	nets, diags := cfg.Kubernetes.networks()
+	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	data.kube = kube
+	data.kube, data.kubeNetworks = kube, nets
 	az, known, diags := cfg.Azure.config()
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {

@@ -101,7 +101,7 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"masters' machines, ...) is an error at plan time. Its Linux pool's `node_count` changes in place, and control planes can be added " +
 			"(1 to 3 or 5, 3 to 5); a control plane or agent that was lost is made again by the next apply. The cluster CA's key never leaves the " +
 			"control planes (see the azure block), and nothing secret is in the state: admin credentials come from the ephemeral " +
-			"`kubewin_cluster_credentials`.",
+			"`kubewin_cluster_credentials`." + verifiedAzure,
 		Blocks: map[string]schema.Block{
 			"local": schema.SingleNestedBlock{
 				Description:   "The cluster runs on this machine, as processes of the local backend (see the provider's `local` block).",

@@ -88,7 +88,7 @@ var (
 
 func clusterAzureBlock(context.Context) schema.Block {
 	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
-	machine := func(countName, countDesc string, def int64, countValidators []validator.Int64) map[string]schema.Attribute {
+	machine := func(countName, countDesc, zonesDesc string, def int64, countValidators []validator.Int64) map[string]schema.Attribute {
 		return map[string]schema.Attribute{
 			countName: schema.Int64Attribute{
 				Optional:    true,
@@ -108,7 +108,7 @@ func clusterAzureBlock(context.Context) schema.Block {
 			"zones": schema.ListAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
-				Description: "Availability zones, e.g. `[\"1\", \"2\", \"3\"]`; control planes are spread over them in turn.",
+				Description: "Availability zones, e.g. `[\"1\", \"2\", \"3\"]`; " + zonesDesc,
 			},
 			"os_disk_size_gb": schema.Int64Attribute{
 				Optional:    true,
@@ -149,11 +149,11 @@ func clusterAzureBlock(context.Context) schema.Block {
 		Attributes: map[string]schema.Attribute{
 			"resource_group_name": schema.StringAttribute{
 				Optional:    true,
-				Description: "Resource group the cluster's resources are made in (required; it must exist).",
+				Description: requiredInBlock + "Resource group the cluster's resources are made in (it must exist).",
 			},
 			"location": schema.StringAttribute{
 				Optional:    true,
-				Description: "Azure region (required), e.g. `westeurope`.",
+				Description: requiredInBlock + "Azure region, e.g. `westeurope`.",
 			},
 			"dns_prefix": schema.StringAttribute{
 				Optional: true,
@@ -235,7 +235,9 @@ func clusterAzureBlock(context.Context) schema.Block {
 				Computed:    true,
 				Default:     machinesDefault(controlPlanesAttrTypes, "count", 1),
 				Description: "The control planes.",
-				Attributes: machine("count", "Number of control planes: 1, 3 or 5 (stacked etcd keeps a quorum through the loss of 1 of 3 or 2 of 5). It can grow in place. Default `1`.", 1,
+				Attributes: machine("count", "Number of control planes: 1, 3 or 5 (stacked etcd keeps a quorum through the loss of 1 of 3 or 2 of 5). "+
+					"It can grow in place. Default `1`.",
+					"control planes are spread over them in turn (control plane i in zone i modulo their number).", 1,
 					[]validator.Int64{int64validator.OneOf(1, 3, 5)}),
 			},
 			"linux_pool": schema.SingleNestedAttribute{
@@ -243,7 +245,9 @@ func clusterAzureBlock(context.Context) schema.Block {
 				Computed:    true,
 				Default:     machinesDefault(linuxPoolAttrType, "node_count", defaultLinuxNodes),
 				Description: "The Linux agents, a scale set: CoreDNS and kube-proxy's Linux pods (and other Linux-only system pods) run there.",
-				Attributes: machine("node_count", fmt.Sprintf("Number of Linux agents; it changes in place (new ones join with a fresh bootstrap token; removed ones are drained first). Default `%d`.", defaultLinuxNodes), defaultLinuxNodes,
+				Attributes: machine("node_count", fmt.Sprintf("Number of Linux agents; it changes in place (new ones join with a fresh bootstrap token; "+
+					"removed ones are drained first). Default `%d`.", defaultLinuxNodes),
+					"the agents' scale set spans them, and Azure spreads its instances across them (best effort).", defaultLinuxNodes,
 					[]validator.Int64{int64validator.Between(1, 100)}),
 			},
 			"tags": schema.MapAttribute{

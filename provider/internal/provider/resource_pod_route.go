@@ -61,7 +61,7 @@ func (r *podRouteResource) Metadata(_ context.Context, req resource.MetadataRequ
 	resp.TypeName = req.ProviderTypeName + "_pod_route"
 }
 
-func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+func (r *podRouteResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
 		Description: "A route that sends a node's pod CIDR to the node, in a route table: the guides' \"upstream L3 routing\" for " +
@@ -69,7 +69,7 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			"(an Azure route table, associated with the nodes' subnet). Use it with `count` over a node pool's `nodes`. A route table holds at " +
 			"most " +
 			fmt.Sprint(routetable.MaxRoutes) + " routes (Azure's limit per route table, which the local route table keeps too) and no two " +
-			"overlapping destinations; both are checked at plan time, against the table's routes and the others planned.",
+			"overlapping destinations; both are checked at plan time, against the table's routes and the others planned." + verifiedAzure,
 		Blocks: map[string]schema.Block{
 			"local": schema.SingleNestedBlock{
 				Description:   "The route goes into a route table of the local backend.",
@@ -79,7 +79,7 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 						Optional:      true,
 						PlanModifiers: replace,
 						Validators:    []validator.String{stringvalidator.RegexMatches(routeNameRE, "must be 1-80 letters, digits, '.', '_' or '-'")},
-						Description:   "Name of the route table (required), created on first use.",
+						Description:   requiredInBlock + "Name of the route table, created on first use.",
 					},
 				},
 			},
@@ -92,7 +92,7 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 					"route_table_id": schema.StringAttribute{
 						Optional:      true,
 						PlanModifiers: replace,
-						Description: "Resource ID of the route table (required), e.g. `azurerm_route_table.pods.id`. A plan warns when it is not " +
+						Description: requiredInBlock + "Resource ID of the route table, e.g. `azurerm_route_table.pods.id`. A plan warns when it is not " +
 							"associated with the subnet of `next_hop`.",
 					},
 				},
@@ -122,6 +122,7 @@ func (r *podRouteResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			},
 		},
 	}
+	noteReplacements(ctx, &resp.Schema)
 }
 
 // backendChanged replaces a resource whose backend block appears or goes.

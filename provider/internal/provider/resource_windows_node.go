@@ -142,7 +142,9 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"Secrets: `winrm.password_wo` and `ssh.private_key_wo` are write-only (Terraform 1.11 or later, OpenTofu 1.11 or later): never " +
 			"in the plan or state. Terraform gives a resource no configuration when it destroys it, so a destroy reads the secret from the " +
 			"environment variable `winrm.password_env` (default `$" + defaultPasswordEnv + "`) or `ssh.private_key_env` (default `$" +
-			defaultPrivateKeyEnv + "`), which also stands in for the write-only attribute when that is not set.",
+			defaultPrivateKeyEnv + "`), which also stands in for the write-only attribute when that is not set.\n\n" +
+			"There is no import: a destroy removes what the resource recorded and installed when it joined the node, which a node joined " +
+			"otherwise lacks." + verifiedServers,
 		Blocks: map[string]schema.Block{
 			"winrm": schema.SingleNestedBlock{
 				Description: "Reach the server over WinRM: HTTPS with the certificate checked, unless an insecure_ option says otherwise. Set this block or " +
@@ -153,7 +155,7 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 						Validators:  []validator.Int64{int64validator.Between(1, 65535)},
 						Description: fmt.Sprintf("WinRM port. Default `%d`, or `%d` with `insecure_use_http`.", winrmHTTPSPort, winrmHTTPPort),
 					},
-					"user": optional("User to log in as (required), an administrator of the server: `Administrator`, `SERVER\\user` or `DOMAIN\\user`."),
+					"user": optional(requiredInBlock + "User to log in as, an administrator of the server: `Administrator`, `SERVER\\user` or `DOMAIN\\user`."),
 					"password_wo": schema.StringAttribute{
 						Optional:  true,
 						Sensitive: true,
@@ -186,7 +188,7 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 						Validators:  []validator.Int64{int64validator.Between(1, 65535)},
 						Description: fmt.Sprintf("SSH port. Default `%d`.", sshPort),
 					},
-					"user": optional("User to log in as (required), an administrator of the server."),
+					"user": optional(requiredInBlock + "User to log in as, an administrator of the server."),
 					"private_key_wo": schema.StringAttribute{
 						Optional:  true,
 						Sensitive: true,
@@ -205,8 +207,8 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Description: "Install the kubewin payload on the server, as the Packer provisioner bakes an image: every file verified by its sha256, then " +
 					"`nodeboot bake`. Destroying the node removes it again. Without this block the server must have been created from a kubewin image.",
 				Attributes: map[string]schema.Attribute{
-					"release": optional("The bake plan (required): an image manifest in JSON whose files carry their source URLs, as the `kubewin-release` Packer " +
-						"data source's `manifest` resolves it. Its Windows build must be the server's."),
+					"release": optional(requiredInBlock + "The bake plan: an image manifest in JSON whose files carry their source URLs, as the " +
+						"`kubewin-release` Packer data source's `manifest` resolves it. Its Windows build must be the server's."),
 					"transfer": schema.StringAttribute{
 						Optional:   true,
 						Validators: []validator.String{stringvalidator.OneOf(guest.GuestFetch, guest.HostCache)},
@@ -228,15 +230,15 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"for development and tests. It runs no containers, so it joins only a `kubewin_cluster` of the local backend unless `" + simulatedOptIn + "` " +
 					"is set.",
 				Attributes: map[string]schema.Attribute{
-					"root": optional("The simulated machine's directory on the host (required): its system drive, with its description in " +
+					"root": optional(requiredInBlock + "The simulated machine's directory on the host: its system drive, with its description in " +
 						"`sim/machine.json`."),
-					"nodeboot": optional("The nodeboot binary on the host that runs the simulated machine (required)."),
+					"nodeboot": optional(requiredInBlock + "The nodeboot binary on the host that runs the simulated machine."),
 					simulatedOptIn: flag("Let the simulated node join the cluster of the provider's `kubernetes` block, a cluster kubewin did not create, whose " +
 						"scheduler will place pods on it that never run. For scratch clusters only."),
 				},
 			},
 		},
-		Attributes: attributes(nodeAttributes(), map[string]schema.Attribute{
+		Attributes: attributes(nodeAttributes("the node's own, minted when it joins"), map[string]schema.Attribute{
 			"host": schema.StringAttribute{
 				Required:    true,
 				Validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
@@ -257,7 +259,7 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Description: "The server's network adapter the pod network binds to and the node's address is taken from (`Get-NetAdapter` lists them). " +
 					"Default `" + v1alpha1.DefaultInterfaceName + "`.",
 			},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Delete: true}),
+			"timeouts": timeoutsAttribute(ctx, 30*time.Minute, 0, 30*time.Minute),
 			"id": schema.StringAttribute{
 				Computed:      true,
 				PlanModifiers: computed,
@@ -440,14 +442,12 @@ func (m *windowsNodeModel) attributeOf(field string) path.Path {
 func (r *windowsNodeResource) node(ctx context.Context, m *windowsNodeModel, shell guest.Shell) (*servers.Node, *clusterConn, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	conn, err := r.data.connect(ctx, m.ClusterID)
-	if err != nil {
-		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Node's Cluster", err.Error())
-		return nil, nil, diags
+	var client kubernetes.Interface
+	if err == nil {
+		client, err = kubernetes.NewForConfig(conn.rest)
 	}
-	cfg := conn.rest
-	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		diags.AddError("Cannot Reach the Node's Cluster", err.Error())
+		diags.Append(connectError(m.ClusterID, "the Node's", err))
 		return nil, nil, diags
 	}
 	opts, d := drainOptions(ctx, m.Drain)

@@ -124,9 +124,9 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"nodes are Ready, so an instance added outside Terraform (by the Azure portal, a reimage, the scale set's automatic instance " +
 			"repairs or a cluster autoscaler) fails its join with `TokenNotFound`. The next plan reports it and the next apply replaces it " +
 			"with a machine that joins. Change the pool's size with `node_count` only; kubewin's scale set leaves automatic instance repairs " +
-			"off, and they must stay off.",
+			"off, and they must stay off." + verifiedAzure,
 		Blocks: map[string]schema.Block{"local": localPoolBlock(), "azure": azurePoolBlock()},
-		Attributes: attributes(nodeAttributes(), map[string]schema.Attribute{
+		Attributes: attributes(nodeAttributes("the pool mints one for each change that adds nodes"), map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Required:      true,
 				PlanModifiers: replace,
@@ -137,7 +137,8 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				PlanModifiers: replace,
 				Description: "The `id` of the `kubewin_cluster` the nodes join (an azure cluster's for the `azure` backend, a local cluster's for " +
 					"the `local` one). Without it the nodes join the cluster of the provider's `kubernetes` block (for the `local` backend only " +
-					"with its explicit opt-in).",
+					"with its explicit opt-in), which must be a kubeadm cluster (kubewin reads its networks from `kube-system/kubeadm-config`) " +
+					"unless the block names its networks (`cluster_cidr`, `service_cidr`), as a managed cluster such as AKS needs.",
 			},
 			"node_count": schema.Int64Attribute{
 				Required:    true,
@@ -191,7 +192,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					},
 				},
 			},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeoutsAttribute(ctx, 15*time.Minute, 30*time.Minute, 30*time.Minute),
 			"id": schema.StringAttribute{
 				Computed:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
@@ -221,6 +222,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 		}),
 	}
+	noteReplacements(ctx, &resp.Schema)
 }
 
 func (r *nodePoolResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -294,6 +296,7 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 				"its join with TokenNotFound. Change the pool's size with node_count, and leave the scale set's automatic repairs off (kubewin "+
 				"does not turn them on). The next plan reports such an instance; the next apply replaces it with one that joins.")
 	}
+	resp.Diagnostics.Append(checkPasswordVersion(ctx, req.State, &m)...)
 	resp.Diagnostics.Append(b.checkCluster(r.data, &m)...)
 	if resp.Diagnostics.HasError() || b.imageUnknown() {
 		return
@@ -305,7 +308,9 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	manifest := img.manifest
 	imagePath := b.imagePath()
-	if clusterVersion := r.clusterVersion(ctx, &m); clusterVersion != "" {
+	clusterVersion, diags := r.clusterVersion(ctx, &m)
+	resp.Diagnostics.Append(diags...)
+	if clusterVersion != "" {
 		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, imagePath)...)
 	}
 	tmpl, diags := nodeConfigTemplate(ctx, &m, manifest, placeholderCluster)
@@ -317,14 +322,20 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 }
 
 // clusterVersion is the pool's cluster's version, or — for a local pool whose cluster is not
-// created yet — the version the local control plane programs will run; "" when unknown.
-func (r *nodePoolResource) clusterVersion(ctx context.Context, m *nodePoolModel) string {
+// created yet — the version the local control plane programs will run; "" when unknown. A
+// cluster kubewin cannot join (not a kubeadm cluster) is reported at plan time.
+func (r *nodePoolResource) clusterVersion(ctx context.Context, m *nodePoolModel) (string, diag.Diagnostics) {
+	var diags diag.Diagnostics
 	if !m.ClusterID.IsUnknown() {
-		if conn, err := r.data.connect(ctx, m.ClusterID); err == nil {
-			return conn.facts.Version
+		conn, err := r.data.connect(ctx, m.ClusterID)
+		if err == nil {
+			return conn.facts.Version, diags
+		}
+		if errors.As(err, new(*notKubeadmError)) {
+			diags.Append(connectError(m.ClusterID, "the Pool's", err))
 		}
 	}
-	return m.backend().plannedVersion(r.data)
+	return m.backend().plannedVersion(r.data), diags
 }
 
 // loadImage reads and validates an image's manifest, and returns it with its digest, which
@@ -424,15 +435,13 @@ func (r *nodePoolResource) manager(ctx context.Context, m *nodePoolModel, adminP
 		return nil, nil, diags
 	}
 	conn, err := r.data.connect(ctx, m.ClusterID)
-	if err != nil {
-		diags.AddAttributeError(path.Root("cluster_id"), "Cannot Reach the Pool's Cluster", err.Error())
-		return nil, nil, diags
+	var client kubernetes.Interface
+	if err == nil {
+		conn.rest.QPS, conn.rest.Burst = 50, 100
+		client, err = kubernetes.NewForConfig(conn.rest)
 	}
-	cfg := conn.rest
-	cfg.QPS, cfg.Burst = 50, 100
-	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		diags.AddError("Cannot Reach Cluster", err.Error())
+		diags.Append(connectError(m.ClusterID, "the Pool's", err))
 		return nil, nil, diags
 	}
 	compute, d := b.compute(ctx, r.data, m, adminPassword)
@@ -459,7 +468,9 @@ func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, adminPas
 		if errors.As(err, &je) {
 			diags.AddError("Node Failed to Join", fmt.Sprintf("%s\n\nLast lines of the node's log:\n%s", je.Error(), je.Log))
 		} else {
-			diags.AddError("Cannot Reconcile Node Pool", err.Error())
+			diags.AddError("Cannot Reconcile Node Pool", fmt.Sprintf("Pool %q did not reach node_count = %d: %s.\n\nThe state keeps the "+
+				"nodes the pool has now: fix the cause above and apply again to resume. If a wait ran out, raise timeouts (create "+
+				"15m, update 30m by default) or drain.timeout.", m.Name.ValueString(), m.NodeCount.ValueInt64(), err))
 		}
 	}
 	return diags
@@ -706,7 +717,7 @@ type azureSettings struct {
 	ImageManifest, AdminUsername, OSDiskStorageAccountType, OSDiskCaching, Priority  *string
 	Zones                                                                            []string
 	AcceleratedNetworkingEnabled                                                     *bool
-	OSDiskSizeGB                                                                     *int64
+	OSDiskSizeGB, AdminPasswordWOVersion                                             *int64
 	MaxBidPrice                                                                      *float64
 	Tags                                                                             map[string]string
 }
@@ -790,6 +801,7 @@ func (s poolSettings) model() nodePoolModel {
 			ImageManifest:                types.StringPointerValue(a.ImageManifest),
 			AdminUsername:                types.StringPointerValue(a.AdminUsername),
 			AdminPasswordWO:              types.StringNull(),
+			AdminPasswordWOVersion:       types.Int64PointerValue(a.AdminPasswordWOVersion),
 			OSDiskStorageAccountType:     types.StringPointerValue(a.OSDiskStorageAccountType),
 			OSDiskCaching:                types.StringPointerValue(a.OSDiskCaching),
 			Priority:                     types.StringPointerValue(a.Priority),

@@ -470,6 +470,13 @@ resource "kubewin_windows_node_pool" "win" {
     image = %q
   }
 }`, image), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Not a Cluster of the Local Backend.*cluster_id = "production".*has\s+no\s+cluster\s+"production"`)},
+			{Config: provider + `resource "kubewin_windows_node_pool" "win" {
+  name       = "win"
+  node_count = 1
+  azure {}
+}`, PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Missing Azure Setting.*azure\.resource_group_name \(the resource group.*` +
+				`Missing Azure Setting.*azure\.location.*Missing Azure Setting.*azure\.vm_size.*` +
+				`Missing Azure Setting.*azure\.subnet_id.*Missing Azure Setting.*azure\.image_id`)},
 			{Config: pool(`  name = "windowspool"
   node_count = 1`), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Windows Computer Names Too Long.*"windowspool" makes Windows computer names of 17 characters`)},
 			{Config: pool(`  name = "win"

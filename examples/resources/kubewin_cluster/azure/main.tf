@@ -43,8 +43,9 @@ resource "kubewin_windows_node_pool" "win" {
   }
 }
 
+# The routes follow the pool's node_count, so that they change with it.
 resource "kubewin_pod_route" "win" {
-  count       = 3
+  count       = kubewin_windows_node_pool.win.node_count
   name        = kubewin_windows_node_pool.win.nodes[count.index].name
   destination = kubewin_windows_node_pool.win.nodes[count.index].pod_cidr
   next_hop    = kubewin_windows_node_pool.win.nodes[count.index].ip
