@@ -32,6 +32,9 @@ type Platform interface {
 	Symlink(win, target string) error
 	// OSBuild is the Windows build number of the machine.
 	OSBuild() (uint32, error)
+	// Memory is the machine's physical memory in bytes, which the kubelet's memory
+	// reservations are sized from.
+	Memory() (uint64, error)
 	// CheckRuntime returns an error unless the runtime answers on its endpoint.
 	CheckRuntime(ctx context.Context, name v1alpha1.RuntimeName, endpoint string) error
 	// CheckPorts returns an error when a port the node needs is taken.

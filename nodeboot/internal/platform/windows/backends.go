@@ -169,6 +169,8 @@ type Interface struct {
 type System interface {
 	ComputerName() (string, error)
 	OSBuild() (uint32, error)
+	// Memory is the physical memory in bytes.
+	Memory() (uint64, error)
 	Interfaces() ([]Interface, error)
 	// PipeExists reports whether a named pipe (\\.\pipe\name) exists.
 	PipeExists(name string) bool

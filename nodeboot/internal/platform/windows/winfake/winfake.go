@@ -52,6 +52,8 @@ type Config struct {
 	StateFile    string
 	ComputerName string
 	Build        uint32
+	// Memory is the machine's physical memory in bytes (8 GiB when zero).
+	Memory uint64
 	// Adapter is the host adapter, with Address on Subnet; the subnet's first address is the
 	// default gateway.
 	Adapter string
