@@ -84,6 +84,9 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 			return st, err
 		}
 	}
+	if err := o.Machine.DisableAutomaticUpdates(ctx); err != nil {
+		return st, err
+	}
 	if err := o.Machine.ExcludeFromScanning(ctx, o.Paths.ScanExclusions()); err != nil {
 		return st, err
 	}

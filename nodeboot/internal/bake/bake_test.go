@@ -190,6 +190,10 @@ func TestBakeFetches(t *testing.T) {
 	if len(ws.Firewall) != 2 {
 		t.Errorf("firewall rules: %v", ws.Firewall)
 	}
+	// Windows Update cannot restart the node on its own: its service is disabled and stopped.
+	if svc := ws.Service(winfake.WindowsUpdateService); svc == nil || svc.Config.StartType != windows.StartDisabled || svc.State != windows.Stopped {
+		t.Errorf("Windows Update service: %+v", svc)
+	}
 	if len(ws.Images) != 1 || !strings.Contains(ws.Images[0], `pause.tar`) {
 		t.Errorf("pause image import: %v", ws.Images)
 	}

@@ -134,6 +134,9 @@ type Route struct {
 type Host interface {
 	// AllowInbound opens an inbound port in the host firewall.
 	AllowInbound(ctx context.Context, rule FirewallRule) error
+	// DisableAutomaticUpdates keeps Windows Update from installing updates and restarting the
+	// node on its own: patches arrive as new images.
+	DisableAutomaticUpdates(ctx context.Context) error
 	// ExcludeFromScanning keeps the antivirus out of the node's hot paths.
 	ExcludeFromScanning(ctx context.Context, paths []string) error
 	// ImportImage loads an OCI archive (a Windows path) into the runtime's image store.

@@ -67,10 +67,11 @@ var ErrAlreadyAttached = errors.New("the endpoint is already attached to the hos
 // StartType is when the Service Control Manager starts a service.
 type StartType string
 
-// Start types (SERVICE_AUTO_START, SERVICE_DEMAND_START).
+// Start types (SERVICE_AUTO_START, SERVICE_DEMAND_START, SERVICE_DISABLED).
 const (
 	StartAutomatic StartType = "Automatic"
 	StartManual    StartType = "Manual"
+	StartDisabled  StartType = "Disabled"
 )
 
 // ServiceConfig is a service's configuration (mgr.Config, as nodeboot sets it: own process,

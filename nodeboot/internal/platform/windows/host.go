@@ -17,6 +17,14 @@ func (p *Platform) AllowInbound(ctx context.Context, r platform.FirewallRule) er
 	return nil
 }
 
+// DisableAutomaticUpdates disables and stops the Windows Update service.
+func (p *Platform) DisableAutomaticUpdates(ctx context.Context) error {
+	if _, err := p.b.Shell.Run(ctx, updatesScript()); err != nil {
+		return fmt.Errorf("disable Windows Update: %w", err)
+	}
+	return nil
+}
+
 // ExcludeFromScanning adds Microsoft Defender path exclusions.
 func (p *Platform) ExcludeFromScanning(ctx context.Context, paths []string) error {
 	if _, err := p.b.Shell.Run(ctx, exclusionScript(paths)); err != nil {

@@ -124,6 +124,19 @@ New-NetFirewallRule -Name %[1]s -DisplayName %[1]s -Enabled True -Direction Inbo
 	return Script{Name: "firewall.allow", Params: FirewallParams{Rule: r}, Text: text}
 }
 
+// UpdatesParams are the values of the updates.disable script: none.
+type UpdatesParams struct{}
+
+// updatesScript disables the Windows Update service and stops it, as Kubernetes' Windows
+// node setup does because "Windows updates cause the node to reboot at arbitrary times"
+// (cluster/gce/windows/k8s-node-setup.psm1 Set-PrerequisiteOptions: sc.exe config wuauserv
+// start=disabled; sc.exe stop wuauserv).
+func updatesScript() Script {
+	return Script{Name: "updates.disable", Params: UpdatesParams{}, Text: `Set-Service -Name wuauserv -StartupType Disabled
+Stop-Service -Name wuauserv -Force
+`}
+}
+
 // ExclusionParams are the values of the defender.exclude script.
 type ExclusionParams struct{ Paths []string }
 

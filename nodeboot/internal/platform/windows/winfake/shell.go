@@ -80,6 +80,11 @@ func (s shell) Run(_ context.Context, sc windows.Script) ([]byte, error) {
 			}
 			st.Firewall = append(st.Firewall, r)
 			return true, nil
+		case windows.UpdatesParams:
+			svc := st.Services[WindowsUpdateService]
+			changed := svc.Config.StartType != windows.StartDisabled || svc.State != windows.Stopped
+			svc.Config.StartType, svc.State = windows.StartDisabled, windows.Stopped
+			return changed, nil
 		case windows.ExclusionParams:
 			changed := false
 			for _, path := range p.Paths {

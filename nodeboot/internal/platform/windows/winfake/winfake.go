@@ -112,6 +112,9 @@ type Endpoint struct {
 	VNICAt   time.Time `json:"vnicAt,omitzero"`
 }
 
+// WindowsUpdateService is the Windows Update service, which every machine has.
+const WindowsUpdateService = "wuauserv"
+
 // Service is a registered service.
 type Service struct {
 	Config   windows.ServiceConfig `json:"config"`
@@ -219,6 +222,11 @@ func (m *Machine) initial() *State {
 		},
 	}
 	st.Routes = m.dhcpRoutes(adapterIndex)
+	// Windows Update (wuauserv) is a manual, trigger-started service on Windows Server
+	// (https://learn.microsoft.com/en-us/windows-server/security/windows-services/security-guidelines-for-disabling-system-services-in-windows-server,
+	// "Windows Update ... Manual"): it starts when an update scan is due.
+	st.Services[WindowsUpdateService] = &Service{State: windows.Running, Config: windows.ServiceConfig{
+		BinaryPathName: `C:\Windows\system32\svchost.exe -k netsvcs -p`, StartType: windows.StartManual, DisplayName: "Windows Update"}}
 	switch m.cfg.Runtime {
 	case v1alpha1.RuntimeContainerd:
 		st.Services["containerd"] = &Service{State: windows.Running, Config: windows.ServiceConfig{
