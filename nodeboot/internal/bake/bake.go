@@ -80,7 +80,7 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 		return st, fmt.Errorf("install the image manifest: %w", err)
 	}
 	for _, p := range nodecmd.InboundPorts {
-		if err := o.Machine.AllowInbound(ctx, platform.FirewallRule{Name: p.Name, Protocol: p.Protocol, Port: p.Port}); err != nil {
+		if err := o.Machine.AllowInbound(ctx, platform.FirewallRule{Name: p.Name, Protocol: p.Protocol, Port: p.Port, LastPort: p.LastPort}); err != nil {
 			return st, err
 		}
 	}

@@ -9,7 +9,9 @@ package platform
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"strconv"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 )
@@ -150,4 +152,14 @@ type FirewallRule struct {
 	Name     string `json:"name"`
 	Protocol string `json:"protocol"` // TCP or UDP
 	Port     int    `json:"port"`
+	// LastPort ends a range of ports that starts at Port; zero for Port alone.
+	LastPort int `json:"lastPort,omitempty"`
+}
+
+// Ports is the rule's port or range, as 10250 or 30000-32767.
+func (r FirewallRule) Ports() string {
+	if r.LastPort == 0 {
+		return strconv.Itoa(r.Port)
+	}
+	return fmt.Sprintf("%d-%d", r.Port, r.LastPort)
 }

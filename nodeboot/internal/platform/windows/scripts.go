@@ -116,11 +116,13 @@ if ($LASTEXITCODE -ne 0) { throw ('{0} exited with code {1}' -f %s, $LASTEXITCOD
 type FirewallParams struct{ Rule platform.FirewallRule }
 
 // firewallScript replaces a named inbound allow rule (sig-windows-tools
-// hostprocess/PrepareNode.ps1: New-NetFirewallRule -Name kubelet ... -LocalPort 10250).
+// hostprocess/PrepareNode.ps1: New-NetFirewallRule -Name kubelet ... -LocalPort 10250). A
+// range is one -LocalPort value, as 30000-32767 (New-NetFirewallRule: "-LocalPort ... a port
+// range", https://learn.microsoft.com/en-us/powershell/module/netsecurity/new-netfirewallrule).
 func firewallScript(r platform.FirewallRule) Script {
 	text := fmt.Sprintf(`Remove-NetFirewallRule -Name %[1]s -ErrorAction SilentlyContinue
-New-NetFirewallRule -Name %[1]s -DisplayName %[1]s -Enabled True -Direction Inbound -Action Allow -Protocol %[2]s -LocalPort %[3]d | Out-Null
-`, q(r.Name), q(r.Protocol), r.Port)
+New-NetFirewallRule -Name %[1]s -DisplayName %[1]s -Enabled True -Direction Inbound -Action Allow -Protocol %[2]s -LocalPort %[3]s | Out-Null
+`, q(r.Name), q(r.Protocol), q(r.Ports()))
 	return Script{Name: "firewall.allow", Params: FirewallParams{Rule: r}, Text: text}
 }
 

@@ -59,6 +59,9 @@ func TestScriptsParse(t *testing.T) {
 	if err := p.AllowInbound(ctx, platform.FirewallRule{Name: hostile, Protocol: "TCP", Port: 10250}); err != nil {
 		t.Fatal(err)
 	}
+	if err := p.AllowInbound(ctx, platform.FirewallRule{Name: "node-ports", Protocol: "TCP", Port: 30000, LastPort: 32767}); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.DisableAutomaticUpdates(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func (s shell) Run(_ context.Context, sc windows.Script) ([]byte, error) {
 			}
 			return changed, nil
 		case windows.FirewallParams:
-			r := FirewallRule{Name: p.Rule.Name, Protocol: p.Rule.Protocol, Port: p.Rule.Port}
+			r := FirewallRule{Name: p.Rule.Name, Protocol: p.Rule.Protocol, Port: p.Rule.Port, LastPort: p.Rule.LastPort}
 			i := slices.IndexFunc(st.Firewall, func(x FirewallRule) bool { return x.Name == r.Name })
 			if i >= 0 && st.Firewall[i] == r {
 				return false, nil

@@ -168,6 +168,7 @@ type FirewallRule struct {
 	Name     string `json:"name"`
 	Protocol string `json:"protocol"`
 	Port     int    `json:"port"`
+	LastPort int    `json:"lastPort,omitempty"`
 }
 
 // Machine is a simulated Windows machine.
