@@ -163,7 +163,7 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 		// containerd writes its own log (--log-file; without it a service's output is lost:
 		// containerd cmd/containerd/command/service_windows.go).
 		svc.Executable, svc.Args = o.Paths.ContainerdBinDir+`\containerd.exe`, []string{"--config", o.Paths.ContainerdConfigFile, "--log-file",
-			o.Paths.LogDir + `\containerd.log`}
+			o.Paths.ContainerdLog()}
 	case v1alpha1.RuntimeDocker:
 		// dockerd has no log file option; as a service it logs to the Windows event log
 		// (moby cmd/dockerd/docker_windows.go, service_windows.go).
