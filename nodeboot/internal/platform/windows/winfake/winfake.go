@@ -225,8 +225,9 @@ func (m *Machine) initial() *State {
 	st.Routes = m.dhcpRoutes(adapterIndex)
 	// Windows Update (wuauserv) is a manual, trigger-started service on Windows Server
 	// (https://learn.microsoft.com/en-us/windows-server/security/windows-services/security-guidelines-for-disabling-system-services-in-windows-server,
-	// "Windows Update ... Manual"): it starts when an update scan is due.
-	st.Services[WindowsUpdateService] = &Service{State: windows.Running, Config: windows.ServiceConfig{
+	// "Windows Update ... Manual"): it starts when an update scan is due, and is stopped here,
+	// as after a restart.
+	st.Services[WindowsUpdateService] = &Service{State: windows.Stopped, Config: windows.ServiceConfig{
 		BinaryPathName: `C:\Windows\system32\svchost.exe -k netsvcs -p`, StartType: windows.StartManual, DisplayName: "Windows Update"}}
 	switch m.cfg.Runtime {
 	case v1alpha1.RuntimeContainerd:
