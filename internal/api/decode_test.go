@@ -117,6 +117,8 @@ kubeProxy:
 kubelet:
   extraArgs:
     --v: "2"
+  systemReservedMemory: 2GB of RAM
+  evictionHardMemory: -100Mi
 `
 	_, err := LoadNodeConfig([]byte(doc))
 	if err == nil {
@@ -138,6 +140,8 @@ kubelet:
 		"runtime.endpoint: Invalid value: \"\"",
 		"kubeProxy.mode: Unsupported value: \"userspace\"",
 		"kubelet.extraArgs[--v]: Invalid value: \"--v\": must be a flag name without leading dashes",
+		"kubelet.systemReservedMemory: Invalid value: \"2GB of RAM\": must be a non-negative memory quantity such as \"1536Mi\" or \"2Gi\"",
+		"kubelet.evictionHardMemory: Invalid value: \"-100Mi\": must be a non-negative memory quantity",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error does not mention %q\nfull error: %s", want, msg)

@@ -259,6 +259,8 @@ Remove-Item -LiteralPath %[1]s -Force -ErrorAction SilentlyContinue
 Write-Output "$gone entries removed"`, lit(list), lits(nodecmd.DefaultPaths().OwnedRoots())))
 }
 
+// Unbake removes the services, firewall rules and exclusions a bake added, and gives Windows
+// Update back its Windows Server start type (manual, trigger-started), which the bake disabled.
 func (Windows) Unbake(runtime v1alpha1.RuntimeName) string {
 	var rules []string
 	for _, p := range nodecmd.InboundPorts {
@@ -273,6 +275,7 @@ func (Windows) Unbake(runtime v1alpha1.RuntimeName) string {
 }
 foreach ($rule in %s) { & netsh advfirewall firewall delete rule "name=$rule" | Out-Null }
 Remove-MpPreference -ExclusionPath %s -ErrorAction SilentlyContinue
+Set-Service -Name wuauserv -StartupType Manual
 exit 0`, lits([]string{"nodeboot", string(runtime)}), lits(rules), lits(nodecmd.DefaultPaths().ScanExclusions())))
 }
 

@@ -170,8 +170,8 @@ func mustJSON(v any) []byte {
 // image's runtime), firewall rules and antivirus exclusions.
 func TestWindowsUnbake(t *testing.T) {
 	script := guesttest.Decode(Windows{}.Unbake(v1alpha1.RuntimeDocker))
-	for _, want := range []string{`@('nodeboot','docker')`, `@('kubelet','kubewin-vxlan')`,
-		`Remove-MpPreference -ExclusionPath @('C:\k','C:\opt\cni\bin'`} {
+	for _, want := range []string{`@('nodeboot','docker')`, `@('kubelet','kubewin-vxlan','kubewin-kube-proxy-healthz','kubewin-node-ports')`,
+		`Remove-MpPreference -ExclusionPath @('C:\k','C:\opt\cni\bin'`, "Set-Service -Name wuauserv -StartupType Manual"} {
 		if !strings.Contains(script, want) {
 			t.Errorf("unbake script lacks %s:\n%s", want, script)
 		}

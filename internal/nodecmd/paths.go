@@ -64,3 +64,6 @@ func DefaultPaths() Paths {
 		PayloadRoot:          `C:\`,
 	}
 }
+
+// ContainerdLog is the log file containerd writes itself (--log-file).
+func (p Paths) ContainerdLog() string { return p.LogDir + `\containerd.log` }

@@ -27,7 +27,10 @@ type Input struct {
 	NodeIP netip.Addr
 	// SourceVIP is kube-proxy's overlay source VIP, reserved at boot when kubeProxy.sourceVIP is empty.
 	SourceVIP netip.Addr
-	Paths     Paths
+	// Memory is the machine's physical memory in bytes, which the kubelet's memory
+	// reservations are sized from; zero when no machine is known (a check at plan time).
+	Memory uint64
+	Paths  Paths
 }
 
 // Component is a rendered program: its command line and the files it reads.
@@ -81,6 +84,11 @@ func Kubelet(in Input) (*Component, error) {
 		return nil, err
 	}
 
+	mem, err := memoryAccountingOf(c.Kubelet, in.Memory)
+	if err != nil {
+		return nil, err
+	}
+
 	kc := kubeletv1beta1.KubeletConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: kubeletv1beta1.SchemeGroupVersion.String(), Kind: "KubeletConfiguration"},
 		Authentication: kubeletv1beta1.KubeletAuthentication{
@@ -101,6 +109,9 @@ func Kubelet(in Input) (*Component, error) {
 		ContainerRuntimeEndpoint: c.Runtime.Endpoint,
 		ImageServiceEndpoint:     c.Runtime.Endpoint,
 		RegisterWithTaints:       taints(c.Node.Taints),
+		SystemReserved:           reserved(mem.system),
+		KubeReserved:             reserved(mem.kube),
+		EvictionHard:             evictionHard(mem.eviction),
 	}
 	if c.Node.PodCIDR != "" {
 		kc.PodCIDR = c.Node.PodCIDR

@@ -44,7 +44,8 @@ func testInput(t *testing.T, minor int, runtime v1alpha1.RuntimeName) Input {
 	if runtime == v1alpha1.RuntimeDocker {
 		m.Runtime.Version, m.Runtime.CRIDockerdVersion = "27.5.1", "0.3.16"
 	}
-	return Input{Config: c, Manifest: m, NodeName: "win000001", NodeIP: netip.MustParseAddr("10.240.0.5"), Paths: DefaultPaths()}
+	return Input{Config: c, Manifest: m, NodeName: "win000001", NodeIP: netip.MustParseAddr("10.240.0.5"), Memory: 8 << 30,
+		Paths: DefaultPaths()}
 }
 
 func TestKubeletGolden(t *testing.T) {
@@ -181,5 +182,66 @@ func TestContainerdConfig(t *testing.T) {
 	in.Manifest.Runtime.Version = "3.0.0"
 	if _, err := ContainerdConfig(in.Manifest, in.Paths); err == nil {
 		t.Error("containerd 3 accepted")
+	}
+}
+
+// The kubelet's memory reservations follow AKS's: kube-reserved at its regressive rate, 2Gi
+// for Windows, eviction under 750Mi (MicrosoftDocs/azure-aks-docs
+// articles/aks/node-resource-reservations.md), each overridable.
+func TestKubeletMemoryReservations(t *testing.T) {
+	const gib = 1 << 30
+	for total, want := range map[uint64]string{
+		4 * gib:   "1Gi",    // 25% of 4
+		7 * gib:   "1638Mi", // 1 + 20% of 3: the docs' 7 GB example (0.25*4 + 0.20*3 = 1.6 GB)
+		8 * gib:   "1843Mi", // 1 + 0.8
+		16 * gib:  "2662Mi", // 1 + 0.8 + 0.8
+		128 * gib: "9543Mi", // 2.6 + 6.72
+		256 * gib: "12165Mi",
+	} {
+		if got := KubeReservedMemory(total); got.String() != want {
+			t.Errorf("kube-reserved of %d GiB = %s, want %s", total/gib, got.String(), want)
+		}
+	}
+
+	in := testInput(t, 36, v1alpha1.RuntimeContainerd)
+	in.Memory = 16 * gib
+	k, err := Kubelet(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(k.Files[in.Paths.KubeletConfig])
+	for _, want := range []string{"systemReserved:\n  memory: 2Gi", "kubeReserved:\n  memory: 2662Mi",
+		"evictionHard:\n  imagefs.available: 15%\n  memory.available: 750Mi\n  nodefs.available: 10%"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("config lacks %q:\n%s", want, conf)
+		}
+	}
+
+	in.Config.Kubelet.SystemReservedMemory, in.Config.Kubelet.KubeReservedMemory, in.Config.Kubelet.EvictionHardMemory = "1Gi", "512Mi", "300Mi"
+	k, err = Kubelet(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf = string(k.Files[in.Paths.KubeletConfig])
+	for _, want := range []string{"systemReserved:\n  memory: 1Gi", "kubeReserved:\n  memory: 512Mi", "memory.available: 300Mi"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("overridden config lacks %q:\n%s", want, conf)
+		}
+	}
+
+	in.Config.Kubelet = v1alpha1.Kubelet{}
+	in.Memory = 2 * gib
+	if _, err := Kubelet(in); err == nil || !strings.Contains(err.Error(), "leave no memory for pods on this machine, which has 2Gi: lower them") {
+		t.Errorf("2 GiB machine: %v", err)
+	}
+
+	// At plan time no machine is known: no kube-reserved is sized, and nothing is checked.
+	in.Memory = 0
+	k, err = Kubelet(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conf := string(k.Files[in.Paths.KubeletConfig]); strings.Contains(conf, "kubeReserved") || !strings.Contains(conf, "systemReserved") {
+		t.Errorf("config without a machine:\n%s", conf)
 	}
 }

@@ -104,4 +104,16 @@ type KubeProxy struct {
 type Kubelet struct {
 	// ExtraArgs are added to the kubelet command line as --key=value, after kubewin's own.
 	ExtraArgs map[string]string `json:"extraArgs,omitempty"`
+	// SystemReservedMemory is the memory reserved for Windows itself, as a quantity such as
+	// "2Gi". Windows has no cgroups to fence the node's processes off from pods: reservations
+	// only lower the node's allocatable memory, which the scheduler places pods against.
+	// Default: 2Gi (the 2 GB AKS reserves on Windows nodes).
+	SystemReservedMemory string `json:"systemReservedMemory,omitempty"`
+	// KubeReservedMemory is the memory reserved for the kubelet, kube-proxy and the runtime.
+	// Default: sized from the machine's memory as AKS does: 25% of the first 4 GiB, 20% of the
+	// next 4, 10% of the next 8, 6% of the next 112 and 2% of the rest.
+	KubeReservedMemory string `json:"kubeReservedMemory,omitempty"`
+	// EvictionHardMemory is the kubelet's hard eviction threshold on memory.available: under
+	// it the kubelet evicts pods. Default: 750Mi (AKS).
+	EvictionHardMemory string `json:"evictionHardMemory,omitempty"`
 }

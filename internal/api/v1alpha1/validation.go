@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
@@ -346,6 +347,16 @@ func (k *Kubelet) validate(p *field.Path) field.ErrorList {
 		if !flagNameRE.MatchString(name) {
 			errs = append(errs, field.Invalid(p.Child("extraArgs").Key(name), name,
 				`must be a flag name without leading dashes, e.g. "v" or "image-gc-high-threshold"`))
+		}
+	}
+	for _, q := range []struct{ name, value string }{
+		{"systemReservedMemory", k.SystemReservedMemory}, {"kubeReservedMemory", k.KubeReservedMemory}, {"evictionHardMemory", k.EvictionHardMemory},
+	} {
+		if q.value == "" {
+			continue
+		}
+		if v, err := resource.ParseQuantity(q.value); err != nil || v.Sign() < 0 {
+			errs = append(errs, field.Invalid(p.Child(q.name), q.value, `must be a non-negative memory quantity such as "1536Mi" or "2Gi"`))
 		}
 	}
 	return errs

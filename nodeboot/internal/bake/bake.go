@@ -80,9 +80,12 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 		return st, fmt.Errorf("install the image manifest: %w", err)
 	}
 	for _, p := range nodecmd.InboundPorts {
-		if err := o.Machine.AllowInbound(ctx, platform.FirewallRule{Name: p.Name, Protocol: p.Protocol, Port: p.Port}); err != nil {
+		if err := o.Machine.AllowInbound(ctx, platform.FirewallRule{Name: p.Name, Protocol: p.Protocol, Port: p.Port, LastPort: p.LastPort}); err != nil {
 			return st, err
 		}
+	}
+	if err := o.Machine.DisableAutomaticUpdates(ctx); err != nil {
+		return st, err
 	}
 	if defender, err := o.Machine.ExcludeFromScanning(ctx, o.Paths.ScanExclusions()); err != nil {
 		return st, err
@@ -162,7 +165,7 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 		// containerd writes its own log (--log-file; without it a service's output is lost:
 		// containerd cmd/containerd/command/service_windows.go).
 		svc.Executable, svc.Args = o.Paths.ContainerdBinDir+`\containerd.exe`, []string{"--config", o.Paths.ContainerdConfigFile, "--log-file",
-			o.Paths.LogDir + `\containerd.log`}
+			o.Paths.ContainerdLog()}
 	case v1alpha1.RuntimeDocker:
 		// dockerd has no log file option; as a service it logs to the Windows event log
 		// (moby cmd/dockerd/docker_windows.go, service_windows.go).

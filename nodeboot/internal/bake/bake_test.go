@@ -207,8 +207,16 @@ func TestBakeFetches(t *testing.T) {
 		svc.Config.BinaryPathName != `"C:\Program Files\containerd\bin\containerd.exe" --run-service --config "C:\Program Files\containerd\config.toml" --log-file C:\var\log\kubernetes\containerd.log` {
 		t.Errorf("containerd service: %+v", svc)
 	}
-	if len(ws.Firewall) != 2 {
-		t.Errorf("firewall rules: %v", ws.Firewall)
+	// The firewall lets in the kubelet, VXLAN, and what load balancers probe: kube-proxy's
+	// healthz and the health check node ports, from the NodePort range.
+	if want := []winfake.FirewallRule{{Name: "kubelet", Protocol: "TCP", Port: 10250}, {Name: "kubewin-vxlan", Protocol: "UDP", Port: 4789},
+		{Name: "kubewin-kube-proxy-healthz", Protocol: "TCP", Port: 10256},
+		{Name: "kubewin-node-ports", Protocol: "TCP", Port: 30000, LastPort: 32767}}; !slices.Equal(ws.Firewall, want) {
+		t.Errorf("firewall rules: %v, want %v", ws.Firewall, want)
+	}
+	// Windows Update cannot restart the node on its own: its service is disabled and stopped.
+	if svc := ws.Service(winfake.WindowsUpdateService); svc == nil || svc.Config.StartType != windows.StartDisabled || svc.State != windows.Stopped {
+		t.Errorf("Windows Update service: %+v", svc)
 	}
 	if len(ws.Images) != 1 || !strings.Contains(ws.Images[0], `pause.tar`) {
 		t.Errorf("pause image import: %v", ws.Images)

@@ -20,15 +20,20 @@ type renderData interface {
 	paths() nodecmd.Paths
 	nodeName() string
 	learned() *Learned
+	machine() platform.Platform
 }
 
-// facts are what the network phase learned about the node.
+// facts are what the network phase learned about the node, and the machine's memory.
 func facts(d renderData) (nodefiles.Facts, error) {
 	l := d.learned()
 	if !l.NodeIP.IsValid() || !l.PodCIDR.IsValid() {
 		return nodefiles.Facts{}, fmt.Errorf("the node's address and pod CIDR are not known yet: run the network phase")
 	}
-	return nodefiles.Facts{NodeName: d.nodeName(), NodeIP: l.NodeIP, NodeSubnet: l.Subnet, PodCIDR: l.PodCIDR}, nil
+	mem, err := d.machine().Memory()
+	if err != nil {
+		return nodefiles.Facts{}, fmt.Errorf("read the machine's memory: %w", err)
+	}
+	return nodefiles.Facts{NodeName: d.nodeName(), NodeIP: l.NodeIP, NodeSubnet: l.Subnet, PodCIDR: l.PodCIDR, Memory: mem}, nil
 }
 
 // plan renders the node's files and service command lines.

@@ -254,6 +254,12 @@ func TestJoinGoesReady(t *testing.T) {
 	if conf, err := os.ReadFile(n.Platform.Path(`C:\etc\cni\net.d\10-kubewin.conf`)); err != nil || !strings.Contains(string(conf), `"127.1.0.0/16"`) {
 		t.Errorf("CNI config does not except the node subnet 127.1.0.0/16 from outbound NAT: %v\n%s", err, conf)
 	}
+	// The kubelet's memory reservations are sized from the machine's memory (the simulated
+	// machine has 8 GiB): AKS's kube-reserved rate, 2Gi for Windows, eviction under 750Mi.
+	if conf, err := os.ReadFile(n.Platform.Path(n.Paths.KubeletConfig)); err != nil || !strings.Contains(string(conf), "kubeReserved:\n  memory: 1843Mi") ||
+		!strings.Contains(string(conf), "systemReserved:\n  memory: 2Gi") || !strings.Contains(string(conf), "memory.available: 750Mi") {
+		t.Errorf("kubelet config lacks the memory reservations of an 8 GiB machine: %v\n%s", err, conf)
+	}
 	// The simulated kubelet says it is Ready once its first status and lease are written.
 	ready := "[simulated-kubelet] node " + n.Name + " registered and Ready"
 	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {

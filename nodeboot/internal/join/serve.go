@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/nodeboot/internal/logfile"
 )
 
 // Serve is what the nodeboot service does on every boot: finish the join if it is not done,
@@ -31,12 +32,37 @@ func (n *Node) Serve(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(n.Out, "[run] node %s is up\n", n.Name)
+	if n.Config.Runtime.Name == v1alpha1.RuntimeContainerd {
+		go n.rotateContainerdLog(ctx)
+	}
 	switch n.Config.Network.Mode {
 	case v1alpha1.NetworkModeHostGateway, v1alpha1.NetworkModeOverlay:
 		return n.reconcilePeers(ctx, vtepMAC)
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// logRotationInterval is how often containerd's log is checked for rotation: hourly, as
+// Kubernetes' Windows node setup schedules its log rotation (cluster/gce/windows/configure.ps1:
+// Schedule-LogRotation -RepetitionInterval $(New-Timespan -Hour 1)).
+const logRotationInterval = time.Hour
+
+// rotateContainerdLog rotates the log containerd writes itself, and never rotates, until ctx
+// ends. containerd holds the file open, so it is copied aside and truncated.
+func (n *Node) rotateContainerdLog(ctx context.Context) {
+	t := time.NewTicker(logRotationInterval)
+	defer t.Stop()
+	for {
+		if err := logfile.CopyTruncate(n.Platform.Path(n.Paths.ContainerdLog()), logfile.Default, time.Now()); err != nil {
+			fmt.Fprintf(n.Out, "[run] rotate %s: %v\n", n.Paths.ContainerdLog(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // peerRetry is how soon a failed reconciliation is tried again.

@@ -23,6 +23,9 @@ type Facts struct {
 	// NAT on bridged networks.
 	NodeSubnet netip.Prefix
 	PodCIDR    netip.Prefix
+	// Memory is the machine's physical memory in bytes, which the kubelet's memory
+	// reservations are sized from (zero: not known, none sized).
+	Memory uint64
 }
 
 // Plan is the rendered result: files to write and the command line of each service.
@@ -35,7 +38,7 @@ type Plan struct {
 
 // Render renders the plan for a node.
 func Render(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, f Facts, paths nodecmd.Paths) (*Plan, error) {
-	in := nodecmd.Input{Config: c, Manifest: m, NodeName: f.NodeName, NodeIP: f.NodeIP, Paths: paths}
+	in := nodecmd.Input{Config: c, Manifest: m, NodeName: f.NodeName, NodeIP: f.NodeIP, Memory: f.Memory, Paths: paths}
 	if c.Network.Mode == v1alpha1.NetworkModeOverlay {
 		vip, err := sourceVIP(c, f.PodCIDR)
 		if err != nil {

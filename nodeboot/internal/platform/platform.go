@@ -9,7 +9,9 @@ package platform
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"strconv"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 )
@@ -32,6 +34,9 @@ type Platform interface {
 	Symlink(win, target string) error
 	// OSBuild is the Windows build number of the machine.
 	OSBuild() (uint32, error)
+	// Memory is the machine's physical memory in bytes, which the kubelet's memory
+	// reservations are sized from.
+	Memory() (uint64, error)
 	// CheckRuntime returns an error unless the runtime answers on its endpoint.
 	CheckRuntime(ctx context.Context, name v1alpha1.RuntimeName, endpoint string) error
 	// CheckPorts returns an error when a port the node needs is taken.
@@ -131,6 +136,9 @@ type Route struct {
 type Host interface {
 	// AllowInbound opens an inbound port in the host firewall.
 	AllowInbound(ctx context.Context, rule FirewallRule) error
+	// DisableAutomaticUpdates keeps Windows Update from installing updates and restarting the
+	// node on its own: patches arrive as new images.
+	DisableAutomaticUpdates(ctx context.Context) error
 	// ExcludeFromScanning keeps the antivirus out of the node's hot paths; it reports false
 	// when the image has no Microsoft Defender.
 	ExcludeFromScanning(ctx context.Context, paths []string) (bool, error)
@@ -145,4 +153,14 @@ type FirewallRule struct {
 	Name     string `json:"name"`
 	Protocol string `json:"protocol"` // TCP or UDP
 	Port     int    `json:"port"`
+	// LastPort ends a range of ports that starts at Port; zero for Port alone.
+	LastPort int `json:"lastPort,omitempty"`
+}
+
+// Ports is the rule's port or range, as 10250 or 30000-32767.
+func (r FirewallRule) Ports() string {
+	if r.LastPort == 0 {
+		return strconv.Itoa(r.Port)
+	}
+	return fmt.Sprintf("%d-%d", r.Port, r.LastPort)
 }

@@ -67,10 +67,11 @@ var ErrAlreadyAttached = errors.New("the endpoint is already attached to the hos
 // StartType is when the Service Control Manager starts a service.
 type StartType string
 
-// Start types (SERVICE_AUTO_START, SERVICE_DEMAND_START).
+// Start types (SERVICE_AUTO_START, SERVICE_DEMAND_START, SERVICE_DISABLED).
 const (
 	StartAutomatic StartType = "Automatic"
 	StartManual    StartType = "Manual"
+	StartDisabled  StartType = "Disabled"
 )
 
 // ServiceConfig is a service's configuration (mgr.Config, as nodeboot sets it: own process,
@@ -169,6 +170,8 @@ type Interface struct {
 type System interface {
 	ComputerName() (string, error)
 	OSBuild() (uint32, error)
+	// Memory is the physical memory in bytes.
+	Memory() (uint64, error)
 	Interfaces() ([]Interface, error)
 	// PipeExists reports whether a named pipe (\\.\pipe\name) exists.
 	PipeExists(name string) bool

@@ -18,6 +18,14 @@ func (p *Platform) AllowInbound(ctx context.Context, r platform.FirewallRule) er
 	return nil
 }
 
+// DisableAutomaticUpdates disables and stops the Windows Update service.
+func (p *Platform) DisableAutomaticUpdates(ctx context.Context) error {
+	if _, err := p.b.Shell.Run(ctx, updatesScript()); err != nil {
+		return fmt.Errorf("disable Windows Update: %w", err)
+	}
+	return nil
+}
+
 // ExcludeFromScanning adds Microsoft Defender path exclusions, on images that have Defender.
 func (p *Platform) ExcludeFromScanning(ctx context.Context, paths []string) (bool, error) {
 	out, err := p.b.Shell.Run(ctx, defenderQueryScript())

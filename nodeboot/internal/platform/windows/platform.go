@@ -56,6 +56,8 @@ func (p *Platform) Symlink(win, target string) error { return p.b.Files.Symlink(
 
 func (p *Platform) OSBuild() (uint32, error) { return p.b.System.OSBuild() }
 
+func (p *Platform) Memory() (uint64, error) { return p.b.System.Memory() }
+
 // dockerEnginePipe is Docker Engine's API pipe (\\.\pipe\docker_engine).
 const dockerEnginePipe = "docker_engine"
 

@@ -116,12 +116,27 @@ if ($LASTEXITCODE -ne 0) { throw ('{0} exited with code {1}' -f %s, $LASTEXITCOD
 type FirewallParams struct{ Rule platform.FirewallRule }
 
 // firewallScript replaces a named inbound allow rule (sig-windows-tools
-// hostprocess/PrepareNode.ps1: New-NetFirewallRule -Name kubelet ... -LocalPort 10250).
+// hostprocess/PrepareNode.ps1: New-NetFirewallRule -Name kubelet ... -LocalPort 10250). A
+// range is one -LocalPort value, as 30000-32767 (New-NetFirewallRule: "-LocalPort ... a port
+// range", https://learn.microsoft.com/en-us/powershell/module/netsecurity/new-netfirewallrule).
 func firewallScript(r platform.FirewallRule) Script {
 	text := fmt.Sprintf(`Remove-NetFirewallRule -Name %[1]s -ErrorAction SilentlyContinue
-New-NetFirewallRule -Name %[1]s -DisplayName %[1]s -Enabled True -Direction Inbound -Action Allow -Protocol %[2]s -LocalPort %[3]d | Out-Null
-`, q(r.Name), q(r.Protocol), r.Port)
+New-NetFirewallRule -Name %[1]s -DisplayName %[1]s -Enabled True -Direction Inbound -Action Allow -Protocol %[2]s -LocalPort %[3]s | Out-Null
+`, q(r.Name), q(r.Protocol), q(r.Ports()))
 	return Script{Name: "firewall.allow", Params: FirewallParams{Rule: r}, Text: text}
+}
+
+// UpdatesParams are the values of the updates.disable script: none.
+type UpdatesParams struct{}
+
+// updatesScript disables the Windows Update service and stops it, as Kubernetes' Windows
+// node setup does because "Windows updates cause the node to reboot at arbitrary times"
+// (cluster/gce/windows/k8s-node-setup.psm1 Set-PrerequisiteOptions: sc.exe config wuauserv
+// start=disabled; sc.exe stop wuauserv).
+func updatesScript() Script {
+	return Script{Name: "updates.disable", Params: UpdatesParams{}, Text: `Set-Service -Name wuauserv -StartupType Disabled
+Stop-Service -Name wuauserv -Force
+`}
 }
 
 // ExclusionParams are the values of the defender.exclude script.

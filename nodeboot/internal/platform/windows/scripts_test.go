@@ -59,6 +59,12 @@ func TestScriptsParse(t *testing.T) {
 	if err := p.AllowInbound(ctx, platform.FirewallRule{Name: hostile, Protocol: "TCP", Port: 10250}); err != nil {
 		t.Fatal(err)
 	}
+	if err := p.AllowInbound(ctx, platform.FirewallRule{Name: "node-ports", Protocol: "TCP", Port: 30000, LastPort: 32767}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DisableAutomaticUpdates(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if ok, err := p.ExcludeFromScanning(ctx, []string{hostile, `C:\k`}); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -95,7 +101,8 @@ func TestScriptsParse(t *testing.T) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	want := []string{"defender.exclude", "defender.installed", "firewall.allow", "forwarding.enable", "metadata-routes.ensure", "program.run", "routes.apply", "routes.list"}
+	want := []string{"defender.exclude", "defender.installed", "firewall.allow", "forwarding.enable", "metadata-routes.ensure", "program.run", "routes.apply",
+		"routes.list", "updates.disable"}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("scripts run: %v, want every kind: %v", kinds, want)
 	}

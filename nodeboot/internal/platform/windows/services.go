@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/kubewin/kubewin/nodeboot/internal/logfile"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
 
@@ -22,13 +24,13 @@ type services struct{ p *Platform }
 // SERVICE_FAILURE_ACTIONS_FLAG; x/sys/windows/svc/mgr SetRecoveryActionsOnNonCrashFailures).
 var restartAlways = Recovery{Actions: []RecoveryAction{{Restart: true, Delay: 10 * time.Second}}, OnNonCrashFailures: true}
 
-// Log rotation of the services kube-log-runner runs: a new file every 100 MB, files older than
-// a week removed, flushed every 5 s so that the log is readable while the service runs
-// (k8s.io/component-base logs/kube-log-runner, flags -log-file-size, -log-file-age and
-// -flush-interval, since Kubernetes 1.32).
-const (
-	logFileSize      = "100M"
-	logFileAge       = "168h"
+// Log rotation of the services kube-log-runner runs, by the node's policy (logfile.Default: a
+// new file every 100 MB, files older than a week removed), flushed every 5 s so that the log is
+// readable while the service runs (k8s.io/component-base logs/kube-log-runner, flags
+// -log-file-size, -log-file-age and -flush-interval, since Kubernetes 1.32).
+var (
+	logFileSize      = strconv.FormatInt(logfile.Default.MaxSize>>20, 10) + "M"
+	logFileAge       = strconv.Itoa(int(logfile.Default.MaxAge.Hours())) + "h"
 	logFlushInterval = "5s"
 )
 

@@ -1,10 +1,12 @@
 package windows
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/windows"
 )
@@ -15,6 +17,27 @@ type system struct{}
 func (system) ComputerName() (string, error) { return os.Hostname() }
 
 func (system) OSBuild() (uint32, error) { return windows.RtlGetVersion().BuildNumber, nil }
+
+// memoryStatusEx is MEMORYSTATUSEX, whose dwLength must be set to its size before the call
+// (https://learn.microsoft.com/en-us/windows/win32/api/sysinfoapi/ns-sysinfoapi-memorystatusex).
+type memoryStatusEx struct {
+	length, memoryLoad                        uint32
+	totalPhys, availPhys, totalPageFile       uint64
+	availPageFile, totalVirtual, availVirtual uint64
+	availExtendedVirtual                      uint64
+}
+
+var procGlobalMemoryStatusEx = windows.NewLazySystemDLL("kernel32.dll").NewProc("GlobalMemoryStatusEx")
+
+// Memory is ullTotalPhys of GlobalMemoryStatusEx
+// (https://learn.microsoft.com/en-us/windows/win32/api/sysinfoapi/nf-sysinfoapi-globalmemorystatusex).
+func (system) Memory() (uint64, error) {
+	st := memoryStatusEx{length: uint32(unsafe.Sizeof(memoryStatusEx{}))}
+	if r, _, err := procGlobalMemoryStatusEx.Call(uintptr(unsafe.Pointer(&st))); r == 0 {
+		return 0, fmt.Errorf("GlobalMemoryStatusEx: %w", err)
+	}
+	return st.totalPhys, nil
+}
 
 func (system) Interfaces() ([]Interface, error) {
 	ifs, err := net.Interfaces()

@@ -70,6 +70,11 @@ func (m *Machine) startLocked(st *State, name string, started *[]string) error {
 	if svc.State == windows.Running {
 		return nil
 	}
+	// StartService fails with ERROR_SERVICE_DISABLED on a disabled service
+	// (https://learn.microsoft.com/en-us/windows/win32/api/winsvc/nf-winsvc-startservicew).
+	if svc.Config.StartType == windows.StartDisabled {
+		return fmt.Errorf("The service cannot be started, either because it is disabled or because it has no enabled devices associated with it: %s", name)
+	}
 	for _, dep := range svc.Config.Dependencies {
 		if err := m.startLocked(st, dep, started); err != nil {
 			return err

@@ -71,7 +71,7 @@ func (s shell) Run(_ context.Context, sc windows.Script) ([]byte, error) {
 			}
 			return changed, nil
 		case windows.FirewallParams:
-			r := FirewallRule{Name: p.Rule.Name, Protocol: p.Rule.Protocol, Port: p.Rule.Port}
+			r := FirewallRule{Name: p.Rule.Name, Protocol: p.Rule.Protocol, Port: p.Rule.Port, LastPort: p.Rule.LastPort}
 			i := slices.IndexFunc(st.Firewall, func(x FirewallRule) bool { return x.Name == r.Name })
 			if i >= 0 && st.Firewall[i] == r {
 				return false, nil
@@ -87,6 +87,11 @@ func (s shell) Run(_ context.Context, sc windows.Script) ([]byte, error) {
 				out = []byte("False\r\n")
 			}
 			return false, nil
+		case windows.UpdatesParams:
+			svc := st.Services[WindowsUpdateService]
+			changed := svc.Config.StartType != windows.StartDisabled || svc.State != windows.Stopped
+			svc.Config.StartType, svc.State = windows.StartDisabled, windows.Stopped
+			return changed, nil
 		case windows.ExclusionParams:
 			if s.m.cfg.WithoutDefender {
 				return false, errors.New("Add-MpPreference : The term 'Add-MpPreference' is not recognized as the name of a cmdlet, function, " +

@@ -21,6 +21,14 @@ func (s system) ComputerName() (string, error) {
 
 func (s system) OSBuild() (uint32, error) { return s.m.cfg.Build, nil }
 
+// Memory is Config.Memory, 8 GiB (a Standard_D2s_v3) when zero.
+func (s system) Memory() (uint64, error) {
+	if s.m.cfg.Memory == 0 {
+		return 8 << 30, nil
+	}
+	return s.m.cfg.Memory, nil
+}
+
 func (s system) Interfaces() ([]windows.Interface, error) {
 	var out []windows.Interface
 	err := s.m.do(Op{}, false, func(st *State) (bool, error) {

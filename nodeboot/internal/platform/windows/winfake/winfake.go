@@ -52,6 +52,8 @@ type Config struct {
 	StateFile    string
 	ComputerName string
 	Build        uint32
+	// Memory is the machine's physical memory in bytes (8 GiB when zero).
+	Memory uint64
 	// Adapter is the host adapter, with Address on Subnet; the subnet's first address is the
 	// default gateway.
 	Adapter string
@@ -113,6 +115,9 @@ type Endpoint struct {
 	VNICAt   time.Time `json:"vnicAt,omitzero"`
 }
 
+// WindowsUpdateService is the Windows Update service, which every machine has.
+const WindowsUpdateService = "wuauserv"
+
 // Service is a registered service.
 type Service struct {
 	Config   windows.ServiceConfig `json:"config"`
@@ -166,6 +171,7 @@ type FirewallRule struct {
 	Name     string `json:"name"`
 	Protocol string `json:"protocol"`
 	Port     int    `json:"port"`
+	LastPort int    `json:"lastPort,omitempty"`
 }
 
 // Machine is a simulated Windows machine.
@@ -220,6 +226,12 @@ func (m *Machine) initial() *State {
 		},
 	}
 	st.Routes = m.dhcpRoutes(adapterIndex)
+	// Windows Update (wuauserv) is a manual, trigger-started service on Windows Server
+	// (https://learn.microsoft.com/en-us/windows-server/security/windows-services/security-guidelines-for-disabling-system-services-in-windows-server,
+	// "Windows Update ... Manual"): it starts when an update scan is due, and is stopped here,
+	// as after a restart.
+	st.Services[WindowsUpdateService] = &Service{State: windows.Stopped, Config: windows.ServiceConfig{
+		BinaryPathName: `C:\Windows\system32\svchost.exe -k netsvcs -p`, StartType: windows.StartManual, DisplayName: "Windows Update"}}
 	switch m.cfg.Runtime {
 	case v1alpha1.RuntimeContainerd:
 		st.Services["containerd"] = &Service{State: windows.Running, Config: windows.ServiceConfig{
