@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
@@ -41,6 +42,12 @@ type Machine struct {
 	// WithoutDefender is an image without the Windows-Defender feature (and its PowerShell
 	// module).
 	WithoutDefender bool `json:"withoutDefender,omitempty"`
+	// SetupCompleteAt is when its Windows setup finishes; until then it has a temporary computer
+	// name. Zero: set up when provisioned.
+	SetupCompleteAt time.Time `json:"setupCompleteAt,omitzero"`
+	// MetadataEndpoint is the base URL of its instance metadata service (the ARM test server's
+	// IMDS for its machines); empty when it has none.
+	MetadataEndpoint string `json:"metadataEndpoint,omitempty"`
 }
 
 // File is where a machine's description lives, under its root.
@@ -74,7 +81,9 @@ func Load(root string) (Machine, error) {
 }
 
 // Provision creates machine m from an image directory and hands it its custom data: the
-// description, the payload at its paths, the image manifest and the NodeConfig.
+// description, the payload at its paths, the image manifest and the NodeConfig. With nil
+// custom data the NodeConfig is left for the caller to write (WriteCustomData), as Azure's
+// provisioning writes it during Windows setup.
 func Provision(m Machine, imageDir string, customData []byte) error {
 	raw, err := os.ReadFile(filepath.Join(imageDir, ImageManifestFile))
 	if err != nil {
@@ -100,7 +109,20 @@ func Provision(m Machine, imageDir string, customData []byte) error {
 	if err := writeFile(Path(m.Root, nodecmd.DefaultPaths().ImageManifest), raw, 0o644); err != nil {
 		return err
 	}
-	return writeFile(Path(m.Root, nodecmd.DefaultPaths().CustomData), customData, 0o600)
+	if customData == nil {
+		return nil
+	}
+	return WriteCustomData(m.Root, customData)
+}
+
+// WriteCustomData writes the machine's custom data file at once (through a rename), so that it
+// is never seen half-written.
+func WriteCustomData(root string, customData []byte) error {
+	path := Path(root, nodecmd.DefaultPaths().CustomData)
+	if err := writeFile(path+".tmp", customData, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
 }
 
 // Boot provisions machine m from an image directory with its custom data — its Windows build and

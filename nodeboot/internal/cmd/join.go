@@ -56,16 +56,24 @@ step with the cluster's Nodes. On a simulated machine it also runs the simulated
 on SIGINT/SIGTERM (or a service stop on Windows).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			n, err := f.node(c.OutOrStdout())
-			if err != nil {
-				return err
-			}
 			// A long-running, mostly idle agent: collect garbage sooner and stay small.
 			if os.Getenv("GOGC") == "" {
 				debug.SetGCPercent(50)
 			}
-			defer shutdown(n.Platform)
+			var n *join.Node
+			defer func() {
+				if n != nil {
+					shutdown(n.Platform)
+				}
+			}()
+			// The first-boot wait runs in the service, which has reported itself running: a service
+			// process must connect to the Service Control Manager within 30 seconds of its start
+			// (https://learn.microsoft.com/en-us/windows/win32/api/winsvc/nf-winsvc-startservicectrldispatcherw).
 			return serve(func(ctx context.Context) error {
+				var err error
+				if n, err = f.node(ctx, c.OutOrStdout(), true); err != nil {
+					return err
+				}
 				if !n.Joined() {
 					if err := n.Join(ctx); err != nil {
 						return err
@@ -82,13 +90,13 @@ on SIGINT/SIGTERM (or a service stop on Windows).`,
 
 // runJoin runs (part of) the join until interrupted, then removes the token once it is done.
 func (f *machineFlags) runJoin(c *cobra.Command, run func(context.Context, *join.Node) error) error {
-	n, err := f.node(c.OutOrStdout())
+	ctx, stop := signalContext()
+	defer stop()
+	n, err := f.node(ctx, c.OutOrStdout(), true)
 	if err != nil {
 		return err
 	}
 	defer shutdown(n.Platform)
-	ctx, stop := signalContext()
-	defer stop()
 	if err := run(ctx, n); err != nil {
 		return err
 	}
@@ -118,7 +126,7 @@ func newStatus(f *machineFlags) *cobra.Command {
 		Short: "Show each join phase, its duration, and the last error with its code",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			n, err := f.node(c.ErrOrStderr())
+			n, err := f.node(c.Context(), c.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
@@ -159,12 +167,12 @@ touch the cluster: drain and delete the Node object there (the provider does thi
 a pool in).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			n, err := f.node(c.OutOrStdout())
+			ctx, stop := signalContext()
+			defer stop()
+			n, err := f.node(ctx, c.OutOrStdout(), false)
 			if err != nil {
 				return err
 			}
-			ctx, stop := signalContext()
-			defer stop()
 			return n.Reset(ctx)
 		},
 	}

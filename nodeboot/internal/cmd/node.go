@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -43,11 +44,24 @@ func (f *machineFlags) open() (platform.Platform, error) {
 }
 
 // node loads the machine's NodeConfig and image manifest and opens its join state. A joined
-// node's NodeConfig no longer holds the bootstrap token.
-func (f *machineFlags) node(out io.Writer) (*join.Node, error) {
+// node's NodeConfig no longer holds the bootstrap token. With firstBoot it first waits for
+// Windows setup and the NodeConfig (waitFirstBoot).
+func (f *machineFlags) node(ctx context.Context, out io.Writer, firstBoot bool) (*join.Node, error) {
 	p, err := f.open()
 	if err != nil {
 		return nil, err
+	}
+	// Progress and reports also go to the serial console, which a cloud keeps when nothing else
+	// of the machine can be seen.
+	out = withEventLog(out)
+	serial := serialConsole(f.root)
+	if serial != nil {
+		out = io.MultiWriter(out, serial)
+	}
+	if firstBoot {
+		if err := waitFirstBoot(ctx, p, out, f.config); err != nil {
+			return nil, err
+		}
 	}
 	paths := nodecmd.DefaultPaths()
 	raw, err := os.ReadFile(p.Path(f.config))
@@ -69,18 +83,9 @@ func (f *machineFlags) node(out io.Writer) (*join.Node, error) {
 	}
 	name := cfg.Node.Name
 	if name == "" {
-		h, err := p.ComputerName()
-		if err != nil {
+		if name, err = nodeName(ctx, p, out); err != nil {
 			return nil, err
 		}
-		name = strings.ToLower(h)
-	}
-	// Progress and reports also go to the serial console, which a cloud keeps when nothing else
-	// of the machine can be seen.
-	out = withEventLog(out)
-	serial := serialConsole(f.root)
-	if serial != nil {
-		out = io.MultiWriter(out, serial)
 	}
 	n := &join.Node{Config: cfg, Manifest: m, Platform: p, Paths: paths, Name: name, Out: out, Serial: serial, Timeouts: join.DefaultTimeouts}
 	if err := n.Open(); err != nil {

@@ -21,6 +21,11 @@ type Platform interface {
 	// ComputerName is the machine's computer name; a NodeConfig without node.name names the node
 	// after it (a scale set's instances share one NodeConfig).
 	ComputerName() (string, error)
+	// ImageState is Windows setup's state (ImageStateComplete once setup has finished).
+	ImageState() (string, error)
+	// MetadataEndpoint is the base URL of the cloud's instance metadata service (Azure IMDS),
+	// empty when the machine has none.
+	MetadataEndpoint() string
 	// Path maps a Windows path on the node to a path nodeboot can open.
 	Path(win string) string
 	// WriteFile writes a file, creating its directory.
@@ -48,6 +53,13 @@ type Platform interface {
 	Services() Services
 	Routes() Routes
 }
+
+// ImageStateComplete is the ImageState of a Windows whose setup has finished: "The specialize
+// and oobeSystem configuration passes are complete". Until then setup may still rename the
+// computer and the provisioner may not have written the custom data
+// (https://learn.microsoft.com/en-us/windows-hardware/manufacture/desktop/windows-setup-states: the
+// REG_SZ value ImageState under HKEY_LOCAL_MACHINE\SOFTWARE\Microsoft\Windows\CurrentVersion\Setup\State).
+const ImageStateComplete = "IMAGE_STATE_COMPLETE"
 
 // Network manages HNS networks.
 type Network interface {

@@ -62,8 +62,8 @@ type program struct {
 func New(m Machine) (*Platform, error) {
 	fake, err := winfake.New(winfake.Config{
 		Root: m.Root, StateFile: filepath.Join(m.Root, filepath.FromSlash(StateFile)),
-		ComputerName: m.ComputerName, Build: m.Build, Adapter: m.Adapter, Address: m.Address, Subnet: m.Subnet, Runtime: m.Runtime,
-		WithoutDefender: m.WithoutDefender, Alive: alive,
+		ComputerName: m.ComputerName, SetupCompleteAt: m.SetupCompleteAt, Build: m.Build, Adapter: m.Adapter, Address: m.Address,
+		Subnet: m.Subnet, Runtime: m.Runtime, WithoutDefender: m.WithoutDefender, Alive: alive,
 	})
 	if err != nil {
 		return nil, err
@@ -71,6 +71,7 @@ func New(m Machine) (*Platform, error) {
 	p := &Platform{Platform: windows.New(fake.Backends()), m: m, fake: fake}
 	// The simulated HNS removes the metadata routes when it creates a network, not later.
 	p.MetadataRecheck = 0
+	p.Metadata = m.MetadataEndpoint
 	fake.OnStart = p.started
 	fake.OnStop = p.stopProgram
 	return p, nil

@@ -169,6 +169,9 @@ type Interface struct {
 // System answers questions about the machine.
 type System interface {
 	ComputerName() (string, error)
+	// ImageState is the value ImageState under HKLM\SOFTWARE\Microsoft\Windows\CurrentVersion\Setup\State
+	// (platform.ImageStateComplete once setup has finished).
+	ImageState() (string, error)
 	OSBuild() (uint32, error)
 	// Memory is the physical memory in bytes.
 	Memory() (uint64, error)

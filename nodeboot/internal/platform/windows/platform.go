@@ -22,6 +22,8 @@ type Platform struct {
 	// kubernetes cluster/gce/windows/k8s-node-setup.psm1 waits 45 s before re-adding them).
 	// Zero checks only right away.
 	MetadataRecheck time.Duration
+	// Metadata is the base URL of the instance metadata service, empty when the machine has none.
+	Metadata string
 }
 
 var (
@@ -35,6 +37,10 @@ func New(b Backends) *Platform {
 }
 
 func (p *Platform) ComputerName() (string, error) { return p.b.System.ComputerName() }
+
+func (p *Platform) ImageState() (string, error) { return p.b.System.ImageState() }
+
+func (p *Platform) MetadataEndpoint() string { return p.Metadata }
 
 func (p *Platform) Path(win string) string { return p.b.Files.Path(win) }
 

@@ -9,12 +9,25 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/windows"
+	"golang.org/x/sys/windows/registry"
 )
 
 // system answers from the running Windows.
 type system struct{}
 
 func (system) ComputerName() (string, error) { return os.Hostname() }
+
+// ImageState reads the REG_SZ value ImageState of HKLM\SOFTWARE\Microsoft\Windows\CurrentVersion\Setup\State
+// (https://learn.microsoft.com/en-us/windows-hardware/manufacture/desktop/windows-setup-states).
+func (system) ImageState() (string, error) {
+	k, err := registry.OpenKey(registry.LOCAL_MACHINE, `SOFTWARE\Microsoft\Windows\CurrentVersion\Setup\State`, registry.QUERY_VALUE)
+	if err != nil {
+		return "", err
+	}
+	defer k.Close()
+	v, _, err := k.GetStringValue("ImageState")
+	return v, err
+}
 
 func (system) OSBuild() (uint32, error) { return windows.RtlGetVersion().BuildNumber, nil }
 

@@ -1,9 +1,12 @@
 package winfake
 
 import (
+	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 )
 
@@ -16,7 +19,24 @@ func (s system) ComputerName() (string, error) {
 	if s.m.cfg.ComputerName == "" {
 		return "", fmt.Errorf("the simulated machine at %s has no computer name", s.m.cfg.Root)
 	}
+	if !s.setUp() {
+		d := digest(s.m.cfg.ComputerName)
+		return "WIN-" + strings.ToUpper(hex.EncodeToString(d[:])[:11]), nil
+	}
 	return s.m.cfg.ComputerName, nil
+}
+
+// ImageState is IMAGE_STATE_UNDEPLOYABLE while setup runs, then IMAGE_STATE_COMPLETE
+// (https://learn.microsoft.com/en-us/windows-hardware/manufacture/desktop/windows-setup-states).
+func (s system) ImageState() (string, error) {
+	if !s.setUp() {
+		return "IMAGE_STATE_UNDEPLOYABLE", nil
+	}
+	return platform.ImageStateComplete, nil
+}
+
+func (s system) setUp() bool {
+	return s.m.cfg.SetupCompleteAt.IsZero() || !s.m.now().Before(s.m.cfg.SetupCompleteAt)
 }
 
 func (s system) OSBuild() (uint32, error) { return s.m.cfg.Build, nil }

@@ -23,7 +23,11 @@
 //   - services start their dependencies first and cannot stop while dependents run; a service
 //     that fails runs its recovery actions on a crash, and on a stop with an error only with
 //     the failure actions flag ([MS-SCMR] 2.2.40, 2.2.41);
-//   - containerd.exe and dockerd.exe --register-service register themselves as their code does.
+//   - containerd.exe and dockerd.exe --register-service register themselves as their code does;
+//   - until Windows setup is complete, ImageState is IMAGE_STATE_UNDEPLOYABLE ("Setup is currently
+//     running and has not fully completed the phase", Windows Setup States in the Windows
+//     deployment docs) and the computer has a temporary name, WIN- and random characters, which
+//     the specialize pass replaces with the unattend ComputerName.
 package winfake
 
 import (
@@ -49,9 +53,14 @@ type Config struct {
 	// Root holds the machine's files: C:\a\b is Root/C/a/b.
 	Root string
 	// StateFile, when set, keeps the machine's state between processes.
-	StateFile    string
+	StateFile string
+	// ComputerName is the computer name Windows setup gives the machine; until SetupCompleteAt it
+	// has the temporary name setup runs under.
 	ComputerName string
-	Build        uint32
+	// SetupCompleteAt is when Windows setup finishes (ImageState IMAGE_STATE_COMPLETE); zero: the
+	// machine is set up.
+	SetupCompleteAt time.Time
+	Build           uint32
 	// Memory is the machine's physical memory in bytes (8 GiB when zero).
 	Memory uint64
 	// Adapter is the host adapter, with Address on Subnet; the subnet's first address is the
