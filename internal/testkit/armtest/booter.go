@@ -33,6 +33,11 @@ type Instance struct {
 	ImageID string
 	// IPForwarding is enableIPForwarding of the primary NIC.
 	IPForwarding bool
+	// MetadataEndpoint is the base URL of the machine's instance metadata service (Azure's
+	// http://169.254.169.254): GET <MetadataEndpoint>/metadata/instance?api-version=... with
+	// "Metadata: true" answers its compute.name, compute.osProfile.computerName and the like.
+	// Set from the first Boot on.
+	MetadataEndpoint string
 	// Reach reports whether Azure carries a TCP connection of the machine to an address (nil) or
 	// why not (Server.Reach): the machine asks before each connection its bootstrap makes. Set
 	// for Boot; nil elsewhere.

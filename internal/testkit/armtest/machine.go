@@ -33,6 +33,9 @@ func (s *Server) bootAll(ins []*machine) {
 	for _, in := range ins {
 		in.bootDone = make(chan struct{})
 		s.boots.Add(1)
+		if in.info.MetadataEndpoint == "" {
+			in.info.MetadataEndpoint = s.metadataEndpoint(in)
+		}
 		info := in.info
 		info.Reach = func(to netip.AddrPort) error { return s.Reach(info.ID, to) }
 		go func(in *machine) {

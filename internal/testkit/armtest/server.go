@@ -169,7 +169,9 @@ type Server struct {
 	ca      *loopbackca.Authority
 	client  *http.Client
 	httpSrv *http.Server
-	schemas *schemaSet // nil: no schema validation
+	imdsSrv *http.Server // the machines' instance metadata service (imds.go)
+	imdsURL string       // http://127.0.0.1:port
+	schemas *schemaSet   // nil: no schema validation
 
 	ctx    context.Context // canceled by Close; Boot calls run under it
 	cancel context.CancelFunc
@@ -192,6 +194,7 @@ type Server struct {
 	publicUsed map[netip.Addr]bool
 	ops        map[string]*operation
 	blobs      map[string]blob
+	imdsTokens map[string]*machine // IMDS token → machine
 	faults     []*Fault
 	throttle   *throttle
 	requests   []Request
@@ -220,6 +223,7 @@ func New(opts Options) (*Server, error) {
 		publicUsed: map[netip.Addr]bool{},
 		ops:        map[string]*operation{},
 		blobs:      map[string]blob{},
+		imdsTokens: map[string]*machine{},
 		writes:     map[string]int{},
 		throttle:   newThrottle(opts.TimeScale),
 	}
@@ -266,6 +270,11 @@ func New(opts Options) (*Server, error) {
 		s.removeTmp()
 		return nil, err
 	}
+	if err := s.startIMDS(); err != nil {
+		ln.Close()
+		s.removeTmp()
+		return nil, err
+	}
 	s.defaultApp = s.RegisterApp(App{Secret: randomSecret()})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.httpSrv = &http.Server{
@@ -299,6 +308,7 @@ func (s *Server) Close() error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = s.httpSrv.Close()
 	}
+	_ = s.imdsSrv.Close()
 	s.client.CloseIdleConnections()
 	s.cancel()
 	s.boots.Wait()

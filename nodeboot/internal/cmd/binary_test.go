@@ -54,6 +54,18 @@ func TestMain(m *testing.M) {
 // machine provisions a simulated machine for a pool node and returns its root.
 func machine(t testing.TB, pool, name string) string {
 	t.Helper()
+	root, customData := provision(t, pool, name, name, func(*simmachine.Machine) {})
+	if err := simmachine.WriteCustomData(root, customData); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// provision provisions a simulated machine for a pool node, whose NodeConfig names it nodeName
+// (none when empty), as setUp describes it, and returns its root and its custom data, which it
+// leaves for the caller to write.
+func provision(t testing.TB, pool, name, nodeName string, setUp func(*simmachine.Machine)) (string, []byte) {
+	t.Helper()
 	ctx := context.Background()
 	cfg, _ := cp.AdminRESTConfig()
 	admin := kubernetes.NewForConfigOrDie(cfg)
@@ -79,19 +91,20 @@ func machine(t testing.TB, pool, name string) string {
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindNodeConfig,
 		Cluster: v1alpha1.Cluster{APIServerEndpoint: cp.HostPort(), CACertHashes: []string{pin}, BootstrapToken: token,
 			ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12"},
-		Node: v1alpha1.Node{Name: name},
+		Node: v1alpha1.Node{Name: nodeName},
 	}
 	customData, err := api.EncodeJSON(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	if err := simmachine.Provision(simmachine.Machine{Root: root, Build: 20348, Adapter: "Ethernet",
-		Address: netip.MustParseAddr("127.2.0.1"), Subnet: netip.MustParsePrefix("127.2.0.0/16"), Runtime: v1alpha1.RuntimeContainerd}, image,
-		customData); err != nil {
+	m := simmachine.Machine{Root: root, Build: 20348, Adapter: "Ethernet", Address: netip.MustParseAddr("127.2.0.1"),
+		Subnet: netip.MustParsePrefix("127.2.0.0/16"), Runtime: v1alpha1.RuntimeContainerd}
+	setUp(&m)
+	if err := simmachine.Provision(m, image, nil); err != nil {
 		t.Fatal(err)
 	}
-	return root
+	return root, customData
 }
 
 func nb(t *testing.T, root string, args ...string) string {

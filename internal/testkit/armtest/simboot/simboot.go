@@ -31,6 +31,10 @@ type Booter struct {
 	Nodeboot string
 	// KubeBin holds kubeadm, kubectl and the control plane's programs, for Linux machines.
 	KubeBin string
+	// SetupTime is how long a Windows machine's setup runs once it boots (DefaultSetupTime when
+	// zero). Its nodeboot service starts at once; the custom data file appears halfway through,
+	// and the final computer name (until then a temporary WIN-... name) when setup completes.
+	SetupTime time.Duration
 
 	mu     sync.Mutex
 	images map[string]string // image ID (lower case) → image directory
@@ -54,8 +58,15 @@ func (b *Booter) machineDir(in armtest.Instance) string {
 	return filepath.Join(b.Dir, strings.ToLower(in.ComputerName))
 }
 
-// Boot provisions the instance's machine from its image with its custom data and starts its
-// nodeboot. The machine's address is the instance's private IP on its /24, as Azure's NIC has it.
+// DefaultSetupTime is how long a simulated Windows machine's setup runs when Booter.SetupTime is
+// zero.
+const DefaultSetupTime = 2 * time.Second
+
+// Boot provisions the instance's machine from its image and starts its nodeboot, while the
+// machine's Windows setup runs: the custom data file is written halfway through setup, as Azure
+// writes C:\AzureData\CustomData.bin during setup's specialize pass, and Boot returns once it is.
+// The machine's address is the instance's private IP on its /24, as Azure's NIC has it; its
+// instance metadata service is the test server's.
 func (b *Booter) Boot(ctx context.Context, in armtest.Instance) error {
 	if in.Linux {
 		doc, err := kubeadmboot.Parse(in.CustomData)
@@ -74,21 +85,34 @@ func (b *Booter) Boot(ctx context.Context, in armtest.Instance) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	setup := b.SetupTime
+	if setup == 0 {
+		setup = DefaultSetupTime
+	}
 	m := simmachine.Machine{
 		Root: filepath.Join(dir, "drive"), ComputerName: strings.ToLower(in.ComputerName),
 		Adapter: v1alpha1.DefaultInterfaceName, Address: in.PrivateIP, Subnet: netip.PrefixFrom(in.PrivateIP, 24).Masked(),
+		SetupCompleteAt: time.Now().Add(setup), MetadataEndpoint: in.MetadataEndpoint,
 	}
-	pid, err := simmachine.Boot(m, image, in.CustomData, b.Nodeboot, filepath.Join(dir, "nodeboot.log"))
+	pid, err := simmachine.Boot(m, image, nil, b.Nodeboot, filepath.Join(dir, "nodeboot.log"))
 	if err != nil {
 		return fmt.Errorf("instance %s: %w", in.ComputerName, err)
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.pids == nil {
 		b.pids = map[string]int{}
 	}
 	b.pids[dir] = pid
-	return nil
+	b.mu.Unlock()
+	if in.CustomData == nil {
+		return nil
+	}
+	select {
+	case <-time.After(setup / 2):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return simmachine.WriteCustomData(m.Root, in.CustomData)
 }
 
 // Shutdown stops the instance's nodeboot and removes its machine.
