@@ -53,7 +53,8 @@ func TestInstanceMetadata(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &md); code != http.StatusOK || err != nil {
 		t.Fatalf("GET %s = %d %s (%v)", url, code, body, err)
 	}
-	if c := md.Compute; c.OSProfile.ComputerName != in.ComputerName || c.Name != "win_"+in.InstanceID || c.VMScaleSetName != "win" || c.OSType != "Windows" {
+	c := md.Compute
+	if c.OSProfile.ComputerName != in.ComputerName || c.Name != "win_"+in.InstanceID || c.VMScaleSetName != "win" || c.OSType != "Windows" {
 		t.Errorf("instance metadata %+v, instance %s %s", c, in.ComputerName, in.InstanceID)
 	}
 }
