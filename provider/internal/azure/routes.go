@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -65,9 +67,71 @@ func (t *RouteTable) lock() func() {
 
 func (t *RouteTable) routes() *armnetwork.RoutesClient { return t.Client.network.NewRoutesClient() }
 
+// tableReads share one GET of a route table among the kubewin_pod_route resources Terraform
+// plans and refreshes at once: hundreds of routes reading their table one by one would spend
+// the subscription's ARM read budget (a bucket of 250 refilled at 25 a second, then 429s:
+// learn.microsoft.com/azure/azure-resource-manager/management/request-limits-and-throttling).
+// A read serves for readReuse, and the process's own writes to the table drop it.
+var tableReads = struct {
+	sync.Mutex
+	m map[string]*sharedRead
+}{m: map[string]*sharedRead{}}
+
+const readReuse = 5 * time.Second
+
+type sharedRead struct {
+	done    chan struct{}
+	at      time.Time
+	table   *routetable.Table
+	subnets []string
+	err     error
+}
+
 // Read returns the table with its routes, and the resource IDs of the subnets it is associated
-// with.
+// with: a read another caller made in the last readReuse, or a new one.
 func (t *RouteTable) Read(ctx context.Context) (*routetable.Table, []string, error) {
+	key := strings.ToLower(t.ID)
+	tableReads.Lock()
+	r := tableReads.m[key]
+	fresh := r != nil
+	if fresh {
+		select {
+		case <-r.done:
+			fresh = r.err == nil && time.Since(r.at) < readReuse
+		default: // in flight
+		}
+	}
+	if !fresh {
+		r = &sharedRead{done: make(chan struct{})}
+		tableReads.m[key] = r
+		tableReads.Unlock()
+		r.table, r.subnets, r.err = t.read(ctx)
+		r.at = time.Now()
+		close(r.done)
+	} else {
+		tableReads.Unlock()
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	table := &routetable.Table{Name: r.table.Name, Routes: slices.Clone(r.table.Routes)}
+	return table, slices.Clone(r.subnets), nil
+}
+
+// forgetRead drops the shared read of the table after a write to it.
+func (t *RouteTable) forgetRead() {
+	tableReads.Lock()
+	delete(tableReads.m, strings.ToLower(t.ID))
+	tableReads.Unlock()
+}
+
+// read reads the table from ARM.
+func (t *RouteTable) read(ctx context.Context) (*routetable.Table, []string, error) {
 	resp, err := t.Client.network.NewRouteTablesClient().Get(ctx, t.resourceGroup, t.name, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read route table %s: %w", t.ID, err)
@@ -119,13 +183,14 @@ func routeOf(r *armnetwork.Route) (routetable.Route, bool) {
 func (t *RouteTable) Put(ctx context.Context, route routetable.Route) error {
 	unlock := t.lock()
 	defer unlock()
-	table, _, err := t.Read(ctx)
+	table, _, err := t.read(ctx) // the table as it is now: writes are serialised, reads are not
 	if err != nil {
 		return err
 	}
 	if err := table.CheckAdd(route); err != nil {
 		return err
 	}
+	defer t.forgetRead()
 	p, err := t.routes().BeginCreateOrUpdate(ctx, t.resourceGroup, t.name, route.Name, routeBody(route), nil)
 	if _, err := wait(ctx, t.Client, p, err); err != nil {
 		return fmt.Errorf("write route %s: %w", t.RouteID(route.Name), err)
@@ -148,6 +213,7 @@ func routeBody(route routetable.Route) armnetwork.Route {
 func (t *RouteTable) Delete(ctx context.Context, name string) error {
 	unlock := t.lock()
 	defer unlock()
+	defer t.forgetRead()
 	p, err := t.routes().BeginDelete(ctx, t.resourceGroup, t.name, name, nil)
 	if _, err := wait(ctx, t.Client, p, err); err != nil && !notFound(err) {
 		return fmt.Errorf("delete route %s: %w", t.RouteID(name), err)
