@@ -16,13 +16,7 @@ func TestClusterDeleteRemovesNICs(t *testing.T) {
 	group := "cluster-delete"
 	server.AddResourceGroup(group)
 	before := server.ResourceIDs(group)
-	cfg := base()
-	cfg.ClientID, cfg.ClientSecret = server.Credentials().ClientID, server.Credentials().ClientSecret
-	client, err := New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client.poll = 10 * time.Millisecond
+	client := secretClient(ctx, t)
 	c := &Cluster{Client: client, Spec: testClusterSpec(t, group, "del")}
 	subnet := netip.MustParsePrefix(c.Spec.Network.ControlPlaneSubnetCIDR)
 	if err := c.ensureAll(ctx, c.network(ctx, subnet)); err != nil {

@@ -15,13 +15,7 @@ func TestControlPlaneCountTag(t *testing.T) {
 	defer cancel()
 	group := "lb-tags"
 	server.AddResourceGroup(group)
-	cfg := base()
-	cfg.ClientID, cfg.ClientSecret = server.Credentials().ClientID, server.Credentials().ClientSecret
-	client, err := New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client.poll = 10 * time.Millisecond
+	client := secretClient(ctx, t)
 	c := &Cluster{Client: client, Spec: testClusterSpec(t, group, "tags")}
 	c.Spec.Tags = map[string]string{"env": "test"}
 	t.Cleanup(func() { _ = c.Delete(context.Background()) })

@@ -23,13 +23,7 @@ func testScaleSet(t *testing.T, group string) *ScaleSet {
 	if err := server.AddImage(image, nil); err != nil {
 		t.Fatal(err)
 	}
-	cfg := base()
-	cfg.ClientID, cfg.ClientSecret = server.Credentials().ClientID, server.Credentials().ClientSecret
-	client, err := New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client.poll = 10 * time.Millisecond
+	client := secretClient(context.Background(), t)
 	return &ScaleSet{
 		Client: client, Name: "win", Pool: "win", ComputerNamePrefix: "win",
 		Machines: Machines{
@@ -72,4 +66,17 @@ func TestScaleSetBeyondOnePlacementGroup(t *testing.T) {
 	if _, err := s.Add(ctx, 60, []byte("config-2")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// secretClient is a client of the test server with its client secret, polling every 10 ms.
+func secretClient(ctx context.Context, t *testing.T) *Client {
+	t.Helper()
+	cfg := base()
+	cfg.ClientID, cfg.ClientSecret = server.Credentials().ClientID, server.Credentials().ClientSecret
+	client, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.poll = 10 * time.Millisecond
+	return client
 }
