@@ -15,8 +15,14 @@ import (
 // figures names each benchmark metric.
 var figures = map[string]string{
 	"BenchmarkJoin p50-ms":                              "join, discovery to kubelet credential, p50 (ms)",
+	"BenchmarkJoin floor-p50-ms":                        "minimal kubeadm-style join (floor), p50 (ms)",
+	"BenchmarkJoin p50-x-floor":                         "join p50 / floor p50",
 	"BenchmarkJoin p95-ms":                              "join, discovery to kubelet credential, p95 (ms)",
+	"BenchmarkJoin floor-p95-ms":                        "minimal kubeadm-style join (floor), p95 (ms)",
+	"BenchmarkJoin p95-x-floor":                         "join p95 / floor p95",
 	"BenchmarkConcurrentJoins wall-s/100-joins":         "100 concurrent joins, wall time (s)",
+	"BenchmarkConcurrentJoins floor-wall-s/100-joins":   "100 concurrent floor joins, wall time (s)",
+	"BenchmarkConcurrentJoins wall-x-floor":             "100 concurrent joins / 100 concurrent floor joins",
 	"BenchmarkRunIdleRSS idle-RSS-MiB":                  "nodeboot run, idle RSS (MiB)",
 	"BenchmarkStart median-s/start":                     "local control plane start, median (s)",
 	"BenchmarkPoolApply/nodes=1 s/apply":                "terraform apply, pool of 1 local node (s)",

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -69,19 +70,17 @@ func Write(ctx context.Context, c kubernetes.Interface, r *Report) error {
 	if err != nil {
 		return err
 	}
-	cms := c.CoreV1().ConfigMaps(Namespace)
-	cm, err := cms.Get(ctx, ObjectName(r.Node), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return ErrNotPrepared
-	}
+	// One JSON merge patch of the report's key (RFC 7386): a round trip, not a read and a write.
+	// The object is the node's alone, so there is no concurrent writer to guard against.
+	patch, err := json.Marshal(map[string]any{"data": map[string]string{DataKey: string(b)}})
 	if err != nil {
-		return fmt.Errorf("read report object: %w", err)
+		return err
 	}
-	if cm.Data == nil {
-		cm.Data = map[string]string{}
-	}
-	cm.Data[DataKey] = string(b)
-	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	_, err = c.CoreV1().ConfigMaps(Namespace).Patch(ctx, ObjectName(r.Node), types.MergePatchType, patch, metav1.PatchOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return ErrNotPrepared
+	case err != nil:
 		return fmt.Errorf("write report object: %w", err)
 	}
 	return nil

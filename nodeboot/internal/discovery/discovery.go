@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -133,8 +134,11 @@ func Discover(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
-	// 4. Re-read over TLS verified with the pinned CA: the server must hold the CA's key.
-	verified, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, Timeout: 10 * time.Second})
+	// 4. Re-read over TLS verified with the pinned CA: the server must hold the CA's key. The
+	// answer's Date header is the trusted server's clock.
+	date := &dateRecorder{}
+	verified, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, Timeout: 10 * time.Second,
+		WrapTransport: date.wrap})
 	if err != nil {
 		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "%w", err)
 	}
@@ -148,31 +152,47 @@ func Discover(ctx context.Context, o Options) (*Result, error) {
 	if again.Data[bootstrapapi.KubeConfigKey] != kubeconfig {
 		return nil, nodestatus.Errorf(nodestatus.CodeClusterInfoInvalid, "cluster-info changed between the unverified and the verified read")
 	}
-	if err := checkClock(ctx, server, ca, o.Now); err != nil {
+	if err := checkClock(date.last(), o.Now); err != nil {
 		return nil, err
 	}
 	return &Result{Server: server, CACert: ca}, nil
 }
 
-// checkClock compares the machine's clock with the trusted server's Date header.
-func checkClock(ctx context.Context, server string, ca []byte, now func() time.Time) error {
+// dateRecorder keeps the Date header of the last answer it carried.
+type dateRecorder struct {
+	mu   sync.Mutex
+	rt   http.RoundTripper
+	date string
+}
+
+func (d *dateRecorder) wrap(rt http.RoundTripper) http.RoundTripper {
+	d.rt = rt
+	return d
+}
+
+func (d *dateRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := d.rt.RoundTrip(req)
+	if err == nil {
+		d.mu.Lock()
+		d.date = resp.Header.Get("Date")
+		d.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (d *dateRecorder) last() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.date
+}
+
+// checkClock compares the machine's clock with the trusted server's, from the Date header of
+// its answer (RFC 9110 section 6.6.1; Go's net/http server, which the API server is, sends it).
+func checkClock(date string, now func() time.Time) error {
 	if now == nil {
 		now = time.Now
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool,
-		MinVersion: tls.VersionTLS12}}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, server+"/livez", nil)
-	if err != nil {
-		return nodestatus.Errorf(nodestatus.CodeInternal, "%w", err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nodestatus.Errorf(nodestatus.CodeAPIServerUnreachable, "read the API server's clock: %w", err)
-	}
-	resp.Body.Close()
-	serverTime, err := http.ParseTime(resp.Header.Get("Date"))
+	serverTime, err := http.ParseTime(date)
 	if err != nil {
 		return nil // no Date header: nothing to compare
 	}

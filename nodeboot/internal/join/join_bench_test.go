@@ -2,7 +2,6 @@ package join
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,57 +18,85 @@ func credentials(ctx context.Context, n *Node) (time.Duration, error) {
 	return time.Since(start), err
 }
 
-// BenchmarkJoin measures one join at a time, from discovery to the kubelet credential, and
-// reports p50 and p95 besides the mean.
+// BenchmarkJoin measures one join at a time, from discovery to the kubelet credential, and,
+// alternating with it against the same control plane, the floor (floorJoin). It reports p50
+// and p95 of both and nodeboot's as ratios to the floor.
 func BenchmarkJoin(b *testing.B) {
-	var took []time.Duration
+	var joins, floors []float64
 	for b.Loop() {
 		b.StopTimer()
-		n := newNode(b, nodeOpts{})
+		n, f := newNode(b, nodeOpts{}), newNode(b, nodeOpts{})
+		start := time.Now()
+		if err := floorNode(context.Background(), f); err != nil {
+			b.Fatal(err)
+		}
+		floors = append(floors, ms(time.Since(start)))
 		b.StartTimer()
 		d, err := credentials(context.Background(), n)
 		if err != nil {
 			b.Fatal(err)
 		}
-		took = append(took, d)
+		joins = append(joins, ms(d))
 	}
-	slices.Sort(took)
-	b.ReportMetric(ms(took[len(took)/2]), "p50-ms")
-	b.ReportMetric(ms(took[len(took)*95/100]), "p95-ms")
+	joins, floors = sortedMS(joins), sortedMS(floors)
+	for _, p := range []struct {
+		name string
+		at   int
+	}{{"p50", 50}, {"p95", 95}} {
+		b.ReportMetric(percentile(joins, p.at), p.name+"-ms")
+		b.ReportMetric(percentile(floors, p.at), "floor-"+p.name+"-ms")
+		b.ReportMetric(percentile(joins, p.at)/percentile(floors, p.at), p.name+"-x-floor")
+	}
 }
 
-// BenchmarkConcurrentJoins measures the wall time of 100 nodes joining at once.
+// BenchmarkConcurrentJoins measures the wall time of 100 nodes joining at once, and of 100
+// floor joins at once (floorJoin) in the same iteration, and reports the ratio.
 func BenchmarkConcurrentJoins(b *testing.B) {
 	const nodes = 100
-	var walls []time.Duration
+	var walls, floors []float64
 	for b.Loop() {
 		b.StopTimer()
-		pool := newNode(b, nodeOpts{})
-		ns := []*Node{pool}
-		for len(ns) < nodes {
-			ns = append(ns, newNode(b, nodeOpts{pool: pool.Config.Node.Labels["kubewin.io/pool"], token: pool.Config.Cluster.BootstrapToken}))
-		}
+		join, floor := poolOf(b, nodes), poolOf(b, nodes)
+		floors = append(floors, wall(b, floor, func(ctx context.Context, n *Node) error { return floorNode(ctx, n) }))
 		b.StartTimer()
-		start := time.Now()
-		var wg sync.WaitGroup
-		errs := make(chan error, nodes)
-		for _, n := range ns {
-			wg.Go(func() {
-				_, err := credentials(context.Background(), n)
-				errs <- err
-			})
-		}
-		wg.Wait()
-		walls = append(walls, time.Since(start))
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
+		walls = append(walls, wall(b, join, func(ctx context.Context, n *Node) error {
+			_, err := credentials(ctx, n)
+			return err
+		}))
+	}
+	walls, floors = sortedMS(walls), sortedMS(floors)
+	b.ReportMetric(percentile(walls, 50)/1000, "wall-s/100-joins")
+	b.ReportMetric(percentile(floors, 50)/1000, "floor-wall-s/100-joins")
+	b.ReportMetric(percentile(walls, 50)/percentile(floors, 50), "wall-x-floor")
+}
+
+// poolOf prepares nodes of one pool, sharing its token.
+func poolOf(b *testing.B, nodes int) []*Node {
+	first := newNode(b, nodeOpts{})
+	ns := []*Node{first}
+	for len(ns) < nodes {
+		ns = append(ns, newNode(b, nodeOpts{pool: first.Config.Node.Labels["kubewin.io/pool"], token: first.Config.Cluster.BootstrapToken}))
+	}
+	return ns
+}
+
+// wall runs join for every node at once and returns the wall time in milliseconds.
+func wall(b *testing.B, ns []*Node, join func(context.Context, *Node) error) float64 {
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ns))
+	for _, n := range ns {
+		wg.Go(func() { errs <- join(context.Background(), n) })
+	}
+	wg.Wait()
+	took := ms(time.Since(start))
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
-	slices.Sort(walls)
-	b.ReportMetric(walls[len(walls)/2].Seconds(), "wall-s/100-joins")
+	return took
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
