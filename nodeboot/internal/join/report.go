@@ -42,9 +42,19 @@ func (n *Node) Report() *nodestatus.Report {
 	return r
 }
 
-// report asks the reporter to write the current report. Writing happens in the background,
-// coalescing changes, so that reporting costs the join no round trips; Join flushes it.
+// report writes the current report to the serial console, and asks the reporter to write it
+// to the cluster. Writing to the cluster happens in the background, so that reporting costs the
+// join no round trips, and changes less than reportLag apart are written together: a join that
+// takes less than that writes its report once, when Join or RunPhase flushes it.
 func (n *Node) report(*workflow.State[Learned]) {
+	if n.Serial != nil {
+		n.mu.Lock()
+		line, err := nodestatus.SerialLine(n.Report())
+		n.mu.Unlock()
+		if err == nil {
+			_, _ = n.Serial.Write(line)
+		}
+	}
 	r := &n.reporter
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -58,6 +68,9 @@ func (n *Node) report(*workflow.State[Learned]) {
 	default: // a write is already pending; it will carry this change too
 	}
 }
+
+// reportLag is how long the report in the cluster may lag a change of the state.
+const reportLag = time.Second
 
 // flushReports waits until the last change is written and stops the reporter.
 func (n *Node) flushReports() {
@@ -76,13 +89,25 @@ func (n *Node) flushReports() {
 func (n *Node) reportLoop(pending <-chan struct{}, flushed chan<- struct{}) {
 	defer close(flushed)
 	for range pending {
+		lag := time.NewTimer(reportLag)
+	wait:
+		for {
+			select {
+			case _, open := <-pending:
+				if !open { // flushed: write now
+					break wait
+				}
+			case <-lag.C:
+				break wait
+			}
+		}
+		lag.Stop()
 		n.writeReport()
 	}
 }
 
-// writeReport writes the report to the serial console and with the best credential at hand;
-// before the cluster is trusted there is none, and the state file and consoles are the only
-// record.
+// writeReport writes the report with the best credential at hand; before the cluster is
+// trusted there is none, and the state file and consoles are the only record.
 func (n *Node) writeReport() {
 	n.mu.Lock()
 	c := n.nodeClient
@@ -91,11 +116,6 @@ func (n *Node) writeReport() {
 	}
 	report := n.Report()
 	n.mu.Unlock()
-	if n.Serial != nil {
-		if line, err := nodestatus.SerialLine(report); err == nil {
-			_, _ = n.Serial.Write(line)
-		}
-	}
 	if c == nil {
 		return
 	}
