@@ -50,12 +50,15 @@ func TestHostGatewayRoutes(t *testing.T) {
 	defer cancel()
 	a := newNode(t, nodeOpts{mode: v1alpha1.NetworkModeHostGateway})
 	b := newNode(t, nodeOpts{mode: v1alpha1.NetworkModeHostGateway})
+	var running sync.WaitGroup
+	defer running.Wait()
+	defer cancel()
 	for _, n := range []*Node{a, b} {
-		go func() {
-			if err := n.Serve(ctx); err != nil {
+		running.Go(func() {
+			if err := n.Serve(ctx); err != nil && ctx.Err() == nil {
 				t.Errorf("serve %s: %v\n%s", n.Name, err, n.Out)
 			}
-		}()
+		})
 	}
 	nodeA, nodeB := waitReady(t, a.Name), waitReady(t, b.Name)
 	wantRoute := func(n *Node, peer *corev1.Node) {
