@@ -31,9 +31,11 @@
 package winfake
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -196,6 +198,14 @@ type Machine struct {
 	st    *State
 	log   []Op
 	hooks []func() // run after the lock is released
+	// onDisk is the state file as this process last read or wrote it. Every writer replaces
+	// the file by a rename, so while the file is the same one (known) its content is what
+	// this process knows, and is neither read nor written again.
+	onDisk struct {
+		info  os.FileInfo
+		bytes []byte
+		st    *State
+	}
 }
 
 // New returns the machine, from its state file when it has one and otherwise as its image
@@ -299,7 +309,20 @@ func (m *Machine) load() error {
 	if m.cfg.StateFile == "" {
 		return nil
 	}
-	b, err := os.ReadFile(m.cfg.StateFile)
+	f, err := os.Open(m.cfg.StateFile)
+	if err != nil {
+		return fmt.Errorf("the simulated machine's state: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("the simulated machine's state: %w", err)
+	}
+	if m.known(info) {
+		m.st = m.onDisk.st
+		return nil
+	}
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return fmt.Errorf("the simulated machine's state: %w", err)
 	}
@@ -314,7 +337,14 @@ func (m *Machine) load() error {
 		st.ACLs = map[string]string{}
 	}
 	m.st = &st
+	m.onDisk.info, m.onDisk.bytes, m.onDisk.st = info, b, m.st
 	return nil
+}
+
+// known reports whether the state file is the one this process last read or wrote: the same
+// file (an inode may be reused once a rename frees it, hence its time and size too).
+func (m *Machine) known(info os.FileInfo) bool {
+	return m.onDisk.st != nil && os.SameFile(info, m.onDisk.info) && info.ModTime().Equal(m.onDisk.info.ModTime()) && info.Size() == m.onDisk.info.Size()
 }
 
 func (m *Machine) save() error {
@@ -322,14 +352,29 @@ func (m *Machine) save() error {
 	if err != nil {
 		return err
 	}
+	b = append(b, '\n')
+	if m.onDisk.st != nil && bytes.Equal(b, m.onDisk.bytes) {
+		if info, err := os.Stat(m.cfg.StateFile); err == nil && m.known(info) {
+			m.onDisk.st = m.st
+			return nil
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(m.cfg.StateFile), 0o700); err != nil {
 		return err
 	}
 	tmp := m.cfg.StateFile + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, m.cfg.StateFile)
+	info, err := os.Stat(tmp) // the file keeps its identity through the rename
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, m.cfg.StateFile); err != nil {
+		return err
+	}
+	m.onDisk.info, m.onDisk.bytes, m.onDisk.st = info, b, m.st
+	return nil
 }
 
 // reap stops the services whose program's process has ended, and records it.
@@ -378,6 +423,9 @@ func (m *Machine) do(op Op, record bool, f func(*State) (bool, error)) error {
 		err = m.save()
 	}
 	if m.cfg.StateFile != "" {
+		if err != nil {
+			m.onDisk.st = nil // what the failed call changed is read again from the file
+		}
 		m.st = nil
 	}
 	op.Changed = changed
