@@ -79,3 +79,33 @@ func DeletePool(ctx context.Context, c kubernetes.Interface, pool string) error 
 	}
 	return nil
 }
+
+// Live reports whether pool has a token that has not expired at now, which machines created
+// with it can still join with. The token cleaner removes expired tokens
+// (kube-controller-manager's tokencleaner), and the authenticator refuses them before that.
+func Live(ctx context.Context, c kubernetes.Interface, pool string, now time.Time) (bool, error) {
+	list, err := c.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx,
+		metav1.ListOptions{LabelSelector: nodeaccess.PoolLabel + "=" + pool, FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
+	if err != nil {
+		return false, fmt.Errorf("list bootstrap tokens of pool %s: %w", pool, err)
+	}
+	for _, s := range list.Items {
+		if s.DeletionTimestamp != nil {
+			continue
+		}
+		raw, ok := s.Data[bootstrapapi.BootstrapTokenExpirationKey]
+		if !ok {
+			raw = []byte(s.StringData[bootstrapapi.BootstrapTokenExpirationKey]) // as written, before the API server merges it
+		}
+		if exp, ok := expiration(raw); !ok || exp.After(now) { // no (readable) expiration: a token that does not expire
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// expiration parses a token's expiration (RFC 3339, as kubeadm writes it).
+func expiration(raw []byte) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, string(raw))
+	return t, err == nil
+}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubewin/kubewin/internal/bootstraptoken"
 	"github.com/kubewin/kubewin/internal/nodestatus"
 )
 
@@ -92,6 +93,13 @@ func (m *Manager) assess(ctx context.Context, s Spec, members []member, now time
 			}
 		}
 	}
+	tokenLive := true
+	if slices.ContainsFunc(members, func(x member) bool { return x.machine && x.Running && !x.ready() && needsToken(x, reports[x.Name]) }) {
+		var err error
+		if tokenLive, err = bootstraptoken.Live(ctx, m.Client, s.Pool, now); err != nil {
+			return nil, err
+		}
+	}
 	h := s.Health
 	var candidates []string
 	for _, x := range members {
@@ -113,6 +121,11 @@ func (m *Manager) assess(ctx context.Context, s Spec, members []member, now time
 					"the bootstrap token of its custom data deleted)"
 			}
 			out[x.Name] = f
+		case (r == nil || r.State != nodestatus.StateDone) && needsToken(x, r) && !tokenLive:
+			out[x.Name] = finding{verdict: removed, unreachable: true,
+				state: "it has not joined, and the pool has no bootstrap token left to join with " +
+					"(the apply that created it was interrupted, or the token expired)",
+				action: "the next apply deletes the machine and adds one in its place"}
 		case r == nil || r.State != nodestatus.StateDone:
 			out[x.Name] = finding{verdict: joining, state: "it is joining", action: "the next apply waits until it is Ready"}
 		default:
@@ -143,6 +156,17 @@ func (m *Manager) assess(ctx context.Context, s Spec, members []member, now time
 		out[name] = f
 	}
 	return out, nil
+}
+
+// tokenPhases are nodeboot's join phases that use the bootstrap token: discovery checks
+// cluster-info's signature for it, the TLS bootstrap requests the kubelet's certificate with it
+// (nodeboot/internal/join/phases.go); later phases use the node's own credential.
+var tokenPhases = []string{"preflight", "discovery", "tlsbootstrap"}
+
+// needsToken reports whether a member that has not joined still needs the pool's bootstrap token:
+// it has no Node yet and, as far as its report says, has not passed the TLS bootstrap.
+func needsToken(x member, r *nodestatus.Report) bool {
+	return x.Node == nil && (r == nil || r.State != nodestatus.StateDone && (r.Phase == "" || slices.Contains(tokenPhases, r.Phase)))
 }
 
 // notReadySince is when a node that joined was last seen to stop being Ready: its Ready

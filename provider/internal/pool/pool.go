@@ -179,9 +179,18 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 	old = append(old, pick(members, func(x member) bool { return serving(x) && oldGen(x) })...)
 	existing := names(members, all)
 
+	// The token is deleted once every machine created with it is Ready. Machines that may still
+	// be joining with it (the apply was interrupted, or it failed while they joined) keep it
+	// until it expires, so that the next apply finds them joined rather than failed.
 	var token string
+	unconfirmed := false
 	defer func() {
-		if token != "" {
+		switch {
+		case token == "":
+		case unconfirmed:
+			tflog.Warn(ctx, "keeping the pool's bootstrap token for machines that may still be joining with it; it expires by itself",
+				map[string]any{"token_ttl": s.TokenTTL.String()})
+		default:
 			if err := bootstraptoken.Delete(context.WithoutCancel(ctx), m.Client, token); err != nil {
 				tflog.Warn(ctx, "cannot delete the pool's bootstrap token; it expires by itself", map[string]any{"error": err.Error()})
 			}
@@ -197,6 +206,7 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 			}
 		}
 		added, err := m.add(ctx, s, gen, token, existing, n)
+		unconfirmed = unconfirmed || err != nil && len(added) > 0
 		existing = append(existing, added...)
 		for _, name := range added {
 			current = append(current, member{Name: name, machine: true, Running: true, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}})

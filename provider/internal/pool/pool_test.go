@@ -16,9 +16,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/bootstraptoken"
 	"github.com/kubewin/kubewin/internal/drain"
 	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/nodestatus"
@@ -59,6 +61,7 @@ type fakeMachine struct {
 	running bool
 	config  *v1alpha1.NodeConfig
 	report  *nodestatus.Report
+	joining bool
 }
 
 type bootOutcome int
@@ -69,6 +72,9 @@ const (
 	bootFailedRunning                    // the same, but the machine runs on (a cloud VM whose agent failed)
 	bootStopped                          // the machine stops without a word
 	bootPending                          // the node never goes Ready
+	// bootJoining: the machine is still in discovery or TLS bootstrap, with no Node yet; its join
+	// ends when the test calls finishJoins.
+	bootJoining
 )
 
 func newScaleSet(t *testing.T) *scaleSet {
@@ -143,6 +149,9 @@ func (s *scaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 			m.running = outcome == bootFailedRunning
 		case bootStopped:
 			m.running = false
+		case bootJoining:
+			m.joining = true
+			m.report = &nodestatus.Report{Node: name, State: nodestatus.StateRunning, Phase: "discovery"}
 		}
 	}
 	s.observeReady()
@@ -193,6 +202,33 @@ func (s *scaleSet) Reports(_ context.Context, names []string) map[string]*nodest
 }
 
 func (s *scaleSet) Log(_ context.Context, name string) string { return "log of " + name }
+
+// finishJoins ends the joins of the machines still joining as nodeboot's would: with a Ready
+// node when the bootstrap token of their custom data still exists, and otherwise failed in
+// discovery with TokenNotFound, since kube-controller-manager's bootstrapsigner removes a deleted
+// token's signature from cluster-info (nodeboot/internal/discovery).
+func (s *scaleSet) finishJoins(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, m := range s.machines {
+		if !m.joining {
+			continue
+		}
+		m.joining = false
+		secret := bootstraputil.BootstrapTokenSecretName(bootstraptoken.ID(m.config.Cluster.BootstrapToken))
+		if _, err := s.client.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, secret, metav1.GetOptions{}); err != nil {
+			m.report = &nodestatus.Report{Node: name, State: nodestatus.StateFailed, Phase: "discovery", Code: nodestatus.CodeTokenNotFound,
+				Message: "cluster-info carries no signature for the token"}
+			continue
+		}
+		m.report = nil
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: m.config.Node.Labels},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+		if _, err := s.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			s.t.Error(err)
+		}
+	}
+}
 
 // observeReady notes the Ready, schedulable nodes now (called with s.mu held).
 func (s *scaleSet) observeReady() {
@@ -594,28 +630,70 @@ func TestReconcileSurge(t *testing.T) {
 func TestReconcileInterrupted(t *testing.T) {
 	ss := newScaleSet(t)
 	m := ss.manager()
-	ss.boot = func(string) bootOutcome { return bootPending }
+	ss.boot = func(string) bootOutcome { return bootJoining }
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	if _, err := m.Reconcile(ctx, spec(3, 1, "a")); err == nil {
 		t.Fatal("the interrupted reconcile succeeded")
 	}
 	cancel()
-	// The machines finish joining after the provider went away.
-	for _, name := range ss.running() {
-		node, err := ss.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-		if _, err := ss.client.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The machines finish joining after the provider went away, with the token it left them.
+	ss.finishJoins(context.Background())
 	ss.boot = nil
 	ss.resetCalls()
 	nodes := reconcile(t, m, spec(3, 1, "a"))
 	if len(nodeNames(nodes)) != 3 || len(ss.machines) != 3 || len(ss.calls) != 0 {
 		t.Errorf("nodes %v, machines %d, writes %v: the re-run should only have waited", nodeNames(nodes), len(ss.machines), ss.calls)
+	}
+	// A change whose machines all joined deletes the token it minted; the one left to the
+	// interrupted change's machines stays until it expires.
+	reconcile(t, m, spec(4, 1, "a"))
+	if tokens := poolTokens(t, ss.client); len(tokens) != 1 {
+		t.Errorf("the pool has tokens %v, want only the one the interrupted change left", tokens)
+	}
+}
+
+// poolTokens lists the names of the win pool's bootstrap token Secrets.
+func poolTokens(t *testing.T, c kubernetes.Interface) []string {
+	t.Helper()
+	list, err := c.CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{LabelSelector: nodeaccess.PoolLabel + "=win"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range list.Items {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// Machines that have not joined when no token of the pool is left (it expired, or an
+// interrupted apply removed it) cannot join: the next reconcile replaces them at once
+// instead of waiting for a failure.
+func TestReconcileReplacesMachinesWithoutToken(t *testing.T) {
+	ss := newScaleSet(t)
+	m := ss.manager()
+	ss.boot = func(string) bootOutcome { return bootJoining }
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	if _, err := m.Reconcile(ctx, spec(2, 1, "a")); err == nil {
+		t.Fatal("the interrupted reconcile succeeded")
+	}
+	cancel()
+	for _, name := range poolTokens(t, ss.client) { // as the token cleaner removes expired ones
+		if err := ss.client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	joining := ss.running()
+	ss.boot = nil
+	ss.resetCalls()
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	nodes, err := m.Reconcile(ctx, spec(2, 1, "a"))
+	if err != nil {
+		t.Fatalf("reconcile: %v (it waited for machines that cannot join)", err)
+	}
+	if got := nodeNames(nodes); len(got) != 2 || slices.ContainsFunc(got, func(n string) bool { return slices.Contains(joining, n) }) {
+		t.Errorf("nodes %v: want 2 new ones in place of %v", got, joining)
 	}
 }
 
