@@ -9,6 +9,7 @@ package nodestatus
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Code identifies a failure kind. Codes are stable: the provider and users match on them.
@@ -141,3 +142,13 @@ func Lookup(c Code) (CodeInfo, bool) {
 	}
 	return CodeInfo{}, false
 }
+
+// machineLevel are the codes of failures that lie with one machine — its clock, its network
+// stack, its services, a transient error — which another machine from the same image and
+// configuration is likely not to have. The others lie with the image, the configuration or
+// the cluster, and fail again on any machine.
+var machineLevel = []Code{CodeClockSkew, CodePortInUse, CodeAPIServerUnreachable, CodeRegisterFailed, CodeNetworkFailed,
+	CodeKubeletConfigFailed, CodeServiceFailed, CodeRoutesFailed, CodeInternal}
+
+// MachineLevel reports whether a failure with code c lies with the machine (see machineLevel).
+func MachineLevel(c Code) bool { return slices.Contains(machineLevel, c) }

@@ -25,6 +25,10 @@ type HealthCheck struct {
 	// MaxReplacements is the most NotReady nodes one reconcile replaces. Default:
 	// DefaultMaxReplacements.
 	MaxReplacements int
+	// JoinRetries is how many machines, in all, one reconcile replaces because their join
+	// failed with a code another machine is likely not to fail with (nodestatus.MachineLevel);
+	// zero fails at the first failure.
+	JoinRetries int
 }
 
 // Defaults of a HealthCheck: AKS's 10 minutes, one node at a time.

@@ -246,27 +246,60 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 	return m.Nodes(ctx, s)
 }
 
-// add creates n machines and waits until their nodes are Ready.
+// add creates n machines and waits until their nodes are Ready. A machine whose join fails
+// with a machine-level code is replaced, up to s.Health.JoinRetries machines in all, while the
+// others go on joining; any other failure ends the wait at once.
 func (m *Manager) add(ctx context.Context, s Spec, gen, token string, existing []string, n int) ([]string, error) {
 	data, err := s.customData(gen, token)
 	if err != nil {
 		return nil, err
 	}
 	tflog.Info(ctx, "adding machines", map[string]any{"count": n, "generation": gen})
+	added, err := m.create(ctx, s, existing, n, data)
+	if err != nil {
+		return added, err
+	}
+	waiting := slices.Clone(added)
+	for retries := s.Health.JoinRetries; ; retries-- {
+		err := m.waitReady(ctx, s, waiting)
+		var failed *JoinError
+		if err == nil || !errors.As(err, &failed) || !nodestatus.MachineLevel(failed.Report.Code) || retries == 0 {
+			if err == nil {
+				tflog.Info(ctx, "nodes Ready", map[string]any{"nodes": added})
+			}
+			return added, err
+		}
+		name := failed.Report.Node
+		tflog.Warn(ctx, "replacing a machine whose join failed", map[string]any{"machine": name, "code": string(failed.Report.Code),
+			"message": failed.Report.Message, "retries_left": retries - 1})
+		x := member{Name: name, machine: true}
+		if node, err := m.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil {
+			x.Node = node // it registered: its pods are evicted before it goes
+		} else if !apierrors.IsNotFound(err) {
+			return added, fmt.Errorf("%w; replacing its machine: %w", failed, err)
+		}
+		if err := m.remove(ctx, s, []member{x}, map[string]finding{name: {unreachable: true}}); err != nil {
+			return added, fmt.Errorf("%w; replacing its machine: %w", failed, err)
+		}
+		isFailed := func(x string) bool { return x == name }
+		added, waiting = slices.DeleteFunc(added, isFailed), slices.DeleteFunc(waiting, isFailed)
+		more, err := m.create(ctx, s, append(slices.Clone(existing), added...), 1, data)
+		added, waiting = append(added, more...), append(waiting, more...)
+		if err != nil {
+			return added, err
+		}
+	}
+}
+
+// create adds n machines booting with data, and prepares their report objects and the pool's
+// access as soon as their names are known.
+func (m *Manager) create(ctx context.Context, s Spec, existing []string, n int, data []byte) ([]string, error) {
 	added, err := m.Compute.Add(ctx, n, data)
 	if err != nil {
 		return added, fmt.Errorf("add %d machines to pool %s: %w", n, s.Pool, err)
 	}
 	tflog.Info(ctx, "machines created; waiting for their nodes", map[string]any{"machines": added})
-	// Each node's report object and the pool's access, as soon as the machines' names are known.
-	if err := nodeaccess.Prepare(ctx, m.Client, s.Pool, append(slices.Clone(existing), added...)); err != nil {
-		return added, err
-	}
-	if err := m.waitReady(ctx, s, added); err != nil {
-		return added, err
-	}
-	tflog.Info(ctx, "nodes Ready", map[string]any{"nodes": added})
-	return added, nil
+	return added, nodeaccess.Prepare(ctx, m.Client, s.Pool, append(slices.Clone(existing), added...))
 }
 
 // remove drains the members, deletes their machines in one batch, then their Node objects. A

@@ -72,6 +72,9 @@ const (
 	bootFailedRunning                    // the same, but the machine runs on (a cloud VM whose agent failed)
 	bootStopped                          // the machine stops without a word
 	bootPending                          // the node never goes Ready
+	// bootFailedMachine: the join fails in the network phase with a machine-level code
+	// (NetworkFailed, as an HNS hiccup gives), the machine running on.
+	bootFailedMachine
 	// bootJoining: the machine is still in discovery or TLS bootstrap, with no Node yet; its join
 	// ends when the test calls finishJoins.
 	bootJoining
@@ -149,6 +152,9 @@ func (s *scaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 			m.running = outcome == bootFailedRunning
 		case bootStopped:
 			m.running = false
+		case bootFailedMachine:
+			m.report = &nodestatus.Report{Node: name, State: nodestatus.StateFailed, Phase: "network", Code: nodestatus.CodeNetworkFailed,
+				Message: "create the HNS network: the operation timed out"}
 		case bootJoining:
 			m.joining = true
 			m.report = &nodestatus.Report{Node: name, State: nodestatus.StateRunning, Phase: "discovery"}
@@ -508,6 +514,52 @@ func TestReconcileMachineStops(t *testing.T) {
 	}
 	if _, err := ss.client.CoreV1().Nodes().Get(context.Background(), "win000002", metav1.GetOptions{}); err == nil {
 		t.Error("the stopped machine's Node is left")
+	}
+}
+
+// A machine whose join fails with a machine-level code is replaced within the reconcile, up to
+// JoinRetries machines; a code that would fail again on any machine fails at once.
+func TestReconcileRetriesFailedJoins(t *testing.T) {
+	retrying := func(retries int) Spec {
+		s := spec(3, 1, "a")
+		s.Health.JoinRetries = retries
+		return s
+	}
+	failing := func(outcome bootOutcome, names ...string) func(string) bootOutcome {
+		return func(name string) bootOutcome {
+			if slices.Contains(names, name) {
+				return outcome
+			}
+			return bootReady
+		}
+	}
+
+	ss := newScaleSet(t)
+	ss.boot = failing(bootFailedMachine, "win000001")
+	nodes := reconcile(t, ss.manager(), retrying(1))
+	if got := nodeNames(nodes); !slices.Equal(got, []string{"win000000", "win000002", "win000003"}) {
+		t.Errorf("nodes = %v", got)
+	}
+	if !slices.Equal(ss.calls, []string{"add 3", "delete win000001", "add 1"}) {
+		t.Errorf("writes = %v", ss.calls)
+	}
+
+	// Retries are counted across the reconcile: a second failure with one retry fails it.
+	ss = newScaleSet(t)
+	ss.boot = failing(bootFailedMachine, "win000001", "win000003")
+	_, err := ss.manager().Reconcile(context.Background(), retrying(1))
+	if err == nil || !strings.Contains(err.Error(), "win000003 failed in phase network") {
+		t.Errorf("error = %v, want the second failure", err)
+	}
+
+	// A bad image or configuration fails on every machine: no retry.
+	ss = newScaleSet(t)
+	ss.boot = failing(bootFailedRunning, "win000001")
+	if _, err = ss.manager().Reconcile(context.Background(), retrying(3)); err == nil || !strings.Contains(err.Error(), "CAPinMismatch") {
+		t.Errorf("error = %v", err)
+	}
+	if !slices.Equal(ss.calls, []string{"add 3"}) {
+		t.Errorf("writes = %v: a CAPinMismatch was retried", ss.calls)
 	}
 }
 

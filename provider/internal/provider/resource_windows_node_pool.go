@@ -89,12 +89,20 @@ const defaultNotReadyTimeout = "10m"
 type healthCheckModel struct {
 	NotReadyTimeout types.String `tfsdk:"not_ready_timeout"`
 	MaxReplacements types.Int64  `tfsdk:"max_replacements"`
+	JoinRetries     types.Int64  `tfsdk:"join_retries"`
 }
 
+// defaultJoinRetries is health_check.join_retries's default.
+const defaultJoinRetries = 2
+
 var (
-	healthCheckAttrTypes = map[string]attr.Type{"not_ready_timeout": types.StringType, "max_replacements": types.Int64Type}
-	drainAttrTypes       = map[string]attr.Type{"timeout": types.StringType, "ignore_daemonsets": types.BoolType, "delete_emptydir_data": types.BoolType}
-	nodeAttrTypes        = map[string]attr.Type{"name": types.StringType, "ip": types.StringType, "pod_cidr": types.StringType, "ready": types.BoolType}
+	healthCheckAttrTypes = map[string]attr.Type{
+		"not_ready_timeout": types.StringType,
+		"max_replacements":  types.Int64Type,
+		"join_retries":      types.Int64Type,
+	}
+	drainAttrTypes = map[string]attr.Type{"timeout": types.StringType, "ignore_daemonsets": types.BoolType, "delete_emptydir_data": types.BoolType}
+	nodeAttrTypes  = map[string]attr.Type{"name": types.StringType, "ip": types.StringType, "pod_cidr": types.StringType, "ready": types.BoolType}
 )
 
 func (r *nodePoolResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -166,6 +174,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Default: objectdefault.StaticValue(types.ObjectValueMust(healthCheckAttrTypes, map[string]attr.Value{
 					"not_ready_timeout": types.StringValue(defaultNotReadyTimeout),
 					"max_replacements":  types.Int64Value(pool.DefaultMaxReplacements),
+					"join_retries":      types.Int64Value(defaultJoinRetries),
 				})),
 				Description: "When an apply replaces a node that joined and then stopped being Ready — its kubelet reports NotReady, or " +
 					"stopped posting its status — modelled on AKS's node auto-repair and cluster-api's MachineHealthCheck. Such a node stays a " +
@@ -190,6 +199,17 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 						Default:     int64default.StaticInt64(pool.DefaultMaxReplacements),
 						Validators:  []validator.Int64{int64validator.AtLeast(1)},
 						Description: "Most NotReady nodes one apply replaces. Default `1`.",
+					},
+					"join_retries": schema.Int64Attribute{
+						Optional:   true,
+						Computed:   true,
+						Default:    int64default.StaticInt64(defaultJoinRetries),
+						Validators: []validator.Int64{int64validator.Between(0, 10)},
+						Description: "How many machines, in all, one apply replaces because their join failed with a code that lies with the " +
+							"machine rather than the image, the settings or the cluster (`ClockSkew`, `PortInUse`, `APIServerUnreachable`, " +
+							"`RegisterFailed`, `NetworkFailed`, `KubeletConfigFailed`, `ServiceFailed`, `RoutesFailed`, `Internal`): the machine is " +
+							"deleted (its Node drained first, if it registered) and a new one added while the others go on joining, so that one bad " +
+							"machine does not fail a large apply. Other codes fail the apply at once. `0` to never retry. Default `2`.",
 					},
 				},
 			},
@@ -663,7 +683,11 @@ func healthCheck(ctx context.Context, v types.Object) (pool.HealthCheck, diag.Di
 	var hm healthCheckModel
 	diags := v.As(ctx, &hm, objectAsOptions)
 	timeout, _ := time.ParseDuration(hm.NotReadyTimeout.ValueString())
-	return pool.HealthCheck{NotReadyTimeout: timeout, MaxReplacements: int(hm.MaxReplacements.ValueInt64())}, diags
+	return pool.HealthCheck{
+		NotReadyTimeout: timeout,
+		MaxReplacements: int(hm.MaxReplacements.ValueInt64()),
+		JoinRetries:     int(hm.JoinRetries.ValueInt64()),
+	}, diags
 }
 
 // healthReport says, node by node, what is wrong and what the next apply does about it.
@@ -705,6 +729,7 @@ type poolSettings struct {
 	IgnoreDaemonSets, DeleteEmptyDirData                   bool
 	NotReadyTimeout                                        string `json:",omitempty"`
 	MaxReplacements                                        int64  `json:",omitempty"`
+	JoinRetries                                            *int64 `json:",omitempty"`
 }
 
 type localSettings struct {
@@ -751,6 +776,7 @@ func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagn
 	var hm healthCheckModel
 	diags.Append(m.HealthCheck.As(ctx, &hm, objectAsOptions)...)
 	s.NotReadyTimeout, s.MaxReplacements = hm.NotReadyTimeout.ValueString(), hm.MaxReplacements.ValueInt64()
+	s.JoinRetries = hm.JoinRetries.ValueInt64Pointer()
 	return s, diags
 }
 
@@ -779,6 +805,7 @@ func (s poolSettings) model() nodePoolModel {
 		HealthCheck: types.ObjectValueMust(healthCheckAttrTypes, map[string]attr.Value{
 			"not_ready_timeout": types.StringValue(cmp.Or(s.NotReadyTimeout, defaultNotReadyTimeout)),
 			"max_replacements":  types.Int64Value(cmp.Or(s.MaxReplacements, pool.DefaultMaxReplacements)),
+			"join_retries":      types.Int64Value(ptrOr(s.JoinRetries, defaultJoinRetries)),
 		}),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})},
 		Nodes:    types.ListNull(types.ObjectType{AttrTypes: nodeAttrTypes}),
@@ -877,4 +904,12 @@ func (r *nodePoolResource) saveSettings(ctx context.Context, m *nodePoolModel, c
 		diags.AddWarning("Cannot Save Pool Settings", err.Error()+" (importing this pool will not work)")
 	}
 	return diags
+}
+
+// ptrOr is *p, or def when p is nil (a setting saved before it existed).
+func ptrOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }

@@ -521,8 +521,10 @@ func TestAccWindowsNodePool_joinFailure(t *testing.T) {
 func TestHealthCheckSettings(t *testing.T) {
 	h, diags := healthCheck(context.Background(), types.ObjectValueMust(healthCheckAttrTypes, map[string]attr.Value{
 		"not_ready_timeout": types.StringValue(defaultNotReadyTimeout), "max_replacements": types.Int64Value(pool.DefaultMaxReplacements),
+		"join_retries": types.Int64Value(defaultJoinRetries),
 	}))
-	if diags.HasError() || h != (pool.HealthCheck{NotReadyTimeout: pool.DefaultNotReadyTimeout, MaxReplacements: pool.DefaultMaxReplacements}) {
+	want := pool.HealthCheck{NotReadyTimeout: pool.DefaultNotReadyTimeout, MaxReplacements: pool.DefaultMaxReplacements, JoinRetries: defaultJoinRetries}
+	if diags.HasError() || h != want {
 		t.Errorf("defaults %+v, %v", h, diags)
 	}
 	got := healthReport([]pool.Finding{
