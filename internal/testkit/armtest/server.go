@@ -183,7 +183,7 @@ type Server struct {
 	mu         sync.Mutex // guards everything below
 	apps       map[string]*App
 	defaultApp App
-	groups     map[string]string // lower-case name → name
+	groups     map[string]*resourceGroup // by lower-case name
 	scaleSets  map[string]*scaleSet
 	images     map[string]*image
 	vnets      map[string]*virtualNetwork
@@ -213,7 +213,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:       opts,
 		apps:       map[string]*App{},
-		groups:     map[string]string{},
+		groups:     map[string]*resourceGroup{},
 		scaleSets:  map[string]*scaleSet{},
 		images:     map[string]*image{},
 		vnets:      map[string]*virtualNetwork{},

@@ -178,6 +178,10 @@ func wait[T any](ctx context.Context, c *Client, p *runtime.Poller[T], err error
 	return p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: c.poll})
 }
 
+// ARM returns the client's credential and ARM client options, for SDK clients of resource
+// providers the backend does not use (the acceptance tests' resource groups).
+func (c *Client) ARM() (azcore.TokenCredential, *arm.ClientOptions) { return c.cred, c.armOptions }
+
 // notFound reports whether err is ARM's 404.
 func notFound(err error) bool {
 	var re *azcore.ResponseError

@@ -90,6 +90,45 @@ func EnvBool(attribute string, def bool) (bool, error) {
 	return b, nil
 }
 
+// ConfigFrom makes the configuration of the azure block's set values by attribute name (booleans
+// as strconv.ParseBool reads them); an attribute absent from set is read from its environment
+// variables, so ConfigFrom(nil) is the configuration of the environment alone.
+func ConfigFrom(set map[string]string) (Config, error) {
+	var errs []error
+	str := func(attribute string) string {
+		if v, ok := set[attribute]; ok {
+			return v
+		}
+		return Env(attribute)
+	}
+	boolean := func(attribute string, def bool) bool {
+		v, ok := set[attribute]
+		if !ok {
+			b, err := EnvBool(attribute, def)
+			errs = append(errs, err)
+			return b
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s = %q is not a boolean", attribute, v))
+		}
+		return b
+	}
+	c := Config{
+		SubscriptionID: str("subscription_id"), TenantID: str("tenant_id"),
+		ClientID: str("client_id"), ClientIDFilePath: str("client_id_file_path"),
+		ClientSecret: str("client_secret"), ClientSecretFilePath: str("client_secret_file_path"),
+		ClientCertificate: str("client_certificate"), ClientCertificatePath: str("client_certificate_path"),
+		ClientCertificatePassword: str("client_certificate_password"),
+		UseOIDC:                   boolean("use_oidc", false), UseAKSWorkloadIdentity: boolean("use_aks_workload_identity", false),
+		OIDCToken: str("oidc_token"), OIDCTokenFilePath: str("oidc_token_file_path"),
+		OIDCRequestURL: str("oidc_request_url"), OIDCRequestToken: str("oidc_request_token"),
+		UseMSI: boolean("use_msi", false), UseCLI: boolean("use_cli", true),
+		Environment: str("environment"), MetadataHost: str("metadata_host"),
+	}
+	return c, errors.Join(errs...)
+}
+
 // Workload identity tokens that platforms hand a run: HCP Terraform's generic token (with
 // TFC_WORKLOAD_IDENTITY_AUDIENCE set on the workspace), and AKS workload identity's token file.
 const (

@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -95,38 +97,29 @@ func (a *azureModel) config() (azure.Config, bool, diag.Diagnostics) {
 	if a == nil {
 		a = &azureModel{}
 	}
-	str := func(v types.String, attribute string) string {
-		if !v.IsNull() && !v.IsUnknown() {
-			return v.ValueString()
-		}
-		return azure.Env(attribute)
-	}
-	boolean := func(v types.Bool, attribute string, def bool) bool {
-		if !v.IsNull() && !v.IsUnknown() {
-			return v.ValueBool()
-		}
-		b, err := azure.EnvBool(attribute, def)
-		if err != nil {
-			diags.AddAttributeError(path.Root("azure").AtName(attribute), "Invalid Azure Setting", err.Error())
-		}
-		return b
-	}
 	for _, v := range []types.String{a.SubscriptionID, a.TenantID, a.ClientID, a.ClientSecret, a.OIDCToken, a.MetadataHost} {
 		if v.IsUnknown() {
 			return azure.Config{}, false, diags // known only at apply: the backend is configured then
 		}
 	}
-	c := azure.Config{
-		SubscriptionID: str(a.SubscriptionID, "subscription_id"), TenantID: str(a.TenantID, "tenant_id"),
-		ClientID: str(a.ClientID, "client_id"), ClientIDFilePath: str(a.ClientIDFilePath, "client_id_file_path"),
-		ClientSecret: str(a.ClientSecret, "client_secret"), ClientSecretFilePath: str(a.ClientSecretFilePath, "client_secret_file_path"),
-		ClientCertificate: str(a.ClientCertificate, "client_certificate"), ClientCertificatePath: str(a.ClientCertificatePath, "client_certificate_path"),
-		ClientCertificatePassword: str(a.ClientCertificatePassword, "client_certificate_password"),
-		UseOIDC:                   boolean(a.UseOIDC, "use_oidc", false), UseAKSWorkloadIdentity: boolean(a.UseAKSWorkloadIdentity, "use_aks_workload_identity", false),
-		OIDCToken: str(a.OIDCToken, "oidc_token"), OIDCTokenFilePath: str(a.OIDCTokenFilePath, "oidc_token_file_path"),
-		OIDCRequestURL: str(a.OIDCRequestURL, "oidc_request_url"), OIDCRequestToken: str(a.OIDCRequestToken, "oidc_request_token"),
-		UseMSI: boolean(a.UseMSI, "use_msi", false), UseCLI: boolean(a.UseCLI, "use_cli", true),
-		Environment: str(a.Environment, "environment"), MetadataHost: str(a.MetadataHost, "metadata_host"),
+	set := map[string]string{}
+	v := reflect.ValueOf(a).Elem()
+	for i := range v.NumField() {
+		attribute := v.Type().Field(i).Tag.Get("tfsdk")
+		switch f := v.Field(i).Interface().(type) {
+		case types.String:
+			if !f.IsNull() && !f.IsUnknown() {
+				set[attribute] = f.ValueString()
+			}
+		case types.Bool:
+			if !f.IsNull() && !f.IsUnknown() {
+				set[attribute] = strconv.FormatBool(f.ValueBool())
+			}
+		}
+	}
+	c, err := azure.ConfigFrom(set)
+	if err != nil {
+		diags.AddAttributeError(path.Root("azure"), "Invalid Azure Setting", err.Error())
 	}
 	return c, true, diags
 }
