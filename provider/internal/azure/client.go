@@ -66,7 +66,7 @@ func newClient(ctx context.Context, c Config, httpClient *http.Client) (*Client,
 	if err != nil {
 		return nil, err
 	}
-	armOpts := &arm.ClientOptions{ClientOptions: opts}
+	armOpts := &arm.ClientOptions{ClientOptions: opts, AuxiliaryTenants: c.AuxiliaryTenantIDs}
 	compute, err := armcompute.NewClientFactory(c.SubscriptionID, cred, armOpts)
 	if err != nil {
 		return nil, err
