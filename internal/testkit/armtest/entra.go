@@ -201,24 +201,29 @@ func (s *Server) issueToken(r *http.Request) (string, *entraError) {
 		return "", aadsts(http.StatusUnauthorized, "invalid_client", 7000216,
 			"'client_assertion', 'client_secret' or 'request' is required for the 'client_credentials' grant type.")
 	}
+	tok, err := s.mintAccessToken(app.ClientID, app.objectID, resource)
+	if err != nil {
+		return "", aadsts(http.StatusInternalServerError, "server_error", 90000, "signing the token: %v", err)
+	}
+	return tok, nil
+}
+
+// mintAccessToken signs an access token of the tenant for an app or identity and a resource.
+func (s *Server) mintAccessToken(clientID, objectID, resource string) (string, error) {
 	now := time.Now()
-	tok, err := signJWT(s.tokenKey, tokenKeyID, claims{
+	return signJWT(s.tokenKey, tokenKeyID, claims{
 		Issuer:    s.url + "/" + s.opts.TenantID + "/v2.0",
-		Subject:   app.objectID,
+		Subject:   objectID,
 		Audience:  audience{resource},
 		IssuedAt:  numericDate(now.Unix()),
 		NotBefore: numericDate(now.Unix()),
 		Expiry:    numericDate(now.Add(s.opts.TokenLifetime).Unix()),
 		ID:        newUUID(),
 		TenantID:  s.opts.TenantID,
-		AppID:     app.ClientID,
-		ObjectID:  app.objectID,
+		AppID:     clientID,
+		ObjectID:  objectID,
 		Version:   "1.0",
 	})
-	if err != nil {
-		return "", aadsts(http.StatusInternalServerError, "server_error", 90000, "signing the token: %v", err)
-	}
-	return tok, nil
 }
 
 // scopeResource returns the resource (token audience) of a client credentials scope, which must

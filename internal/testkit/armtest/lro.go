@@ -58,9 +58,13 @@ type operation struct {
 // startOperation registers the operation of a request that changes resource; s.mu is held.
 // Faults may make it fail or hold it.
 func (s *Server) startOperation(q *armRequest, resource string, commit func(*apiError) func()) *operation {
+	namespace := "Microsoft.Resources" // a resource group's own operations
+	if len(q.route.segs) > 5 {
+		namespace = q.route.segs[5]
+	}
 	op := &operation{
 		id:         newUUID(),
-		namespace:  q.route.segs[5],
+		namespace:  namespace,
 		resource:   strings.ToLower(resource),
 		apiVersion: q.apiVersion,
 		started:    time.Now(),

@@ -252,7 +252,7 @@ func (s *Server) AddRouteTable(group, name string, subnetIDs ...string) (string,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.addGroup(group)
-	id := s.ResourceGroupID(s.groups[strings.ToLower(group)]) + "/providers/Microsoft.Network/routeTables/" + name
+	id := s.ResourceGroupID(s.groups[strings.ToLower(group)].name) + "/providers/Microsoft.Network/routeTables/" + name
 	var subnets []*subnet
 	for _, sid := range subnetIDs {
 		sn := s.findSubnet(sid)

@@ -103,6 +103,7 @@ func buildRoutes() []armRoute {
 				methods: map[string]armHandler{http.MethodGet: (*Server).listResources}})
 		}
 	}
+	out = append(out, groupRoutes...)
 	return append(out, actionRoutes...)
 }
 
@@ -184,7 +185,7 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 	route := matchRoute(segs)
 	if route == nil {
 		writeError(w, newError(http.StatusNotFound, "InvalidResourceType",
-			"armtest does not serve %s %s: it implements the virtual machine, scale set, image, route table, virtual network, subnet, network security group, public IP address, load balancer, NAT gateway and network interface APIs kubewin uses", r.Method, r.URL.Path))
+			"armtest does not serve %s %s: it implements the resource group, virtual machine, scale set, image, route table, virtual network, subnet, network security group, public IP address, load balancer, NAT gateway and network interface APIs kubewin uses", r.Method, r.URL.Path))
 		return
 	}
 	q := &armRequest{r: r, body: body, route: route, segs: segs, apiVersion: r.URL.Query().Get("api-version")}
@@ -204,7 +205,9 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 	}
 	if route.segs[2] == "resourceGroups" {
 		s.mu.Lock()
-		q.group = s.groups[strings.ToLower(segs[3])]
+		if g := s.groups[strings.ToLower(segs[3])]; g != nil {
+			q.group = g.name
+		}
 		s.mu.Unlock()
 		if q.group == "" {
 			writeError(w, newError(http.StatusNotFound, "ResourceGroupNotFound", "Resource group '%s' could not be found.", segs[3]))
@@ -254,10 +257,11 @@ func (s *Server) AddResourceGroup(name string) {
 	s.addGroup(name)
 }
 
-// addGroup registers name unless a group of that name exists; s.mu is held.
+// addGroup registers name, in the server's location, unless a group of that name exists; s.mu
+// is held.
 func (s *Server) addGroup(name string) {
 	if _, ok := s.groups[strings.ToLower(name)]; !ok {
-		s.groups[strings.ToLower(name)] = name
+		s.groups[strings.ToLower(name)] = &resourceGroup{name: name, location: s.opts.Location, tags: map[string]string{}}
 	}
 }
 

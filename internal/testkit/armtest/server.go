@@ -182,8 +182,9 @@ type Server struct {
 
 	mu         sync.Mutex // guards everything below
 	apps       map[string]*App
+	identities map[string]string // managed identities: client ID → object ID
 	defaultApp App
-	groups     map[string]string // lower-case name → name
+	groups     map[string]*resourceGroup // by lower-case name
 	scaleSets  map[string]*scaleSet
 	images     map[string]*image
 	vnets      map[string]*virtualNetwork
@@ -213,7 +214,8 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:       opts,
 		apps:       map[string]*App{},
-		groups:     map[string]string{},
+		identities: map[string]string{},
+		groups:     map[string]*resourceGroup{},
 		scaleSets:  map[string]*scaleSet{},
 		images:     map[string]*image{},
 		vnets:      map[string]*virtualNetwork{},
@@ -440,6 +442,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveMetadata(rec, r)
 	case strings.HasPrefix(path, "/oidc/"):
 		s.issuer.serve(rec, r)
+	case path == ManagedIdentityPath:
+		s.serveManagedIdentity(rec, r)
 	case strings.HasPrefix(path, blobPrefix):
 		s.serveBlob(rec, r)
 	case isARM:

@@ -36,7 +36,7 @@ func (s *Server) AddVirtualNetwork(v VirtualNetwork) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.addGroup(v.ResourceGroup)
-	id := s.ResourceGroupID(s.groups[strings.ToLower(v.ResourceGroup)]) + "/providers/Microsoft.Network/virtualNetworks/" + v.Name
+	id := s.ResourceGroupID(s.groups[strings.ToLower(v.ResourceGroup)].name) + "/providers/Microsoft.Network/virtualNetworks/" + v.Name
 	m := armnetwork.VirtualNetwork{
 		Location: to.Ptr(s.opts.Location),
 		Properties: &armnetwork.VirtualNetworkPropertiesFormat{

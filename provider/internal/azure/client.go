@@ -66,7 +66,7 @@ func newClient(ctx context.Context, c Config, httpClient *http.Client) (*Client,
 	if err != nil {
 		return nil, err
 	}
-	armOpts := &arm.ClientOptions{ClientOptions: opts}
+	armOpts := &arm.ClientOptions{ClientOptions: opts, AuxiliaryTenants: c.AuxiliaryTenantIDs}
 	compute, err := armcompute.NewClientFactory(c.SubscriptionID, cred, armOpts)
 	if err != nil {
 		return nil, err
@@ -177,6 +177,10 @@ func wait[T any](ctx context.Context, c *Client, p *runtime.Poller[T], err error
 	}
 	return p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: c.poll})
 }
+
+// ARM returns the client's credential and ARM client options, for SDK clients of resource
+// providers the backend does not use (the acceptance tests' resource groups).
+func (c *Client) ARM() (azcore.TokenCredential, *arm.ClientOptions) { return c.cred, c.armOptions }
 
 // notFound reports whether err is ARM's 404.
 func notFound(err error) bool {

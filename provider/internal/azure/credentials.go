@@ -29,12 +29,20 @@ type Config struct {
 	// ClientCertificate is a base64-encoded PKCS#12 bundle; ClientCertificatePath a file holding one.
 	ClientCertificate, ClientCertificatePath, ClientCertificatePassword string
 
+	// UseAKSWorkloadIdentity reads the token file, client ID and tenant ID AKS workload identity
+	// injects (AZURE_FEDERATED_TOKEN_FILE, AZURE_CLIENT_ID, AZURE_TENANT_ID) when not set otherwise.
 	UseOIDC, UseAKSWorkloadIdentity bool
 	OIDCToken, OIDCTokenFilePath    string
-	// OIDCRequestURL and OIDCRequestToken fetch a token from a CI system (GitHub Actions).
-	OIDCRequestURL, OIDCRequestToken string
+	// OIDCRequestURL and OIDCRequestToken fetch a token from a CI system: GitHub Actions, or an
+	// Azure DevOps pipeline when ADOPipelineServiceConnectionID names its service connection.
+	OIDCRequestURL, OIDCRequestToken, ADOPipelineServiceConnectionID string
 
 	UseMSI, UseCLI bool
+	// MSIEndpoint is a managed identity endpoint other than the instance metadata service.
+	MSIEndpoint string
+	// AuxiliaryTenantIDs are other tenants ARM requests may reach (a gallery image shared from
+	// another tenant): their tokens go in x-ms-authorization-auxiliary. At most 3.
+	AuxiliaryTenantIDs []string
 
 	// Environment is public, usgovernment or china; MetadataHost, when set, names a host serving
 	// the cloud's metadata document instead (custom clouds, Azure Stack, tests).
@@ -43,25 +51,28 @@ type Config struct {
 
 // Environment variables, as azurerm reads them (and the CI systems set them).
 var envNames = map[string][]string{
-	"subscription_id":             {"ARM_SUBSCRIPTION_ID"},
-	"tenant_id":                   {"ARM_TENANT_ID"},
-	"client_id":                   {"ARM_CLIENT_ID"},
-	"client_id_file_path":         {"ARM_CLIENT_ID_FILE_PATH"},
-	"client_secret":               {"ARM_CLIENT_SECRET"},
-	"client_secret_file_path":     {"ARM_CLIENT_SECRET_FILE_PATH"},
-	"client_certificate":          {"ARM_CLIENT_CERTIFICATE"},
-	"client_certificate_path":     {"ARM_CLIENT_CERTIFICATE_PATH"},
-	"client_certificate_password": {"ARM_CLIENT_CERTIFICATE_PASSWORD"},
-	"use_oidc":                    {"ARM_USE_OIDC"},
-	"use_aks_workload_identity":   {"ARM_USE_AKS_WORKLOAD_IDENTITY"},
-	"oidc_token":                  {"ARM_OIDC_TOKEN"},
-	"oidc_token_file_path":        {"ARM_OIDC_TOKEN_FILE_PATH"},
-	"oidc_request_url":            {"ARM_OIDC_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_URL"},
-	"oidc_request_token":          {"ARM_OIDC_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"},
-	"use_msi":                     {"ARM_USE_MSI"},
-	"use_cli":                     {"ARM_USE_CLI"},
-	"environment":                 {"ARM_ENVIRONMENT"},
-	"metadata_host":               {"ARM_METADATA_HOSTNAME"},
+	"subscription_id":                    {"ARM_SUBSCRIPTION_ID"},
+	"tenant_id":                          {"ARM_TENANT_ID"},
+	"client_id":                          {"ARM_CLIENT_ID"},
+	"client_id_file_path":                {"ARM_CLIENT_ID_FILE_PATH"},
+	"client_secret":                      {"ARM_CLIENT_SECRET"},
+	"client_secret_file_path":            {"ARM_CLIENT_SECRET_FILE_PATH"},
+	"client_certificate":                 {"ARM_CLIENT_CERTIFICATE"},
+	"client_certificate_path":            {"ARM_CLIENT_CERTIFICATE_PATH"},
+	"client_certificate_password":        {"ARM_CLIENT_CERTIFICATE_PASSWORD"},
+	"use_oidc":                           {"ARM_USE_OIDC"},
+	"use_aks_workload_identity":          {"ARM_USE_AKS_WORKLOAD_IDENTITY"},
+	"oidc_token":                         {"ARM_OIDC_TOKEN"},
+	"oidc_token_file_path":               {"ARM_OIDC_TOKEN_FILE_PATH"},
+	"oidc_request_url":                   {"ARM_OIDC_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_URL", "SYSTEM_OIDCREQUESTURI"},
+	"oidc_request_token":                 {"ARM_OIDC_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "SYSTEM_ACCESSTOKEN"},
+	"ado_pipeline_service_connection_id": {"ARM_ADO_PIPELINE_SERVICE_CONNECTION_ID", "ARM_OIDC_AZURE_SERVICE_CONNECTION_ID"},
+	"use_msi":                            {"ARM_USE_MSI"},
+	"msi_endpoint":                       {"ARM_MSI_ENDPOINT"},
+	"auxiliary_tenant_ids":               {"ARM_AUXILIARY_TENANT_IDS"},
+	"use_cli":                            {"ARM_USE_CLI"},
+	"environment":                        {"ARM_ENVIRONMENT"},
+	"metadata_host":                      {"ARM_METADATA_HOSTNAME"},
 }
 
 // EnvNames returns the environment variables an attribute defaults to, for documentation.
@@ -90,15 +101,84 @@ func EnvBool(attribute string, def bool) (bool, error) {
 	return b, nil
 }
 
+// ConfigFrom makes the configuration of the azure block's set values by attribute name (booleans
+// as strconv.ParseBool reads them); an attribute absent from set is read from its environment
+// variables, so ConfigFrom(nil) is the configuration of the environment alone.
+func ConfigFrom(set map[string]string) (Config, error) {
+	var errs []error
+	str := func(attribute string) string {
+		if v, ok := set[attribute]; ok {
+			return v
+		}
+		return Env(attribute)
+	}
+	boolean := func(attribute string, def bool) bool {
+		v, ok := set[attribute]
+		if !ok {
+			b, err := EnvBool(attribute, def)
+			errs = append(errs, err)
+			return b
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s = %q is not a boolean", attribute, v))
+		}
+		return b
+	}
+	c := Config{
+		SubscriptionID: str("subscription_id"), TenantID: str("tenant_id"),
+		ClientID: str("client_id"), ClientIDFilePath: str("client_id_file_path"),
+		ClientSecret: str("client_secret"), ClientSecretFilePath: str("client_secret_file_path"),
+		ClientCertificate: str("client_certificate"), ClientCertificatePath: str("client_certificate_path"),
+		ClientCertificatePassword: str("client_certificate_password"),
+		UseOIDC:                   boolean("use_oidc", false), UseAKSWorkloadIdentity: boolean("use_aks_workload_identity", false),
+		OIDCToken: str("oidc_token"), OIDCTokenFilePath: str("oidc_token_file_path"),
+		OIDCRequestURL: str("oidc_request_url"), OIDCRequestToken: str("oidc_request_token"),
+		ADOPipelineServiceConnectionID: str("ado_pipeline_service_connection_id"),
+		UseMSI:                         boolean("use_msi", false), UseCLI: boolean("use_cli", true), MSIEndpoint: str("msi_endpoint"),
+		Environment: str("environment"), MetadataHost: str("metadata_host"),
+	}
+	// A list, separated by semicolons as azurerm reads ARM_AUXILIARY_TENANT_IDS.
+	for _, id := range strings.Split(str("auxiliary_tenant_ids"), ";") {
+		if id = strings.TrimSpace(id); id != "" {
+			c.AuxiliaryTenantIDs = append(c.AuxiliaryTenantIDs, id)
+		}
+	}
+	if len(c.AuxiliaryTenantIDs) > maxAuxiliaryTenants {
+		errs = append(errs, fmt.Errorf("auxiliary_tenant_ids names %d tenants: ARM takes at most %d (https://learn.microsoft.com/azure/azure-resource-manager/management/authenticate-multi-tenant)",
+			len(c.AuxiliaryTenantIDs), maxAuxiliaryTenants))
+	}
+	return c, errors.Join(errs...)
+}
+
+// maxAuxiliaryTenants is how many auxiliary tokens one ARM request may carry.
+const maxAuxiliaryTenants = 3
+
 // Workload identity tokens that platforms hand a run: HCP Terraform's generic token (with
-// TFC_WORKLOAD_IDENTITY_AUDIENCE set on the workspace), and AKS workload identity's token file.
+// TFC_WORKLOAD_IDENTITY_AUDIENCE set on the workspace), and AKS workload identity's token file,
+// client ID and tenant ID (https://azure.github.io/azure-workload-identity/docs/topics/service-account-labels-and-annotations.html).
 const (
 	envTFCWorkloadIdentityToken = "TFC_WORKLOAD_IDENTITY_TOKEN"
 	envAzureFederatedTokenFile  = "AZURE_FEDERATED_TOKEN_FILE"
+	envAzureClientID            = "AZURE_CLIENT_ID"
+	envAzureTenantID            = "AZURE_TENANT_ID"
 )
 
-// tokenExchangeAudience is the audience Entra expects of federated tokens.
+// tokenExchangeAudience is the audience Entra expects of federated tokens in the public cloud;
+// the sovereign clouds expect their own
+// (https://learn.microsoft.com/entra/workload-id/workload-identity-federation-create-trust).
 const tokenExchangeAudience = "api://AzureADTokenExchange"
+
+// TokenExchangeAudience is the audience of the federated tokens the configuration's cloud expects.
+func (c Config) TokenExchangeAudience() string {
+	switch strings.ToLower(c.Environment) {
+	case "usgovernment", "usgovernmentl4":
+		return tokenExchangeAudience + "USGov"
+	case "china":
+		return tokenExchangeAudience + "China"
+	}
+	return tokenExchangeAudience
+}
 
 // Cloud resolves the cloud: a well-known environment, or the metadata document of MetadataHost.
 func (c Config) Cloud(ctx context.Context, client *http.Client) (cloud.Configuration, error) {
@@ -162,6 +242,12 @@ func (c Config) Credential(opts azcore.ClientOptions, customCloud bool) (azcore.
 	if err != nil {
 		return nil, err
 	}
+	if c.UseAKSWorkloadIdentity && clientID == "" {
+		clientID = os.Getenv(envAzureClientID)
+	}
+	if c.UseAKSWorkloadIdentity && c.TenantID == "" {
+		c.TenantID = os.Getenv(envAzureTenantID)
+	}
 	secret, err := valueOrFile(c.ClientSecret, c.ClientSecretFilePath, "client_secret")
 	if err != nil {
 		return nil, err
@@ -172,6 +258,8 @@ func (c Config) Credential(opts azcore.ClientOptions, customCloud bool) (azcore.
 		}
 		return nil
 	}
+	// Tokens for the auxiliary tenants come from the same credential.
+	tenants := c.AuxiliaryTenantIDs
 	switch {
 	case c.ClientCertificate != "" || c.ClientCertificatePath != "":
 		if err := needTenant("a client certificate"); err != nil {
@@ -186,14 +274,14 @@ func (c Config) Credential(opts azcore.ClientOptions, customCloud bool) (azcore.
 			return nil, fmt.Errorf("client certificate: %w (check client_certificate_password)", err)
 		}
 		return azidentity.NewClientCertificateCredential(c.TenantID, clientID, certs, key, &azidentity.ClientCertificateCredentialOptions{
-			ClientOptions: opts, DisableInstanceDiscovery: customCloud, SendCertificateChain: true,
+			ClientOptions: opts, DisableInstanceDiscovery: customCloud, SendCertificateChain: true, AdditionallyAllowedTenants: tenants,
 		})
 	case secret != "":
 		if err := needTenant("a client secret"); err != nil {
 			return nil, err
 		}
 		return azidentity.NewClientSecretCredential(c.TenantID, clientID, secret, &azidentity.ClientSecretCredentialOptions{
-			ClientOptions: opts, DisableInstanceDiscovery: customCloud,
+			ClientOptions: opts, DisableInstanceDiscovery: customCloud, AdditionallyAllowedTenants: tenants,
 		})
 	}
 	if assertion := c.oidcAssertion(opts); assertion != nil {
@@ -201,10 +289,12 @@ func (c Config) Credential(opts azcore.ClientOptions, customCloud bool) (azcore.
 			return nil, err
 		}
 		return azidentity.NewClientAssertionCredential(c.TenantID, clientID, assertion, &azidentity.ClientAssertionCredentialOptions{
-			ClientOptions: opts, DisableInstanceDiscovery: customCloud,
+			ClientOptions: opts, DisableInstanceDiscovery: customCloud, AdditionallyAllowedTenants: tenants,
 		})
 	}
 	switch {
+	case c.UseMSI && c.MSIEndpoint != "":
+		return newMSIEndpointCredential(c.MSIEndpoint, clientID, opts)
 	case c.UseMSI:
 		o := &azidentity.ManagedIdentityCredentialOptions{ClientOptions: opts}
 		if clientID != "" {
@@ -246,6 +336,8 @@ func (c Config) oidcAssertion(opts azcore.ClientOptions) func(context.Context) (
 		return fixed(os.Getenv(envTFCWorkloadIdentityToken))
 	case c.UseAKSWorkloadIdentity && os.Getenv(envAzureFederatedTokenFile) != "":
 		return fromFile(os.Getenv(envAzureFederatedTokenFile))
+	case c.OIDCRequestURL != "" && c.OIDCRequestToken != "" && c.ADOPipelineServiceConnectionID != "":
+		return c.requestADOToken(opts)
 	case c.OIDCRequestURL != "" && c.OIDCRequestToken != "":
 		return c.requestOIDCToken(opts)
 	}
@@ -253,38 +345,74 @@ func (c Config) oidcAssertion(opts azcore.ClientOptions) func(context.Context) (
 }
 
 // requestOIDCToken asks a CI system for a token, as GitHub Actions serves them:
-// GET <request URL>&audience=api://AzureADTokenExchange with the request token as bearer.
+// GET <request URL>&audience=<the cloud's token exchange audience> with the request token as
+// bearer, answered {"value": token}.
 func (c Config) requestOIDCToken(opts azcore.ClientOptions) func(context.Context) (string, error) {
-	client := &http.Client{Timeout: 30 * time.Second}
-	if hc, ok := opts.Transport.(*http.Client); ok {
-		client = hc
-	}
 	return func(ctx context.Context) (string, error) {
 		u, err := url.Parse(c.OIDCRequestURL)
 		if err != nil {
 			return "", fmt.Errorf("oidc_request_url: %w", err)
 		}
 		q := u.Query()
-		q.Set("audience", tokenExchangeAudience)
+		q.Set("audience", c.TokenExchangeAudience())
 		u.RawQuery = q.Encode()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Authorization", "Bearer "+c.OIDCRequestToken)
-		resp, err := client.Do(req)
-		if err != nil {
-			return "", fmt.Errorf("request an OIDC token: %w", err)
-		}
-		defer resp.Body.Close()
-		var body struct {
-			Value string `json:"value"`
-		}
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil || resp.StatusCode != http.StatusOK || body.Value == "" {
-			return "", fmt.Errorf("request an OIDC token from %s: %s", u.Host, resp.Status)
-		}
-		return body.Value, nil
+		return c.requestToken(ctx, opts, http.MethodGet, u, "value")
 	}
+}
+
+// adoOIDCAPIVersion is the version of Azure DevOps' OIDC token API azidentity's
+// AzurePipelinesCredential calls.
+const adoOIDCAPIVersion = "7.1"
+
+// requestADOToken asks an Azure DevOps pipeline for its service connection's token, as
+// azidentity's AzurePipelinesCredential and azurerm do: POST
+// <SYSTEM_OIDCREQUESTURI>?api-version=7.1&serviceConnectionId=<ID> with System.AccessToken as
+// bearer, answered {"oidcToken": token}.
+func (c Config) requestADOToken(opts azcore.ClientOptions) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		u, err := url.Parse(c.OIDCRequestURL)
+		if err != nil {
+			return "", fmt.Errorf("oidc_request_url: %w", err)
+		}
+		q := u.Query()
+		q.Set("api-version", adoOIDCAPIVersion)
+		q.Set("serviceConnectionId", c.ADOPipelineServiceConnectionID)
+		u.RawQuery = q.Encode()
+		return c.requestToken(ctx, opts, http.MethodPost, u, "oidcToken")
+	}
+}
+
+// requestToken makes a CI system's token request and returns the token in the answer's field.
+func (c Config) requestToken(ctx context.Context, opts azcore.ClientOptions, method string, u *url.URL, field string) (string, error) {
+	client := &http.Client{Timeout: 30 * time.Second}
+	if hc, ok := opts.Transport.(*http.Client); ok {
+		client = hc
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.OIDCRequestToken)
+	req.Header.Set("Content-Type", "application/json")
+	// Azure DevOps answers an unauthenticated request with a sign-in redirect unless told not to.
+	req.Header.Set("X-TFS-FedAuthRedirect", "Suppress")
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("request an OIDC token: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("request an OIDC token from %s: %s", u.Host, resp.Status)
+	}
+	var body map[string]any
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+		return "", fmt.Errorf("request an OIDC token from %s: %w", u.Host, err)
+	}
+	token, _ := body[field].(string)
+	if token == "" {
+		return "", fmt.Errorf("request an OIDC token from %s: the answer has no %q", u.Host, field)
+	}
+	return token, nil
 }
 
 func valueOrFile(value, path, attribute string) (string, error) {

@@ -183,7 +183,10 @@ func TestOIDCFromTerraformCloud(t *testing.T) {
 			k, v, _ := strings.Cut(kv, "=")
 			t.Setenv(k, v)
 		}
-		c := configFromEnv(t)
+		c, err := ConfigFrom(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := readARM(t, c); err != nil {
 			t.Fatalf("%v: %v", env, err)
 		}
@@ -203,20 +206,6 @@ func TestOIDCFromTerraformCloud(t *testing.T) {
 	c.OIDCToken = other
 	if err := readARM(t, c); err == nil || !strings.Contains(err.Error(), "AADSTS700213") {
 		t.Errorf("wrong subject: %v", err)
-	}
-}
-
-// configFromEnv is the configuration a provider without an azure block reads.
-func configFromEnv(t *testing.T) Config {
-	t.Helper()
-	useOIDC, err := EnvBool("use_oidc", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	useCLI, _ := EnvBool("use_cli", true)
-	return Config{
-		SubscriptionID: Env("subscription_id"), TenantID: Env("tenant_id"), ClientID: Env("client_id"),
-		UseOIDC: useOIDC, OIDCToken: Env("oidc_token"), MetadataHost: Env("metadata_host"), UseCLI: useCLI,
 	}
 }
 
@@ -347,4 +336,156 @@ func writeFile(t *testing.T, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// setEnv sets environment variables for a test ("K=V" each).
+func setEnv(t *testing.T, kvs ...string) {
+	t.Helper()
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
+// An Azure DevOps pipeline's service connection, from what the pipeline's task environment holds
+// (SYSTEM_OIDCREQUESTURI, SYSTEM_ACCESSTOKEN) and the connection's ID, under azurerm's variable and
+// azapi's: the token is requested as Azure DevOps serves it and exchanged with Entra.
+func TestADOServiceConnection(t *testing.T) {
+	const connection, subject = "8f7c4c3a-2b51-4f0e-9d43-6c1a4f3e2b10", "sc://acme/windows/kubewin-prod"
+	app := server.RegisterApp(armtest.App{Federated: []armtest.FederatedCredential{{Issuer: server.Issuer().URL(), Subject: subject}}})
+	token, err := server.Issuer().Mint(subject, tokenExchangeAudience, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Azure DevOps' OIDC token API as azidentity's AzurePipelinesCredential calls it.
+	ado := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		switch {
+		case r.Method != http.MethodPost || q.Get("api-version") != "7.1":
+			http.Error(w, "bad request", http.StatusBadRequest)
+		case r.Header.Get("Authorization") != "Bearer system-access-token":
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+		case q.Get("serviceConnectionId") != connection:
+			http.Error(w, "No service connection found with identifier "+q.Get("serviceConnectionId"), http.StatusNotFound)
+		default:
+			_ = json.NewEncoder(w).Encode(map[string]string{"oidcToken": token})
+		}
+	}))
+	defer ado.Close()
+	setEnv(t, "ARM_SUBSCRIPTION_ID="+server.SubscriptionID(), "ARM_TENANT_ID="+server.TenantID(), "ARM_METADATA_HOSTNAME="+server.MetadataHost(),
+		"ARM_CLIENT_ID="+app.ClientID, "ARM_USE_OIDC=true", "ARM_USE_CLI=false",
+		"SYSTEM_OIDCREQUESTURI="+ado.URL+"/acme/_apis/distributedtask/hubs/build/plans/1/jobs/2/oidctoken", "SYSTEM_ACCESSTOKEN=system-access-token")
+	for _, name := range []string{"ARM_ADO_PIPELINE_SERVICE_CONNECTION_ID", "ARM_OIDC_AZURE_SERVICE_CONNECTION_ID"} {
+		t.Setenv(name, connection)
+		c, err := ConfigFrom(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := readARM(t, c); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		t.Setenv(name, "")
+	}
+	// Another connection: Azure DevOps' error; none: the request is GitHub's, which Azure DevOps refuses.
+	for conn, want := range map[string]string{"0b9e7e55-0000-4000-8000-000000000000": "404", "": "400"} {
+		t.Setenv("ARM_ADO_PIPELINE_SERVICE_CONNECTION_ID", conn)
+		c, _ := ConfigFrom(nil)
+		if err := readARM(t, c); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("service connection %q: %v, want %s", conn, err, want)
+		}
+	}
+}
+
+// AKS workload identity: with use_aks_workload_identity, the client ID, tenant ID and token file
+// the webhook injects (AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE) are enough.
+func TestAKSWorkloadIdentity(t *testing.T) {
+	const subject = "system:serviceaccount:kube-system:kubewin"
+	app := server.RegisterApp(armtest.App{Federated: []armtest.FederatedCredential{{Issuer: server.Issuer().URL(), Subject: subject}}})
+	token, err := server.Issuer().Mint(subject, tokenExchangeAudience, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setEnv(t, "ARM_SUBSCRIPTION_ID="+server.SubscriptionID(), "ARM_METADATA_HOSTNAME="+server.MetadataHost(), "ARM_USE_AKS_WORKLOAD_IDENTITY=true",
+		"ARM_USE_CLI=false", "AZURE_CLIENT_ID="+app.ClientID, "AZURE_TENANT_ID="+server.TenantID(), "AZURE_FEDERATED_TOKEN_FILE="+writeFile(t, token))
+	c, err := ConfigFrom(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := readARM(t, c); err != nil {
+		t.Fatal(err)
+	}
+	// Without use_aks_workload_identity the injected variables are not read.
+	t.Setenv("ARM_USE_AKS_WORKLOAD_IDENTITY", "")
+	c, _ = ConfigFrom(nil)
+	if err := readARM(t, c); err == nil || !strings.Contains(err.Error(), "no Azure credential is configured") {
+		t.Errorf("without use_aks_workload_identity: %v", err)
+	}
+}
+
+// A CI system's token is requested for the audience Entra expects in the configured cloud; Entra
+// refuses a token for another cloud's audience.
+func TestOIDCAudiencePerCloud(t *testing.T) {
+	for env, want := range map[string]string{"": "api://AzureADTokenExchange", "public": "api://AzureADTokenExchange",
+		"usgovernment": "api://AzureADTokenExchangeUSGov", "china": "api://AzureADTokenExchangeChina"} {
+		if got := (Config{Environment: env}).TokenExchangeAudience(); got != want {
+			t.Errorf("environment %q: audience %q, want %q", env, got, want)
+		}
+	}
+	const subject = "repo:acme/nodes:environment:china"
+	app := server.RegisterApp(armtest.App{Federated: []armtest.FederatedCredential{
+		{Issuer: server.Issuer().URL(), Subject: subject, Audiences: []string{"api://AzureADTokenExchangeChina"}},
+	}})
+	ci := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, err := server.Issuer().Mint(subject, r.URL.Query().Get("audience"), 10*time.Minute)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"value": token})
+	}))
+	defer ci.Close()
+	c := base()
+	c.ClientID, c.UseOIDC, c.OIDCRequestURL, c.OIDCRequestToken, c.Environment = app.ClientID, true, ci.URL+"/token", "ci-request-token", "china"
+	if err := readARM(t, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Environment = ""
+	if err := readARM(t, c); err == nil || !strings.Contains(err.Error(), "AADSTS700212") {
+		t.Errorf("public audience for a China credential: %v", err)
+	}
+}
+
+// A managed identity endpoint other than IMDS (ARM_MSI_ENDPOINT), asked as IMDS is.
+func TestMSIEndpoint(t *testing.T) {
+	id := server.AddManagedIdentity()
+	setEnv(t, "ARM_SUBSCRIPTION_ID="+server.SubscriptionID(), "ARM_METADATA_HOSTNAME="+server.MetadataHost(), "ARM_USE_MSI=true",
+		"ARM_USE_CLI=false", "ARM_CLIENT_ID="+id, "ARM_MSI_ENDPOINT="+server.URL()+armtest.ManagedIdentityPath)
+	c, err := ConfigFrom(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := readARM(t, c); err != nil {
+		t.Fatal(err)
+	}
+	c.ClientID = "00000000-0000-0000-0000-000000000001"
+	if err := readARM(t, c); err == nil || !strings.Contains(err.Error(), "Identity not found") {
+		t.Errorf("unknown identity: %v", err)
+	}
+	c.MSIEndpoint = "169.254.169.254"
+	if err := readARM(t, c); err == nil || !strings.Contains(err.Error(), "msi_endpoint") {
+		t.Errorf("not a URL: %v", err)
+	}
+}
+
+// ARM_AUXILIARY_TENANT_IDS is a list separated by semicolons, as azurerm reads it, of at most 3.
+func TestAuxiliaryTenants(t *testing.T) {
+	t.Setenv("ARM_AUXILIARY_TENANT_IDS", "a; b;c")
+	c, err := ConfigFrom(nil)
+	if err != nil || strings.Join(c.AuxiliaryTenantIDs, ",") != "a,b,c" {
+		t.Errorf("auxiliary tenants %v, %v", c.AuxiliaryTenantIDs, err)
+	}
+	t.Setenv("ARM_AUXILIARY_TENANT_IDS", "a;b;c;d")
+	if _, err := ConfigFrom(nil); err == nil || !strings.Contains(err.Error(), "at most 3") {
+		t.Errorf("4 auxiliary tenants: %v", err)
+	}
 }

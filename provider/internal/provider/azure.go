@@ -3,9 +3,12 @@ package provider
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -34,7 +37,10 @@ type azureModel struct {
 	OIDCTokenFilePath         types.String `tfsdk:"oidc_token_file_path"`
 	OIDCRequestURL            types.String `tfsdk:"oidc_request_url"`
 	OIDCRequestToken          types.String `tfsdk:"oidc_request_token"`
+	ADOServiceConnectionID    types.String `tfsdk:"ado_pipeline_service_connection_id"`
 	UseMSI                    types.Bool   `tfsdk:"use_msi"`
+	MSIEndpoint               types.String `tfsdk:"msi_endpoint"`
+	AuxiliaryTenantIDs        types.List   `tfsdk:"auxiliary_tenant_ids"`
 	UseCLI                    types.Bool   `tfsdk:"use_cli"`
 	Environment               types.String `tfsdk:"environment"`
 	MetadataHost              types.String `tfsdk:"metadata_host"`
@@ -49,7 +55,8 @@ func azureBlock() schema.Block {
 	}
 	return schema.SingleNestedBlock{
 		Description: "Connection to Azure for the `azure` backend, with the arguments and `ARM_*` environment variables of the azurerm provider. " +
-			"The first credential configured is used, in azurerm's order: client certificate, client secret, OIDC token, managed identity, Azure CLI. " +
+			"The first credential configured is used, in azurerm's order: client certificate, client secret, OIDC token (given, in a file, from AKS workload identity, " +
+			"or requested from an Azure DevOps service connection or GitHub Actions), managed identity, Azure CLI. " +
 			"A Terraform Cloud workspace with Azure dynamic credentials needs nothing here: the run's `ARM_CLIENT_ID`, `ARM_OIDC_TOKEN` and `ARM_USE_OIDC` " +
 			"are read as azurerm reads them (set `ARM_SUBSCRIPTION_ID` and `ARM_TENANT_ID` on the workspace); the generic `TFC_WORKLOAD_IDENTITY_TOKEN` works too. " +
 			"No credential is stored in the state or logged.",
@@ -64,13 +71,27 @@ func azureBlock() schema.Block {
 			"client_certificate_path":     str("client_certificate_path", "A PKCS#12 file with the service principal's certificate and key.", false),
 			"client_certificate_password": str("client_certificate_password", "The password of the PKCS#12 bundle.", true),
 			"use_oidc":                    boolean("use_oidc", "Authenticate with an OIDC token exchanged for an Entra token (workload identity federation)."),
-			"use_aks_workload_identity":   boolean("use_aks_workload_identity", "Authenticate with AKS workload identity's token file (`AZURE_FEDERATED_TOKEN_FILE`)."),
-			"oidc_token":                  str("oidc_token", "An OIDC token to exchange.", true),
-			"oidc_token_file_path":        str("oidc_token_file_path", "A file holding the OIDC token, read again at every exchange.", false),
-			"oidc_request_url":            str("oidc_request_url", "The URL a CI system serves OIDC tokens at (GitHub Actions).", false),
-			"oidc_request_token":          str("oidc_request_token", "The bearer token for `oidc_request_url`.", true),
-			"use_msi":                     boolean("use_msi", "Authenticate with the machine's managed identity."),
-			"use_cli":                     boolean("use_cli", "Authenticate as the Azure CLI's logged-in account when nothing else is configured. Default `true`."),
+			"use_aks_workload_identity": boolean("use_aks_workload_identity", "Authenticate with AKS workload identity: the token file, client ID and tenant ID "+
+				"its webhook injects (`AZURE_FEDERATED_TOKEN_FILE`, `AZURE_CLIENT_ID`, `AZURE_TENANT_ID`) are read when not set otherwise."),
+			"oidc_token":           str("oidc_token", "An OIDC token to exchange.", true),
+			"oidc_token_file_path": str("oidc_token_file_path", "A file holding the OIDC token, read again at every exchange.", false),
+			"oidc_request_url": str("oidc_request_url", "The URL a CI system serves OIDC tokens at: GitHub Actions, or an Azure DevOps pipeline "+
+				"with `ado_pipeline_service_connection_id`. The token is requested for the cloud's audience: `api://AzureADTokenExchange`, "+
+				"`api://AzureADTokenExchangeUSGov` (usgovernment) or `api://AzureADTokenExchangeChina` (china).", false),
+			"oidc_request_token": str("oidc_request_token", "The bearer token for `oidc_request_url` (in Azure DevOps, `$(System.AccessToken)`).", true),
+			"ado_pipeline_service_connection_id": str("ado_pipeline_service_connection_id", "The ID of an Azure DevOps service connection with workload "+
+				"identity federation: its token is requested from the pipeline (`oidc_request_url`, `oidc_request_token`) and exchanged. "+
+				"Without it, a token request is GitHub Actions'.", false),
+			"use_msi":      boolean("use_msi", "Authenticate with the machine's managed identity."),
+			"msi_endpoint": str("msi_endpoint", "A managed identity endpoint to use instead of the instance metadata service, asked as that service is.", false),
+			"auxiliary_tenant_ids": schema.ListAttribute{
+				Optional: true, ElementType: types.StringType,
+				Validators: []validator.List{listvalidator.SizeAtMost(3)},
+				Description: "Up to 3 other tenants whose resources the backend reads, such as a gallery image shared from another tenant: " +
+					"a token for each goes with every ARM request (`x-ms-authorization-auxiliary`); the app must be registered in each. " +
+					"Default: `$ARM_AUXILIARY_TENANT_IDS` (separated by `;`).",
+			},
+			"use_cli": boolean("use_cli", "Authenticate as the Azure CLI's logged-in account when nothing else is configured. Default `true`."),
 			"environment": schema.StringAttribute{
 				Optional:    true,
 				Validators:  []validator.String{stringvalidator.OneOf("public", "usgovernment", "china")},
@@ -95,38 +116,35 @@ func (a *azureModel) config() (azure.Config, bool, diag.Diagnostics) {
 	if a == nil {
 		a = &azureModel{}
 	}
-	str := func(v types.String, attribute string) string {
-		if !v.IsNull() && !v.IsUnknown() {
-			return v.ValueString()
-		}
-		return azure.Env(attribute)
-	}
-	boolean := func(v types.Bool, attribute string, def bool) bool {
-		if !v.IsNull() && !v.IsUnknown() {
-			return v.ValueBool()
-		}
-		b, err := azure.EnvBool(attribute, def)
-		if err != nil {
-			diags.AddAttributeError(path.Root("azure").AtName(attribute), "Invalid Azure Setting", err.Error())
-		}
-		return b
-	}
 	for _, v := range []types.String{a.SubscriptionID, a.TenantID, a.ClientID, a.ClientSecret, a.OIDCToken, a.MetadataHost} {
 		if v.IsUnknown() {
 			return azure.Config{}, false, diags // known only at apply: the backend is configured then
 		}
 	}
-	c := azure.Config{
-		SubscriptionID: str(a.SubscriptionID, "subscription_id"), TenantID: str(a.TenantID, "tenant_id"),
-		ClientID: str(a.ClientID, "client_id"), ClientIDFilePath: str(a.ClientIDFilePath, "client_id_file_path"),
-		ClientSecret: str(a.ClientSecret, "client_secret"), ClientSecretFilePath: str(a.ClientSecretFilePath, "client_secret_file_path"),
-		ClientCertificate: str(a.ClientCertificate, "client_certificate"), ClientCertificatePath: str(a.ClientCertificatePath, "client_certificate_path"),
-		ClientCertificatePassword: str(a.ClientCertificatePassword, "client_certificate_password"),
-		UseOIDC:                   boolean(a.UseOIDC, "use_oidc", false), UseAKSWorkloadIdentity: boolean(a.UseAKSWorkloadIdentity, "use_aks_workload_identity", false),
-		OIDCToken: str(a.OIDCToken, "oidc_token"), OIDCTokenFilePath: str(a.OIDCTokenFilePath, "oidc_token_file_path"),
-		OIDCRequestURL: str(a.OIDCRequestURL, "oidc_request_url"), OIDCRequestToken: str(a.OIDCRequestToken, "oidc_request_token"),
-		UseMSI: boolean(a.UseMSI, "use_msi", false), UseCLI: boolean(a.UseCLI, "use_cli", true),
-		Environment: str(a.Environment, "environment"), MetadataHost: str(a.MetadataHost, "metadata_host"),
+	set := map[string]string{}
+	v := reflect.ValueOf(a).Elem()
+	for i := range v.NumField() {
+		attribute := v.Type().Field(i).Tag.Get("tfsdk")
+		switch f := v.Field(i).Interface().(type) {
+		case types.String:
+			if !f.IsNull() && !f.IsUnknown() {
+				set[attribute] = f.ValueString()
+			}
+		case types.Bool:
+			if !f.IsNull() && !f.IsUnknown() {
+				set[attribute] = strconv.FormatBool(f.ValueBool())
+			}
+		case types.List:
+			if !f.IsNull() && !f.IsUnknown() {
+				var ids []string
+				diags.Append(f.ElementsAs(context.Background(), &ids, false)...)
+				set[attribute] = strings.Join(ids, ";")
+			}
+		}
+	}
+	c, err := azure.ConfigFrom(set)
+	if err != nil {
+		diags.AddAttributeError(path.Root("azure"), "Invalid Azure Setting", err.Error())
 	}
 	return c, true, diags
 }

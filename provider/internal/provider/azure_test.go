@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/kubewin/kubewin/internal/testkit/armtest/simboot"
 	"github.com/kubewin/kubewin/internal/testkit/testenv"
 	"github.com/kubewin/kubewin/provider/internal/azure"
+	"github.com/kubewin/kubewin/provider/internal/azure/azureacc"
 )
 
 // The azure backend's tests run against one ARM + Entra test server for the test binary
@@ -33,14 +35,25 @@ import (
 // through SSL_CERT_FILE, as a user of a custom cloud would. Its scale-set instances boot as
 // simulated machines running nodeboot with the custom data they were given, and join the local
 // control plane of the test's kubewin_cluster for real.
+//
+// When the environment names an Azure subscription (azureacc.FromEnv: ARM_SUBSCRIPTION_ID and
+// ARM_TEST_LOCATION, with a credential as the provider reads it), the suites that need only ARM
+// run there instead (realAzure), each in its own tagged resource group; the suites that need the
+// test server's simulated machines, images and faults are skipped.
 var (
 	armServer *armtest.Server
 	armBooter *simboot.Booter
+	realAzure *azureacc.Target
 )
 
-// startARM starts the test binary's ARM server. It must run before anything reads the system's
-// certificate pool, which SSL_CERT_FILE then names.
+// startARM chooses the azure target: the subscription the environment names, or the test
+// binary's ARM server. The server must start before anything reads the system's certificate
+// pool, which SSL_CERT_FILE then names.
 func startARM(dir string) error {
+	var err error
+	if realAzure, err = azureacc.FromEnv(context.Background()); err != nil || realAzure != nil {
+		return err
+	}
 	bin, err := testenv.BinDir()
 	if err != nil {
 		return err
@@ -55,6 +68,71 @@ func startARM(dir string) error {
 }
 
 var azureSeq atomic.Int64
+
+// testServerOnly skips a test that needs the ARM test server's simulated machines, images or
+// faults when the suites target real Azure.
+func testServerOnly(t testing.TB) {
+	t.Helper()
+	if armServer == nil {
+		t.Skip("needs the ARM test server (simulated machines joining a control plane in this process, seeded images, injected faults); " +
+			"the azure suites target real Azure because ARM_SUBSCRIPTION_ID is set")
+	}
+}
+
+// serverTarget is the test server as an azureacc target, made on first use.
+var serverTarget = sync.OnceValues(func() (*azureacc.Target, error) {
+	c := armServer.Credentials()
+	return azureacc.New(context.Background(), azure.Config{
+		SubscriptionID: c.SubscriptionID, TenantID: c.TenantID, ClientID: c.ClientID, ClientSecret: c.ClientSecret, MetadataHost: armServer.MetadataHost(),
+	}, armServer.Location(), "")
+})
+
+// accTarget is where the suites that need only ARM run: real Azure when the environment names
+// it, else the test server, whose ARM_* variables the provider then reads.
+func accTarget(t *testing.T) *azureacc.Target {
+	t.Helper()
+	if realAzure != nil {
+		return realAzure
+	}
+	for _, kv := range armServer.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		if k != "SSL_CERT_FILE" {
+			t.Setenv(k, v)
+		}
+	}
+	tg, err := serverTarget()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// routeFixture is a resource group of a target, made through ARM for the test and deleted
+// with everything in it when the test ends, with a virtual network and a route table
+// associated with its subnet.
+type routeFixture struct {
+	target                        *azureacc.Target
+	group, subnetID, routeTableID string
+}
+
+func newRouteFixture(t *testing.T, tg *azureacc.Target) *routeFixture {
+	t.Helper()
+	ctx := context.Background()
+	group, err := tg.NewGroup(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tg.DeleteGroup(context.Background(), group); err != nil {
+			t.Errorf("%v: delete it by hand or with make sweep-azure", err)
+		}
+	})
+	f := &routeFixture{target: tg, group: group}
+	if f.subnetID, f.routeTableID, err = tg.Network(ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
 
 // azureFixture is a resource group of the test server with a virtual network, a route table
 // associated with its node subnet, and two images of the control plane's version.
@@ -79,6 +157,7 @@ func newAzureFixture(t *testing.T, state string) *azureFixture {
 // newAzureFixtureTB seeds the server, for a provider in another process.
 func newAzureFixtureTB(t testing.TB, state string) *azureFixture {
 	t.Helper()
+	testServerOnly(t)
 	f := &azureFixture{group: fmt.Sprintf("kubewin-test-%d", azureSeq.Add(1))}
 	vnet, err := armServer.AddVirtualNetwork(armtest.VirtualNetwork{
 		ResourceGroup: f.group, Name: "vnet", AddressPrefixes: []string{"10.240.0.0/16"},
@@ -203,9 +282,13 @@ resource "kubewin_pod_route" "node" {
 // Routes in an Azure route table: created in parallel (serialised per table), updated in place,
 // removed, imported by resource ID; the table's limit holds at plan time.
 func TestAccPodRoute_azure(t *testing.T) {
-	state, provider := testAccLocal(t)
-	f := newAzureFixture(t, state)
-	table, err := azureClient(t).OpenRouteTable(f.routeTableID)
+	testAccPodRouteAzure(t, accTarget(t))
+}
+
+func testAccPodRouteAzure(t *testing.T, tg *azureacc.Target) {
+	_, provider := testAccLocal(t)
+	f := newRouteFixture(t, tg)
+	table, err := tg.Client.OpenRouteTable(f.routeTableID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,8 +345,8 @@ func TestAccPodRoute_azure(t *testing.T) {
 
 // A route of an Azure route table is imported by its resource ID.
 func TestAccPodRoute_azureImport(t *testing.T) {
-	state, provider := testAccLocal(t)
-	f := newAzureFixture(t, state)
+	_, provider := testAccLocal(t)
+	f := newRouteFixture(t, accTarget(t))
 	config := provider + fmt.Sprintf(`resource "kubewin_pod_route" "test" {
   name        = "win000000"
   destination = "10.244.0.0/24"

@@ -45,6 +45,7 @@ type clusterGroup struct {
 
 func newClusterGroup(t testing.TB, state string) *clusterGroup {
 	t.Helper()
+	testServerOnly(t)
 	g := &clusterGroup{name: fmt.Sprintf("kubewin-cluster-%d", azureSeq.Add(1))}
 	armServer.AddResourceGroup(g.name)
 	dir := testImage(t, testBackend(t, state), g.name)

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	nodebootDir = dir
 	if err := startARM(dir); err != nil {
-		fmt.Fprintf(os.Stderr, "start the ARM test server: %v\n", err)
+		fmt.Fprintf(os.Stderr, "the azure target: %v\n", err)
 		os.Exit(1)
 	}
 	// A CLI configuration file that does not exist only adds warnings to every run.
@@ -52,9 +52,11 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
-	if err := armServer.Close(); err != nil {
-		fmt.Fprintf(os.Stderr, "the ARM test server: %v\n", err)
-		code = max(code, 1)
+	if armServer != nil {
+		if err := armServer.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "the ARM test server: %v\n", err)
+			code = max(code, 1)
+		}
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -176,7 +176,8 @@ func clusterAzureBlock(context.Context) schema.Block {
 				Optional:    true,
 				ElementType: types.StringType,
 				Description: "Address prefixes that may reach the API server (the control planes' security group), besides the cluster's own " +
-					"outbound address (its NAT gateway's), from which its machines reach a public frontend. Default: any.",
+					"outbound address (its NAT gateway's), from which its machines reach a public frontend. Only with the cluster's own " +
+					"network: with `master_subnet_id` it is refused (restrict the API server in your subnet's security group). Default: any.",
 			},
 			"vnet_cidr": schema.StringAttribute{
 				Optional:    true,
@@ -294,6 +295,17 @@ func (a *clusterAzureModel) validate(_ context.Context, m *clusterModel) diag.Di
 	}
 	if a.ControlPlaneSubnetID.IsNull() != a.AgentSubnetID.IsNull() && !a.ControlPlaneSubnetID.IsUnknown() && !a.AgentSubnetID.IsUnknown() {
 		diags.AddAttributeError(pathClusterAzure.AtName("master_subnet_id"), "Incomplete Existing Network", "Set both master_subnet_id and agent_subnet_id (existing subnets), or neither (the cluster's own virtual network).")
+	}
+	if !a.ControlPlaneSubnetID.IsNull() && !a.APIServerAuthorizedIPRanges.IsNull() && !a.APIServerAuthorizedIPRanges.IsUnknown() &&
+		len(a.APIServerAuthorizedIPRanges.Elements()) > 0 {
+		diags.AddAttributeError(pathClusterAzure.AtName("api_server_authorized_ip_ranges"), "Authorized Ranges Need the Cluster's Own Network",
+			"api_server_authorized_ip_ranges is enforced by the security group kubewin makes for its own control planes' subnet; with existing "+
+				"subnets (master_subnet_id, agent_subnet_id) kubewin makes no security group, so the ranges would be ignored and the API server "+
+				"open to any source. Either remove master_subnet_id and agent_subnet_id (kubewin's own network allows these ranges and the "+
+				"cluster's outbound address), or remove api_server_authorized_ip_ranges and restrict TCP 6443 in your subnet's network "+
+				"security group: allow your ranges and every address the cluster's machines reach the API server from (the public "+
+				"addresses of your subnets' NAT gateways and, for a public API server, the load balancer's frontend address, which its "+
+				"outbound rules use), or the nodes are locked out.")
 	}
 	if a.APIServerAccess.ValueString() == "internal" && !a.DNSPrefix.IsNull() {
 		diags.AddAttributeError(pathClusterAzure.AtName("dns_prefix"), "DNS Prefix Without Public Address", "dns_prefix names the public address of the API server; with api_server_access = \"internal\" there is none: remove it.")

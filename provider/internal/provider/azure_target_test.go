@@ -1,0 +1,66 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kubewin/kubewin/provider/internal/azure/azureacc"
+)
+
+// The real-Azure track, shown without Azure: the environment a maintainer sets for it
+// (ARM_SUBSCRIPTION_ID, ARM_TENANT_ID, ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TEST_LOCATION), with
+// the test server's endpoints given as a custom cloud (ARM_METADATA_HOSTNAME), makes
+// azureacc.FromEnv choose a real target, and the pod route suite runs through it: its resource
+// group is created through ARM, tagged with the run, holds what the provider wrote, and is
+// deleted with it at the end.
+func TestAccAzureTargetFromEnvironment(t *testing.T) {
+	testServerOnly(t)
+	for _, kv := range armServer.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		if k != "SSL_CERT_FILE" {
+			t.Setenv(k, v)
+		}
+	}
+	t.Setenv(azureacc.EnvLocation, armServer.Location())
+	t.Setenv(azureacc.EnvRun, "fake-env")
+	tg, err := azureacc.FromEnv(context.Background())
+	if err != nil || tg == nil || !tg.Real {
+		t.Fatalf("target %+v, %v: the environment names a subscription", tg, err)
+	}
+	t.Run("PodRoute", func(t *testing.T) { testAccPodRouteAzure(t, tg) })
+
+	group := azureacc.GroupPrefix + "fake-env-1"
+	var created, routes, deleted bool
+	for _, r := range armServer.Requests() {
+		path := strings.ToLower(r.Path)
+		switch {
+		case r.Method == "PUT" && strings.HasSuffix(path, "/resourcegroups/"+group) && r.Status < 300:
+			var body struct{ Tags map[string]string }
+			created = json.Unmarshal(r.Body, &body) == nil && body.Tags[azureacc.TagRun] == "fake-env" && body.Tags[azureacc.TagCreated] != ""
+		case r.Method == "PUT" && strings.Contains(path, "/resourcegroups/"+group+"/providers/microsoft.network/routetables/pods/routes/") && r.Status < 300:
+			routes = true
+		case r.Method == "DELETE" && strings.HasSuffix(path, "/resourcegroups/"+group) && r.Status == 202:
+			deleted = true
+		}
+	}
+	if !created || !routes || !deleted || armServer.HasResourceGroup(group) {
+		t.Errorf("group %s: created with the run's tags %v, routes written in it %v, deleted %v, still there %v",
+			group, created, routes, deleted, armServer.HasResourceGroup(group))
+	}
+}
+
+// Without ARM_SUBSCRIPTION_ID the environment names no target: the suites use the test server.
+// With it and no region, the error says what to set.
+func TestAzureTargetNeedsLocation(t *testing.T) {
+	t.Setenv("ARM_SUBSCRIPTION_ID", "")
+	if tg, err := azureacc.FromEnv(context.Background()); tg != nil || err != nil {
+		t.Errorf("no subscription: %v, %v", tg, err)
+	}
+	t.Setenv("ARM_SUBSCRIPTION_ID", "00000000-0000-0000-0000-000000000000")
+	t.Setenv(azureacc.EnvLocation, "")
+	if _, err := azureacc.FromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), "set ARM_TEST_LOCATION") {
+		t.Errorf("no location: %v", err)
+	}
+}
