@@ -491,3 +491,62 @@ func (s *Server) subnetsAddresses() []string {
 	}
 	return out
 }
+
+// What an update may change of an existing scale set: zones only added, priority and a subnet's
+// virtual network never, and tags replaced as a whole by a PATCH.
+func TestScaleSetUpdateRules(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := testContext(t)
+	vmss := f.compute.NewVirtualMachineScaleSetsClient()
+	m := f.windowsScaleSet(1, "cfg")
+	m.Zones, m.Tags = to.SliceOfPtrs("1"), map[string]*string{"a": to.Ptr("1"), "b": to.Ptr("2")}
+	f.createScaleSet(t, "win", m)
+
+	refused := func(what string, u armcompute.VirtualMachineScaleSetUpdate) {
+		t.Helper()
+		_, err := vmss.BeginUpdate(ctx, testGroup, "win", u, nil)
+		if re := responseError(t, err); re.StatusCode != http.StatusConflict || re.ErrorCode != "PropertyChangeNotAllowed" {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	refused("replacing zone 1", armcompute.VirtualMachineScaleSetUpdate{Zones: to.SliceOfPtrs("2")})
+	other, err := f.s.AddVirtualNetwork(VirtualNetwork{ResourceGroup: testGroup, Name: "other", AddressPrefixes: []string{"10.9.0.0/16"},
+		Subnets: map[string]string{"nodes": "10.9.0.0/24"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("a subnet of another virtual network", armcompute.VirtualMachineScaleSetUpdate{Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
+		VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{NetworkProfile: &armcompute.VirtualMachineScaleSetUpdateNetworkProfile{
+			NetworkInterfaceConfigurations: []*armcompute.VirtualMachineScaleSetUpdateNetworkConfiguration{{
+				Name: m.Properties.VirtualMachineProfile.NetworkProfile.NetworkInterfaceConfigurations[0].Name,
+				Properties: &armcompute.VirtualMachineScaleSetUpdateNetworkConfigurationProperties{
+					IPConfigurations: []*armcompute.VirtualMachineScaleSetUpdateIPConfiguration{{
+						Name: m.Properties.VirtualMachineProfile.NetworkProfile.NetworkInterfaceConfigurations[0].Properties.IPConfigurations[0].Name,
+						Properties: &armcompute.VirtualMachineScaleSetUpdateIPConfigurationProperties{
+							Subnet: &armcompute.APIEntityReference{ID: to.Ptr(other + "/subnets/nodes")},
+						},
+					}},
+				},
+			}},
+		}},
+	}})
+	spot := f.windowsScaleSet(1, "cfg")
+	spot.Zones = m.Zones
+	spot.Properties.VirtualMachineProfile.Priority = to.Ptr(armcompute.VirtualMachinePriorityTypesSpot)
+	if _, err := vmss.BeginCreateOrUpdate(ctx, testGroup, "win", spot, nil); responseError(t, err).ErrorCode != "PropertyChangeNotAllowed" {
+		t.Fatalf("changing the priority: %v", err)
+	}
+
+	got := f.update(t, "win", armcompute.VirtualMachineScaleSetUpdate{Zones: to.SliceOfPtrs("1", "2"), Tags: map[string]*string{"a": to.Ptr("1")}})
+	if len(got.Zones) != 2 || len(got.Tags) != 1 || got.Tags["a"] == nil {
+		t.Fatalf("after adding zone 2 and dropping tag b: zones %v, tags %v", got.Zones, got.Tags)
+	}
+	got = f.update(t, "win", capacity(2))
+	var zones []string
+	for _, vm := range f.instances(t, "win") {
+		zones = append(zones, *vm.Zones[0])
+	}
+	if fmt.Sprint(zones) != "[1 2]" || len(got.Tags) != 1 {
+		t.Fatalf("instances' zones %v (want the new one in zone 2), tags %v", zones, got.Tags)
+	}
+}

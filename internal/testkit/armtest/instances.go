@@ -21,6 +21,8 @@ type vmInstance struct {
 	machine
 	id       int
 	profile  *armcompute.VirtualMachineScaleSetVMProfile // the model it was created with
+	size     string                                      // the VM size it was created with
+	zone     string                                      // its availability zone; "" in a regional scale set
 	modelGen int
 	vmID     string
 	state    string
@@ -85,8 +87,8 @@ func (s *Server) createInstances(ss *scaleSet, plan *scaleSetPlan, m *armcompute
 			return nil, invalidParameter("sku.capacity", "instance ID %d cannot be named: %v", id, err)
 		}
 		in := &vmInstance{
-			id: id, profile: clone(m.Properties.VirtualMachineProfile), vmID: newUUID(),
-			state: stateCreating, created: time.Now().UTC(),
+			id: id, profile: clone(m.Properties.VirtualMachineProfile), size: *m.SKU.Name, zone: ss.nextZone(m.Zones, added),
+			vmID: newUUID(), state: stateCreating, created: time.Now().UTC(),
 		}
 		vmID := in.resourceID(ss)
 		in.info = Instance{
@@ -117,6 +119,27 @@ func (s *Server) createInstances(ss *scaleSet, plan *scaleSetPlan, m *armcompute
 	}
 	ss.nextID += len(added)
 	return added, nil
+}
+
+// nextZone is the zone of zones with the fewest live instances (the lowest of those tied), where a
+// new instance goes: "By default, the scale set performs a best effort approach to evenly spread
+// instances across selected zones"; an existing instance stays in its zone when zones are added
+// (https://learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones).
+// "" for a regional scale set. s.mu is held.
+func (ss *scaleSet) nextZone(zones []*string, added []*vmInstance) string {
+	count := map[string]int{}
+	for _, in := range append(ss.sortedInstances(), added...) {
+		if in.state != stateDeleting {
+			count[in.zone]++
+		}
+	}
+	best := ""
+	for _, z := range zones {
+		if best == "" || count[*z] < count[best] || count[*z] == count[best] && *z < best {
+			best = *z
+		}
+	}
+	return best
 }
 
 // scaleIn marks the instances beyond capacity for deletion, as the scale-in policy picks them
@@ -229,9 +252,10 @@ func (s *Server) updateInstances(w http.ResponseWriter, q *armRequest) *apiError
 		if in == nil {
 			return invalidParameter("instanceIds", "The provided instanceId %s is not an active Virtual Machine Scale Set VM instanceId.", deref(v))
 		}
-		if !sameJSON(in.profile.StorageProfile, latest.StorageProfile) || !sameJSON(in.profile.NetworkProfile, latest.NetworkProfile) {
+		if !sameJSON(in.profile.StorageProfile, latest.StorageProfile) || !sameJSON(in.profile.NetworkProfile, latest.NetworkProfile) ||
+			!strings.EqualFold(in.size, *ss.model.SKU.Name) {
 			return invalidParameter("instanceIds", "armtest upgrades instances whose model differs from the latest in custom data only; "+
-				"instance %s has another storage or network profile, which Azure would reimage or reconfigure.", deref(v))
+				"instance %s has another storage or network profile or size, which Azure would reimage, reconfigure or resize.", deref(v))
 		}
 		upgraded = append(upgraded, in)
 	}
@@ -385,7 +409,7 @@ func instanceView(ss *scaleSet, in *vmInstance, withInstanceView bool) armcomput
 		OSProfile:          osp,
 		StorageProfile: &armcompute.StorageProfile{
 			ImageReference: p.StorageProfile.ImageReference,
-			OSDisk:         &armcompute.OSDisk{OSType: to.Ptr(osType), CreateOption: to.Ptr(armcompute.DiskCreateOptionTypesFromImage)},
+			OSDisk:         instanceOSDisk(p.StorageProfile.OSDisk, osType),
 		},
 		NetworkProfile:              &armcompute.NetworkProfile{},
 		NetworkProfileConfiguration: &armcompute.VirtualMachineScaleSetVMNetworkProfileConfiguration{NetworkInterfaceConfigurations: p.NetworkProfile.NetworkInterfaceConfigurations},
@@ -403,10 +427,23 @@ func instanceView(ss *scaleSet, in *vmInstance, withInstanceView bool) armcomput
 		ID: to.Ptr(id), Name: to.Ptr(lastSegment(ss.id) + "_" + strconv.Itoa(in.id)), InstanceID: to.Ptr(strconv.Itoa(in.id)),
 		Type: to.Ptr(typeScaleSetVM), Location: to.Ptr(ss.location), Properties: props,
 	}
-	if sku := ss.model.SKU; sku != nil {
-		vm.SKU = &armcompute.SKU{Name: sku.Name, Tier: sku.Tier}
+	vm.SKU = &armcompute.SKU{Name: to.Ptr(in.size), Tier: to.Ptr("Standard")}
+	if in.zone != "" {
+		vm.Zones = []*string{to.Ptr(in.zone)}
 	}
 	return vm
+}
+
+// instanceOSDisk is an instance's OS disk as its model made it.
+func instanceOSDisk(d *armcompute.VirtualMachineScaleSetOSDisk, osType armcompute.OperatingSystemTypes) *armcompute.OSDisk {
+	out := &armcompute.OSDisk{OSType: to.Ptr(osType), CreateOption: to.Ptr(armcompute.DiskCreateOptionTypesFromImage)}
+	if d != nil {
+		out.Caching, out.DiskSizeGB = d.Caching, d.DiskSizeGB
+		if d.ManagedDisk != nil {
+			out.ManagedDisk = &armcompute.ManagedDiskParameters{StorageAccountType: d.ManagedDisk.StorageAccountType}
+		}
+	}
+	return out
 }
 
 func instanceStatuses(state string) []*armcompute.InstanceViewStatus {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -237,6 +238,11 @@ func (s *Server) checkScaleSet(id string, m *armcompute.VirtualMachineScaleSet, 
 	if e := checkPlacementGroup(p, old, capacity); e != nil {
 		return nil, e
 	}
+	if old != nil {
+		if e := checkFixed(m, &old.model); e != nil {
+			return nil, e
+		}
+	}
 	// Clear what only the server sets; a client may send back what it read.
 	m.ID, m.Name, m.Type, m.Etag = nil, nil, nil, nil
 	p.ProvisioningState, p.UniqueID, p.TimeCreated = nil, nil, nil
@@ -296,6 +302,71 @@ func checkPlacementGroup(p *armcompute.VirtualMachineScaleSetProperties, old *sc
 			"virtual machines: set properties.singlePlacementGroup to false for more.", capacity, maxSinglePlacementGroup)
 	}
 	return nil
+}
+
+// checkFixed refuses changes Compute refuses on an existing scale set:
+//   - zones can be added, never removed or replaced, and a zonal scale set cannot become regional: "You
+//     can't remove or replace zones, only add zones"; "You can't update from a zone spanning or zonal
+//     scale set to a regional (nonzonal) scaleset"
+//     (https://learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones#update-scale-set-to-add-availability-zones);
+//   - priority and evictionPolicy are set at creation only: the Update operation's
+//     VirtualMachineScaleSetUpdateVMProfile has neither
+//     (https://learn.microsoft.com/rest/api/compute/virtual-machine-scale-sets/update);
+//   - an IP configuration's subnet may change only within its virtual network: "The subnet of a scale
+//     set may be modified as long as the original subnet and the new subnet are in the same virtual
+//     network" (VirtualMachineScaleSetUpdateIPConfiguration, same reference).
+//
+// The sources name no error code; these answer with Compute's for a property that cannot change.
+func checkFixed(m, old *armcompute.VirtualMachineScaleSet) *apiError {
+	for _, z := range old.Zones {
+		if !slices.ContainsFunc(m.Zones, func(n *string) bool { return deref(n) == deref(z) }) {
+			return changeNotAllowed("zones")
+		}
+	}
+	vp, ovp := m.Properties.VirtualMachineProfile, old.Properties.VirtualMachineProfile
+	if !sameJSON(vp.Priority, ovp.Priority) {
+		return changeNotAllowed("virtualMachineProfile.priority")
+	}
+	if !sameJSON(vp.EvictionPolicy, ovp.EvictionPolicy) {
+		return changeNotAllowed("virtualMachineProfile.evictionPolicy")
+	}
+	oldSubnets := map[string]string{}
+	for _, c := range nicConfigs(ovp) {
+		for _, ipc := range c.Properties.IPConfigurations {
+			oldSubnets[deref(c.Name)+"/"+deref(ipc.Name)] = vnetOf(*ipc.Properties.Subnet.ID)
+		}
+	}
+	for _, c := range nicConfigs(vp) {
+		if c == nil || c.Properties == nil {
+			continue
+		}
+		for _, ipc := range c.Properties.IPConfigurations {
+			if ipc == nil || ipc.Properties == nil || ipc.Properties.Subnet == nil || ipc.Properties.Subnet.ID == nil {
+				continue // checkNetworkProfile refuses it
+			}
+			was, ok := oldSubnets[deref(c.Name)+"/"+deref(ipc.Name)]
+			if ok && !strings.EqualFold(was, vnetOf(*ipc.Properties.Subnet.ID)) {
+				return changeNotAllowed("networkInterfaceConfigurations.ipConfigurations.subnet")
+			}
+		}
+	}
+	return nil
+}
+
+func nicConfigs(vp *armcompute.VirtualMachineScaleSetVMProfile) []*armcompute.VirtualMachineScaleSetNetworkConfiguration {
+	if vp == nil || vp.NetworkProfile == nil {
+		return nil
+	}
+	return vp.NetworkProfile.NetworkInterfaceConfigurations
+}
+
+// vnetOf is the virtual network of a subnet's resource ID.
+func vnetOf(subnetID string) string {
+	i := strings.LastIndex(strings.ToLower(subnetID), "/subnets/")
+	if i < 0 {
+		return subnetID
+	}
+	return subnetID[:i]
 }
 
 // checkImage resolves the image reference to a seeded managed image or gallery image version.

@@ -128,6 +128,14 @@ func (s *Server) patchResource(w http.ResponseWriter, q *armRequest) *apiError {
 	if err != nil || json.Unmarshal(current, &doc) != nil || json.Unmarshal(q.body, &p) != nil {
 		return newError(http.StatusInternalServerError, "InternalServerError", "merging the PATCH body: %v", err)
 	}
+	// "The behavior for a PATCH of the tags property is to replace all tags with the provided tag keys
+	// and values" (Azure/azure-resource-manager-rpc v1.0/resource-api-reference.md, PATCH Resource):
+	// tags are not merged key by key.
+	if d, ok := doc.(map[string]any); ok {
+		if pm, ok := p.(map[string]any); ok && pm["tags"] != nil {
+			delete(d, "tags")
+		}
+	}
 	merged, err := json.Marshal(mergePatch(doc, p))
 	if err != nil {
 		return newError(http.StatusInternalServerError, "InternalServerError", "merging the PATCH body: %v", err)

@@ -9,12 +9,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
@@ -138,13 +140,112 @@ func (s *ScaleSet) get(ctx context.Context) (*armcompute.VirtualMachineScaleSet,
 }
 
 // instance is a scale-set instance: whether it runs, and whether it has the scale set's latest
-// model, or else the image and size of its own.
+// model, or else what its own is made of.
 type instance struct {
-	id, name    string
-	running     bool
-	deleting    bool
-	latest      bool
-	image, size string
+	id, name string
+	running  bool
+	deleting bool
+	latest   bool
+	made     machineKey
+}
+
+// machineKey is what a machine is made of, as an instance's own model shows it (a spot price
+// shows in none): image, size, OS disk and primary NIC.
+type machineKey struct {
+	image, size, caching, storage, subnet string
+	diskGB                                int32
+	ipForwarding, accelerated             bool
+}
+
+// fits reports whether an instance made as have is made as want: OS disk settings want leaves
+// unset (Azure's or the image's defaults) match any.
+func (want machineKey) fits(have machineKey) bool {
+	opt := func(w, h string) bool { return w == "" || strings.EqualFold(w, h) }
+	return want.image == have.image && strings.EqualFold(want.size, have.size) && strings.EqualFold(want.subnet, have.subnet) &&
+		want.ipForwarding == have.ipForwarding && want.accelerated == have.accelerated &&
+		opt(want.caching, have.caching) && opt(want.storage, have.storage) && (want.diskGB == 0 || want.diskGB == have.diskGB)
+}
+
+// keyOf is what a machine of the given image, size, OS disk and NICs is made of.
+func keyOf(image *armcompute.ImageReference, size *string, disk osDiskView, nics []*armcompute.VirtualMachineScaleSetNetworkConfiguration) machineKey {
+	k := machineKey{image: imageKey(image), size: deref(size), caching: string(deref(disk.caching)), diskGB: deref(disk.sizeGB), storage: string(deref(disk.storage))}
+	for _, n := range nics {
+		if p := n.Properties; p != nil && (len(nics) == 1 || deref(p.Primary)) {
+			k.ipForwarding, k.accelerated = deref(p.EnableIPForwarding), deref(p.EnableAcceleratedNetworking)
+			if len(p.IPConfigurations) > 0 && p.IPConfigurations[0].Properties != nil && p.IPConfigurations[0].Properties.Subnet != nil {
+				k.subnet = deref(p.IPConfigurations[0].Properties.Subnet.ID)
+			}
+		}
+	}
+	return k
+}
+
+// osDiskView is an OS disk's settings, of a scale set's model or an instance's.
+type osDiskView struct {
+	caching *armcompute.CachingTypes
+	sizeGB  *int32
+	storage *armcompute.StorageAccountTypes
+}
+
+// instanceKey is what an instance is made of, by its own model.
+func instanceKey(vm *armcompute.VirtualMachineScaleSetVM) machineKey {
+	var size *string
+	if vm.SKU != nil {
+		size = vm.SKU.Name
+	}
+	var image *armcompute.ImageReference
+	var disk osDiskView
+	var nics []*armcompute.VirtualMachineScaleSetNetworkConfiguration
+	if p := vm.Properties; p != nil {
+		if sp := p.StorageProfile; sp != nil {
+			image = sp.ImageReference
+			if d := sp.OSDisk; d != nil {
+				disk.caching, disk.sizeGB = d.Caching, d.DiskSizeGB
+				if d.ManagedDisk != nil {
+					disk.storage = d.ManagedDisk.StorageAccountType
+				}
+			}
+		}
+		if p.NetworkProfileConfiguration != nil {
+			nics = p.NetworkProfileConfiguration.NetworkInterfaceConfigurations
+		}
+	}
+	return keyOf(image, size, disk, nics)
+}
+
+// modelKey is what the scale set's model makes its instances of.
+func modelKey(ss *armcompute.VirtualMachineScaleSet) machineKey {
+	var size *string
+	if ss.SKU != nil {
+		size = ss.SKU.Name
+	}
+	var image *armcompute.ImageReference
+	var disk osDiskView
+	var nics []*armcompute.VirtualMachineScaleSetNetworkConfiguration
+	if p := ss.Properties; p != nil && p.VirtualMachineProfile != nil {
+		vp := p.VirtualMachineProfile
+		if sp := vp.StorageProfile; sp != nil {
+			image = sp.ImageReference
+			if d := sp.OSDisk; d != nil {
+				disk.caching, disk.sizeGB = d.Caching, d.DiskSizeGB
+				if d.ManagedDisk != nil {
+					disk.storage = d.ManagedDisk.StorageAccountType
+				}
+			}
+		}
+		if vp.NetworkProfile != nil {
+			nics = vp.NetworkProfile.NetworkInterfaceConfigurations
+		}
+	}
+	return keyOf(image, size, disk, nics)
+}
+
+// spotPrice is the scale set model's spot price, nil for regular machines.
+func spotPrice(ss *armcompute.VirtualMachineScaleSet) *float64 {
+	if p := ss.Properties; p != nil && p.VirtualMachineProfile != nil && p.VirtualMachineProfile.BillingProfile != nil {
+		return p.VirtualMachineProfile.BillingProfile.MaxPrice
+	}
+	return nil
 }
 
 // instances lists the scale set's instances, with their power state when withView: only the
@@ -166,16 +267,10 @@ func (s *ScaleSet) instances(ctx context.Context, withView bool) ([]instance, er
 			return nil, fmt.Errorf("list the instances of scale set %s: %w", s.ID(), err)
 		}
 		for _, vm := range page.Value {
-			in := instance{id: deref(vm.InstanceID), running: true, latest: true}
-			if vm.SKU != nil {
-				in.size = deref(vm.SKU.Name)
-			}
+			in := instance{id: deref(vm.InstanceID), running: true, latest: true, made: instanceKey(vm)}
 			if p := vm.Properties; p != nil {
 				if p.OSProfile != nil {
 					in.name = strings.ToLower(deref(p.OSProfile.ComputerName))
-				}
-				if p.StorageProfile != nil {
-					in.image = imageKey(p.StorageProfile.ImageReference)
 				}
 				in.running, in.deleting = running(p), deref(p.ProvisioningState) == "Deleting"
 				in.latest = p.LatestModelApplied == nil || *p.LatestModelApplied
@@ -255,7 +350,8 @@ func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 	}
 	// What was created, also when the operation failed part-way.
 	after, listErr := s.instances(ctx, false)
-	if err == nil && listErr == nil && model != nil {
+	// A spot price shows in no instance's model: instances are upgraded only while it is unchanged.
+	if err == nil && listErr == nil && model != nil && deref(spotPrice(existing)) == deref(spotPrice(model)) {
 		err = s.upgradeCustomData(ctx, *model, after)
 	}
 	var added []string
@@ -272,24 +368,19 @@ func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 }
 
 // upgradeCustomData brings to the scale set's latest model (manualupgrade) the instances of ins on
-// an older one of the same image and size. Under the Manual upgrade policy each Add's custom data
-// (a fresh join token) is a new model, and Compute refuses model changes once the instances
-// reference 10 models (kubernetes-sigs/cluster-api-provider-azure#4958). Custom data is read at
-// provisioning only: a running machine keeps what it booted with, a changed model reaches it only
-// when it is reimaged (hashicorp/terraform-provider-azurerm#61), and manualupgrade is not a
-// reimage (that is VirtualMachineScaleSets_Reimage). Instances of another image or size, which a
-// replacement is about to remove, are left as they are: upgrading them would reimage or resize them.
+// an older one that are made as the latest makes them. Under the Manual upgrade policy each Add's
+// custom data (a fresh join token) is a new model, and Compute refuses model changes once the
+// instances reference 10 models (kubernetes-sigs/cluster-api-provider-azure#4958). Custom data is
+// read at provisioning only: a running machine keeps what it booted with, a changed model reaches
+// it only when it is reimaged (hashicorp/terraform-provider-azurerm#61), and manualupgrade is not a
+// reimage (that is VirtualMachineScaleSets_Reimage). Instances made otherwise (another image, size,
+// OS disk or NIC), which a replacement is about to remove, are left as they are: upgrading them
+// would reimage, resize or reconfigure them.
 func (s *ScaleSet) upgradeCustomData(ctx context.Context, model armcompute.VirtualMachineScaleSet, ins []instance) error {
-	var image, size string
-	if p := model.Properties; p != nil && p.VirtualMachineProfile != nil && p.VirtualMachineProfile.StorageProfile != nil {
-		image = imageKey(p.VirtualMachineProfile.StorageProfile.ImageReference)
-	}
-	if model.SKU != nil {
-		size = deref(model.SKU.Name)
-	}
+	want := modelKey(&model)
 	var ids []string
 	for _, in := range ins {
-		if !in.latest && !in.deleting && in.image == image && strings.EqualFold(in.size, size) {
+		if !in.latest && !in.deleting && want.fits(in.made) {
 			ids = append(ids, in.id)
 		}
 	}
@@ -319,13 +410,9 @@ func imageKey(r *armcompute.ImageReference) string {
 // body is the scale set with capacity machines, their administrator's password and custom data.
 func (s *ScaleSet) body(capacity int, password string, customData []byte) armcompute.VirtualMachineScaleSet {
 	m := s.Machines
-	tags := map[string]*string{TagPool: to.Ptr(s.Pool), TagManagedBy: to.Ptr("kubewin")}
-	for k, v := range m.Tags {
-		tags[k] = to.Ptr(v)
-	}
 	vmss := armcompute.VirtualMachineScaleSet{
 		Location: to.Ptr(m.Location),
-		Tags:     tags,
+		Tags:     s.tags(),
 		SKU:      &armcompute.SKU{Name: to.Ptr(m.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(int64(capacity))},
 		Properties: &armcompute.VirtualMachineScaleSetProperties{
 			OrchestrationMode: to.Ptr(armcompute.OrchestrationModeUniform),
@@ -366,25 +453,95 @@ func (s *ScaleSet) body(capacity int, password string, customData []byte) armcom
 	return vmss
 }
 
-// update raises the scale set's capacity, with custom data, image and NICs in its model for the
-// machines it adds.
+// update raises the scale set's capacity, with custom data and everything Machines.Digest covers
+// in its model (image, size, NICs, OS disk, spot price), so that the machines it adds, those of
+// a surge-first replacement among them, are made of the pool's current settings. An OS disk
+// setting left unset is sent as null, which removes it from the model: ARM applies a PATCH as a
+// JSON merge patch (Azure/azure-resource-manager-rpc v1.0/resource-api-reference.md, PATCH).
 func (s *ScaleSet) update(capacity int64, customData []byte) armcompute.VirtualMachineScaleSetUpdate {
 	m := s.Machines
-	u := armcompute.VirtualMachineScaleSetUpdate{
+	vp := &armcompute.VirtualMachineScaleSetUpdateVMProfile{
+		OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString(customData))},
+		StorageProfile: &armcompute.VirtualMachineScaleSetUpdateStorageProfile{
+			ImageReference: &armcompute.ImageReference{ID: to.Ptr(m.ImageID)},
+			OSDisk:         s.osDiskUpdate(),
+		},
+		NetworkProfile: &armcompute.VirtualMachineScaleSetUpdateNetworkProfile{NetworkInterfaceConfigurations: s.nicUpdates()},
+	}
+	if m.Spot {
+		vp.BillingProfile = &armcompute.BillingProfile{MaxPrice: to.Ptr(m.MaxBidPrice)}
+	}
+	return armcompute.VirtualMachineScaleSetUpdate{
 		SKU: &armcompute.SKU{Name: to.Ptr(m.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(capacity)},
 		Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
 			// Scale sets made with a single placement group leave it (never the other way round).
-			SinglePlacementGroup: to.Ptr(false),
-			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{
-				OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString(customData))},
-				StorageProfile: &armcompute.VirtualMachineScaleSetUpdateStorageProfile{
-					ImageReference: &armcompute.ImageReference{ID: to.Ptr(m.ImageID)},
-				},
-				NetworkProfile: &armcompute.VirtualMachineScaleSetUpdateNetworkProfile{NetworkInterfaceConfigurations: s.nicUpdates()},
-			},
+			SinglePlacementGroup:  to.Ptr(false),
+			VirtualMachineProfile: vp,
 		},
 	}
-	return u
+}
+
+// osDiskUpdate is the OS disk of update: each setting, or null where it is unset.
+func (s *ScaleSet) osDiskUpdate() *armcompute.VirtualMachineScaleSetUpdateOSDisk {
+	d := s.Machines.OSDisk
+	disk := &armcompute.VirtualMachineScaleSetUpdateOSDisk{
+		Caching:     azcore.NullValue[*armcompute.CachingTypes](),
+		DiskSizeGB:  azcore.NullValue[*int32](),
+		ManagedDisk: azcore.NullValue[*armcompute.VirtualMachineScaleSetManagedDiskParameters](),
+	}
+	if d.Caching != "" {
+		disk.Caching = to.Ptr(armcompute.CachingTypes(d.Caching))
+	}
+	if d.SizeGB > 0 {
+		disk.DiskSizeGB = to.Ptr(d.SizeGB)
+	}
+	if d.StorageAccountType != "" {
+		disk.ManagedDisk = &armcompute.VirtualMachineScaleSetManagedDiskParameters{StorageAccountType: to.Ptr(armcompute.StorageAccountTypes(d.StorageAccountType))}
+	}
+	return disk
+}
+
+// tags are the scale set's tags: kubewin's and the pool's.
+func (s *ScaleSet) tags() map[string]*string {
+	tags := map[string]*string{TagPool: to.Ptr(s.Pool), TagManagedBy: to.Ptr("kubewin")}
+	for k, v := range s.Machines.Tags {
+		tags[k] = to.Ptr(v)
+	}
+	return tags
+}
+
+// Sync brings the settings of an existing scale set that change in place — its tags and its
+// zones — to the pool's, in one PATCH when they differ: tags are replaced as a whole (ARM's PATCH
+// of tags, Azure/azure-resource-manager-rpc v1.0/resource-api-reference.md); zones can only be
+// added, which the provider checks at plan time
+// (https://learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones#update-scale-set-to-add-availability-zones).
+// Instances stay where they are: those added later spread over the zones.
+func (s *ScaleSet) Sync(ctx context.Context) error {
+	existing, err := s.get(ctx)
+	if err != nil || existing == nil {
+		return err
+	}
+	var u armcompute.VirtualMachineScaleSetUpdate
+	changed := false
+	if tags := s.tags(); !maps.EqualFunc(tags, existing.Tags, func(a, b *string) bool { return deref(a) == deref(b) }) {
+		u.Tags, changed = tags, true
+	}
+	var zones []string
+	for _, z := range existing.Zones {
+		zones = append(zones, deref(z))
+	}
+	if len(s.Machines.Zones) > 0 && !slices.Equal(slices.Sorted(slices.Values(zones)), slices.Sorted(slices.Values(s.Machines.Zones))) {
+		u.Zones, changed = to.SliceOfPtrs(s.Machines.Zones...), true
+	}
+	if !changed {
+		return nil
+	}
+	tflog.Info(ctx, "updating the scale set's tags and zones", map[string]any{"scale_set": s.ID(), "zones": s.Machines.Zones})
+	p, err := s.scaleSets().BeginUpdate(ctx, s.Machines.ResourceGroup, s.Name, u, nil)
+	if _, err = wait(ctx, s.Client, p, err); err != nil {
+		return fmt.Errorf("update the tags and zones of scale set %s: %w", s.ID(), err)
+	}
+	return nil
 }
 
 func (s *ScaleSet) storageProfile() *armcompute.VirtualMachineScaleSetStorageProfile {

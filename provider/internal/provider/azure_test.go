@@ -460,8 +460,8 @@ func TestAccWindowsNodePool_azurePasswordVersion(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config(1), ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue("kubewin_windows_node_pool.win",
 				tfjsonpath.New("azure").AtMapKey("admin_password_wo_version"), knownvalue.Int64Exact(1))}},
-			{Config: config(2), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Administrator Password Cannot Change.*changes\s+from\s+1\s+to\s+2.*` +
-				`Keep\s+admin_password_wo_version\s+=\s+1.*add\s+a\s+pool\s+with\s+another\s+name`)},
+			{Config: config(2), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Setting Cannot Change on an Existing Pool.*changes\s+from\s+1\s+to\s+2.*` +
+				`Keep\s+azure.admin_password_wo_version\s+=\s+1.*add\s+a\s+kubewin_windows_node_pool\s+with\s+another\s+name`)},
 		},
 	})
 }

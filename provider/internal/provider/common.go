@@ -37,7 +37,7 @@ const (
 
 // timeoutsAttribute is the timeouts attribute of a resource whose create, update and delete
 // wait at most these long by default (0: the operation takes no timeout).
-func timeoutsAttribute(ctx context.Context, create, update, del time.Duration) schema.Attribute {
+func timeoutsAttribute(ctx context.Context, what string, create, update, del time.Duration) schema.Attribute {
 	desc := func(op string, d time.Duration) string {
 		return fmt.Sprintf("How long %s may take, as a duration (`30s`, `45m`, `2h`). Default `%s`.", op, strings.TrimSuffix(d.String(), "0s"))
 	}
@@ -45,7 +45,7 @@ func timeoutsAttribute(ctx context.Context, create, update, del time.Duration) s
 		Create: create > 0, Update: update > 0, Delete: del > 0,
 		CreateDescription: desc("creating", create), UpdateDescription: desc("an update", update), DeleteDescription: desc("destroying", del),
 	}).(schema.SingleNestedAttribute)
-	a.Description = "Longest waits of the operations, until every node is Ready or removed."
+	a.Description = "Longest waits of the operations, " + what + "."
 	return a
 }
 

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"unicode"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -106,7 +109,6 @@ func localPoolBlock() schema.Block {
 }
 
 func azurePoolBlock() schema.Block {
-	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	return schema.SingleNestedBlock{
 		Description: "The machines are Windows Server VMs of one Uniform virtual machine scale set in Azure, created with the provider's " +
 			"`azure` credentials. Every change of the pool is a constant number of ARM writes: adding nodes raises the scale set's capacity " +
@@ -114,35 +116,34 @@ func azurePoolBlock() schema.Block {
 			"exactly the drained instances in one `deleteInstances` call. Instances' computer names, which are the node names, are " +
 			"`node_name_prefix` and 6 base-36 digits of the instance ID. A join that fails before the node reaches the cluster is read from " +
 			"the instance's serial console (boot diagnostics, always on). Changing `image_id`, `vm_size`, the OS disk, accelerated " +
-			"networking or the spot settings replaces the nodes surge-first. Clusters running Azure's cloud-controller-manager must leave " +
+			"networking or `max_bid_price` replaces the nodes surge-first, with the new settings in the scale set's model; `tags` and " +
+			"added `zones` change the scale set in place; `resource_group_name`, `location`, `subnet_id`, `scale_set_name`, " +
+			"`admin_username`, `priority` and `admin_password_wo_version` are refused on an existing pool. Clusters running Azure's cloud-controller-manager must leave " +
 			"the route table to kubewin (`--configure-cloud-routes=false`) or not use `kubewin_pod_route`.",
 		PlanModifiers: backendReplaceIf,
 		Attributes: map[string]schema.Attribute{
 			"resource_group_name": schema.StringAttribute{
-				Optional:      true,
-				PlanModifiers: replace,
-				Description:   requiredInBlock + "Resource group of the scale set.",
+				Optional:    true,
+				Description: requiredInBlock + "Resource group of the scale set." + fixedNote,
 			},
 			"location": schema.StringAttribute{
-				Optional:      true,
-				PlanModifiers: replace,
-				Description:   requiredInBlock + "Azure region of the scale set, e.g. `westeurope`.",
+				Optional:    true,
+				Description: requiredInBlock + "Azure region of the scale set, e.g. `westeurope`." + fixedNote,
 			},
 			"vm_size": schema.StringAttribute{
 				Optional:    true,
-				Description: requiredInBlock + "Size of the VMs, e.g. `Standard_D4s_v5`.",
+				Description: requiredInBlock + "Size of the VMs, e.g. `Standard_D4s_v5`." + surgeNote,
 			},
 			"subnet_id": schema.StringAttribute{
-				Optional:      true,
-				PlanModifiers: replace,
+				Optional: true,
 				Description: requiredInBlock + "Resource ID of the subnet the nodes' NICs are in. For `l2bridge` and `host-gateway` the NICs forward IP, " +
-					"so that pod traffic routed to a node reaches it.",
+					"so that pod traffic routed to a node reaches it." + fixedNote,
 			},
 			"image_id": schema.StringAttribute{
 				Optional: true,
 				Description: requiredInBlock + "Resource ID of the image the kubewin Packer plugin published: a gallery image version or a managed image. " +
 					"Its Windows build, Kubernetes version and runtime are read from its tags `" + azureimage.TagWindowsBuild + "`, `" + azureimage.TagKubernetesVersion +
-					"`, `" + azureimage.TagRuntime + "` and `" + azureimage.TagRuntimeVersion + "` at plan time, or from `image_manifest`.",
+					"`, `" + azureimage.TagRuntime + "` and `" + azureimage.TagRuntimeVersion + "` at plan time, or from `image_manifest`." + surgeNote,
 			},
 			"image_manifest": schema.StringAttribute{
 				Optional: true,
@@ -152,16 +153,15 @@ func azurePoolBlock() schema.Block {
 			"scale_set_name": schema.StringAttribute{
 				Optional:      true,
 				Computed:      true,
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 				Validators:    []validator.String{stringvalidator.RegexMatches(scaleSetNameRE, "must be 1-64 letters, digits, '.', '_' or '-'")},
-				Description:   "Name of the scale set. Default: the pool's name.",
+				Description:   "Name of the scale set. Default: the pool's name." + fixedNote,
 			},
 			"admin_username": schema.StringAttribute{
-				Optional:      true,
-				PlanModifiers: replace,
+				Optional: true,
 				Validators: []validator.String{stringvalidator.RegexMatches(adminUsernameRE, "must be 1-20 letters, digits, '.', '_' or '-', "+
 					"starting with a letter"), stringvalidator.NoneOfCaseInsensitive(reservedAdmins...)},
-				Description: "The VMs' administrator account. Default `kubewin`.",
+				Description: "The VMs' administrator account. Default `kubewin`." + fixedNote,
 			},
 			"admin_password_wo": schema.StringAttribute{
 				Optional:   true,
@@ -182,45 +182,48 @@ func azurePoolBlock() schema.Block {
 			"zones": schema.ListAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
-				Validators:  []validator.List{},
-				Description: "Availability zones of the VMs, e.g. `[\"1\", \"2\", \"3\"]`.",
+				Validators:  []validator.List{listvalidator.ValueStringsAre(stringvalidator.OneOf("1", "2", "3"))},
+				Description: "Availability zones of the VMs, e.g. `[\"1\", \"2\", \"3\"]`. Default: none (a regional scale set). Zones can " +
+					"be added in place (to a regional scale set too): the scale set's zones change, existing nodes stay where they are and " +
+					"nodes added later spread over all the zones. Removing or replacing a zone, or going back to a regional scale set, is " +
+					"refused at plan time, as Azure cannot do it: add a pool beside this one instead.",
 			},
 			"accelerated_networking_enabled": schema.BoolAttribute{
 				Optional:    true,
-				Description: "Accelerated networking on the NICs. Default `false`.",
+				Description: "Accelerated networking on the NICs. Default `false`." + surgeNote,
 			},
 			"os_disk_storage_account_type": schema.StringAttribute{
 				Optional:    true,
 				Validators:  []validator.String{stringvalidator.OneOf("Standard_LRS", "StandardSSD_LRS", "Premium_LRS", "StandardSSD_ZRS", "Premium_ZRS")},
-				Description: "Storage type of the OS disk. Default: the image's.",
+				Description: "Storage type of the OS disk. Default: the image's." + surgeNote,
 			},
 			"os_disk_size_gb": schema.Int64Attribute{
 				Optional:    true,
 				Validators:  []validator.Int64{int64validator.Between(30, 4095)},
-				Description: "Size of the OS disk in GB, 30 to 4095. Default: the image's.",
+				Description: "Size of the OS disk in GB, 30 to 4095. Default: the image's." + surgeNote,
 			},
 			"os_disk_caching": schema.StringAttribute{
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.OneOf("None", "ReadOnly", "ReadWrite")},
 				Description: "Caching of the OS disk: `None`, `ReadOnly` or `ReadWrite`. Default: Azure's (`None` for Standard storage, " +
-					"`ReadOnly` for Premium storage).",
+					"`ReadOnly` for Premium storage)." + surgeNote,
 			},
 			"priority": schema.StringAttribute{
-				Optional:      true,
-				PlanModifiers: replace,
-				Validators:    []validator.String{stringvalidator.OneOf("Regular", "Spot")},
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.OneOf("Regular", "Spot")},
 				Description: "`Regular`, or `Spot` VMs (evicted — deleted — when Azure needs the capacity; the next apply replaces them). Default " +
-					"`Regular`.",
+					"`Regular`." + fixedNote,
 			},
 			"max_bid_price": schema.Float64Attribute{
 				Optional:    true,
 				Validators:  []validator.Float64{float64validator.AtLeast(-1)},
-				Description: "Highest hourly price for Spot VMs; `-1` (the default) evicts for capacity only.",
+				Description: "Highest hourly price for Spot VMs; `-1` (the default) evicts for capacity only." + surgeNote,
 			},
 			"tags": schema.MapAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
-				Description: "Tags of the scale set.",
+				Description: "Tags of the scale set (besides kubewin's `" + azure.TagPool + "` and `" + azure.TagManagedBy + "`). A change " +
+					"takes effect in place: the scale set's tags are replaced, no node changes.",
 			},
 			"scale_set_id": schema.StringAttribute{
 				Computed:      true,
@@ -249,8 +252,10 @@ type nodePoolBackend interface {
 	// compute is the pool's machines at the backend. adminPassword is the azure backend's
 	// write-only password, known only while applying.
 	compute(ctx context.Context, data *providerData, m *nodePoolModel, adminPassword string) (pool.Compute, diag.Diagnostics)
-	// applying records in the block what the machines' compute names.
-	applying(c pool.Compute)
+	// applying records in the block what the machines' compute names, and brings the settings of
+	// the backend's pool that change in place (an azure scale set's tags and zones) to the plan,
+	// before the machines are reconciled.
+	applying(ctx context.Context, c pool.Compute) diag.Diagnostics
 	// plannedVersion is the version a cluster of the backend created in the same apply will
 	// run, "" when the backend cannot tell.
 	plannedVersion(data *providerData) string
@@ -327,7 +332,7 @@ func (l *localPoolModel) compute(_ context.Context, data *providerData, m *nodeP
 	}, nil
 }
 
-func (l *localPoolModel) applying(pool.Compute) {}
+func (l *localPoolModel) applying(context.Context, pool.Compute) diag.Diagnostics { return nil }
 
 // plannedVersion is the version the local control plane programs will run.
 func (l *localPoolModel) plannedVersion(data *providerData) string {
@@ -375,29 +380,103 @@ func (a *azurePoolModel) check(*nodePoolModel) diag.Diagnostics {
 	return diags
 }
 
-// checkPasswordVersion refuses a new admin_password_wo_version for an existing azure pool:
-// Azure takes a scale set's administrator password only when it creates the scale set
-// (VirtualMachineScaleSetUpdateOSProfile has no adminPassword,
-// https://learn.microsoft.com/rest/api/compute/virtual-machine-scale-sets/update), so the new
-// password would be silently ignored.
-func checkPasswordVersion(ctx context.Context, state tfsdk.State, m *nodePoolModel) diag.Diagnostics {
+// fixedSetting is a pool setting that an existing pool keeps: the scale set (or the pool's
+// nodes) cannot take a new value, so a change is refused at plan time rather than destroying
+// every node first, as a replacement of the pool would.
+type fixedSetting struct {
+	at  path.Path
+	get func(m *nodePoolModel) attr.Value
+	why string
+}
+
+// surgeNote and fixedNote end the description of a setting a change of which replaces the
+// nodes surge-first, or is refused on an existing pool.
+const (
+	surgeNote = " A change replaces the nodes surge-first: the scale set's model takes the new value, new nodes are made with it and " +
+		"are Ready before old ones are drained and deleted."
+	fixedNote = " A change on an existing pool is refused at plan time, as the pool's machines cannot take it: add a pool with another " +
+		"name beside this one instead."
+)
+
+// newPoolBeside is what a refused change tells the user to do instead.
+const newPoolBeside = "To use the new value, add a kubewin_windows_node_pool with another name and the new value beside this one and " +
+	"apply (its nodes are Ready before anything else changes), let the workloads move to its nodes, then remove this pool (its nodes " +
+	"are drained before they are deleted)."
+
+func azureValue(get func(a *azurePoolModel) attr.Value) func(m *nodePoolModel) attr.Value {
+	return func(m *nodePoolModel) attr.Value {
+		if m.Azure == nil {
+			return nil
+		}
+		return get(m.Azure)
+	}
+}
+
+// fixedSettings are the settings a change of which is refused: Azure sets them only when it
+// creates the scale set (the Update operation's body, VirtualMachineScaleSetUpdate, has no
+// place for them, https://learn.microsoft.com/rest/api/compute/virtual-machine-scale-sets/update),
+// or they name the scale set itself.
+var fixedSettings = []fixedSetting{
+	{path.Root("node_name_prefix"), func(m *nodePoolModel) attr.Value { return m.NodeNamePrefix },
+		"a node's name is its machine's computer name, which a scale set (osProfile.computerNamePrefix) and the local backend set only when " +
+			"they create the pool"},
+	{pathAzure.AtName("resource_group_name"), azureValue(func(a *azurePoolModel) attr.Value { return a.ResourceGroupName }),
+		"the scale set is a resource of its resource group; a pool does not move its nodes to another scale set"},
+	{pathAzure.AtName("location"), azureValue(func(a *azurePoolModel) attr.Value { return a.Location }),
+		"a scale set's region is fixed when Azure creates it"},
+	{pathAzure.AtName("scale_set_name"), azureValue(func(a *azurePoolModel) attr.Value { return a.ScaleSetName }),
+		"the name names the scale set; a pool does not move its nodes to another scale set"},
+	{pathAzure.AtName("subnet_id"), azureValue(func(a *azurePoolModel) attr.Value { return a.SubnetID }),
+		"the pool's nodes keep the subnet they were created in (Azure moves a scale set's NICs only within their virtual network, and " +
+			"kubewin does not move them)"},
+	{pathAzure.AtName("admin_username"), azureValue(func(a *azurePoolModel) attr.Value { return a.AdminUsername }),
+		"Azure sets a scale set's administrator only when it creates it (the update's osProfile has no adminUsername)"},
+	{pathAzure.AtName("priority"), azureValue(func(a *azurePoolModel) attr.Value { return a.Priority }),
+		"Azure sets a scale set's priority only when it creates it (the update's virtualMachineProfile has no priority)"},
+	{pathAzure.AtName("admin_password_wo_version"), azureValue(func(a *azurePoolModel) attr.Value { return a.AdminPasswordWOVersion }),
+		"Azure sets a scale set's administrator password only when it creates it (the update's osProfile has no adminPassword), so the " +
+			"new password would be silently ignored"},
+}
+
+// checkFixedSettings refuses, on an existing pool that is not being replaced anyway, a change of
+// a fixed setting, and zones that are not a superset of the scale set's: zones can be added to a
+// scale set but never removed or replaced, nor can a zonal scale set become regional
+// (https://learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones#update-scale-set-to-add-availability-zones).
+func checkFixedSettings(ctx context.Context, state tfsdk.State, m *nodePoolModel, replaced bool) diag.Diagnostics {
 	var diags diag.Diagnostics
-	if state.Raw.IsNull() || m.Azure == nil || m.Azure.AdminPasswordWOVersion.IsUnknown() {
+	if state.Raw.IsNull() || replaced {
 		return diags
 	}
 	var old nodePoolModel
-	if diags.Append(state.Get(ctx, &old)...); diags.HasError() || old.Azure == nil {
+	if diags.Append(state.Get(ctx, &old)...); diags.HasError() {
 		return diags
 	}
-	was, now := old.Azure.AdminPasswordWOVersion, m.Azure.AdminPasswordWOVersion
-	if was.Equal(now) {
+	for _, f := range fixedSettings {
+		was, now := f.get(&old), f.get(m)
+		if was == nil || now == nil || now.IsUnknown() || was.Equal(now) {
+			continue
+		}
+		diags.AddAttributeError(f.at, "Setting Cannot Change on an Existing Pool", fmt.Sprintf("%s changes from %s to %s, but %s. "+
+			"Keep %s = %s. %s", f.at, was, now, f.why, f.at, was, newPoolBeside))
+	}
+	if old.Azure == nil || m.Azure == nil || m.Azure.Zones.IsUnknown() {
 		return diags
 	}
-	diags.AddAttributeError(pathAzure.AtName("admin_password_wo_version"), "Administrator Password Cannot Change",
-		fmt.Sprintf("azure.admin_password_wo_version changes from %s to %s, but Azure sets a scale set's administrator password only when "+
-			"it creates the scale set: an update cannot change it, and the new password would be silently ignored. Keep "+
-			"admin_password_wo_version = %s. To use a new password, add a pool with another name beside this one, and remove this one once "+
-			"the new pool's nodes are Ready.", was, now, was))
+	var was, now []string
+	diags.Append(old.Azure.Zones.ElementsAs(ctx, &was, false)...)
+	diags.Append(m.Azure.Zones.ElementsAs(ctx, &now, false)...)
+	var removed []string
+	for _, z := range was {
+		if !slices.Contains(now, z) {
+			removed = append(removed, z)
+		}
+	}
+	if len(removed) > 0 {
+		diags.AddAttributeError(pathAzure.AtName("zones"), "Zones Can Only Be Added", fmt.Sprintf("azure.zones drops zones %s of %s, but "+
+			"Azure can only add zones to a scale set: it cannot remove or replace them, nor make a zonal scale set regional. Keep every "+
+			"zone of %s in azure.zones (adding zones is done in place: nodes added later spread over all of them). %s",
+			`"`+strings.Join(removed, `", "`)+`"`, old.Azure.Zones, old.Azure.Zones, newPoolBeside))
+	}
 	return diags
 }
 
@@ -417,10 +496,16 @@ func (a *azurePoolModel) imageUnknown() bool {
 
 func (a *azurePoolModel) imagePath() path.Path { return pathAzure.AtName("image_id") }
 
-func (a *azurePoolModel) applying(c pool.Compute) {
+func (a *azurePoolModel) applying(ctx context.Context, c pool.Compute) diag.Diagnostics {
+	var diags diag.Diagnostics
 	if ss, ok := c.(*azure.ScaleSet); ok {
 		a.ScaleSetID = types.StringValue(ss.ID())
+		if err := ss.Sync(ctx); err != nil {
+			diags.AddAttributeError(pathAzure, "Cannot Update the Scale Set", fmt.Sprintf("%s.\n\nThe pool's nodes are unchanged: fix the "+
+				"cause and apply again.", err))
+		}
 	}
+	return diags
 }
 
 func (a *azurePoolModel) plannedVersion(*providerData) string { return "" }

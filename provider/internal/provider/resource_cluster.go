@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -59,7 +62,20 @@ type clusterModel struct {
 	CACertificate     types.String       `tfsdk:"ca_certificate"`
 	CACertHash        types.String       `tfsdk:"ca_cert_hash"`
 	KubeconfigPath    types.String       `tfsdk:"kubeconfig_path"`
+	Timeouts          timeouts.Value     `tfsdk:"timeouts"`
 }
+
+// The cluster's operations' default timeouts: an azure cluster's creation boots its machines (each
+// given 20 minutes) and joins its agents; an upgrade replaces its control planes and agents one
+// at a time.
+const (
+	clusterCreateTimeout = 60 * time.Minute
+	clusterUpdateTimeout = 60 * time.Minute
+	clusterDeleteTimeout = 30 * time.Minute
+)
+
+// nullTimeouts is a timeouts attribute left unset.
+var nullTimeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
 
 // clusterLocalModel is the local backend's block, which has no settings.
 type clusterLocalModel struct{}
@@ -151,6 +167,8 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				Validators:  []validator.Int64{int64validator.Between(8, ipam.MaxPodCIDRBits)},
 				Description: fmt.Sprintf("Prefix length of each node's pod CIDR. Default `%d`.", ipam.DefaultNodeMaskSize),
 			},
+			"timeouts": timeoutsAttribute(ctx, "until the control planes and agents are Ready or removed", clusterCreateTimeout,
+				clusterUpdateTimeout, clusterDeleteTimeout),
 			"running": schema.BoolAttribute{
 				Computed: true,
 				Default:  booldefault.StaticBool(true),
@@ -293,9 +311,13 @@ func sameVersion(a, b string) bool {
 func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var m clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	timeout, diags := m.Timeouts.Create(ctx, clusterCreateTimeout)
+	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	resp.Diagnostics.Append(m.backend().create(ctx, r.data, &m)...)
 	// Saved even on failure once the cluster has an ID: Terraform then knows what was made, and
 	// destroys it.
@@ -325,9 +347,13 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 	var m, prior clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	timeout, diags := m.Timeouts.Update(ctx, clusterUpdateTimeout)
+	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	save, diags := m.backend().update(ctx, r.data, &m, &prior)
 	resp.Diagnostics.Append(diags...)
 	if save {
@@ -338,9 +364,13 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var m clusterModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	timeout, diags := m.Timeouts.Delete(ctx, clusterDeleteTimeout)
+	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	resp.Diagnostics.Append(m.backend().delete(ctx, r.data, &m)...)
 }
 
@@ -358,6 +388,7 @@ func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportSt
 		ServiceCIDR:      types.StringValue(cp.Config.ServiceCIDR),
 		NodeCIDRMaskSize: types.Int64Value(int64(cp.Config.NodeCIDRMaskSize)),
 		Local:            &clusterLocalModel{},
+		Timeouts:         nullTimeouts,
 	}
 	st, err := m.Local.cluster(r.data, &m).Observe(ctx)
 	resp.Diagnostics.Append(setLocalState(&m, st, err, "Cannot Read Cluster", "%[2]s")...)
@@ -502,6 +533,7 @@ func (r *clusterResource) UpgradeState(context.Context) map[int64]resource.State
 				CACertificate:     old.CACertificate,
 				CACertHash:        old.CACertHash,
 				KubeconfigPath:    old.KubeconfigPath,
+				Timeouts:          nullTimeouts,
 			})...)
 		},
 	}}

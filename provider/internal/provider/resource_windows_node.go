@@ -259,7 +259,7 @@ func (r *windowsNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Description: "The server's network adapter the pod network binds to and the node's address is taken from (`Get-NetAdapter` lists them). " +
 					"Default `" + v1alpha1.DefaultInterfaceName + "`.",
 			},
-			"timeouts": timeoutsAttribute(ctx, 30*time.Minute, 0, 30*time.Minute),
+			"timeouts": timeoutsAttribute(ctx, "until the node is Ready or removed", 30*time.Minute, 0, 30*time.Minute),
 			"id": schema.StringAttribute{
 				Computed:      true,
 				PlanModifiers: computed,

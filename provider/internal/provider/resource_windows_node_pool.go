@@ -121,10 +121,10 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"Where the machines run is named by a backend block, one of `azure` (a virtual machine scale set) and `local` (**simulated** " +
 			"Windows machines on the Terraform host, each a nodeboot process whose simulated kubelet runs no containers, for development, " +
 			"demos and CI; they join only a `kubewin_cluster` of the local backend). There is no default.\n\n" +
-			"Replacing nodes: a change of the image (`local.image`, `azure.image_id`) or the azure machine settings, `network_mode`, " +
-			"`labels`, `taints`, `max_pods` or `kubelet_extra_args`, or of the cluster's endpoint, CA or networks, replaces the nodes " +
-			"surge-first (new nodes Ready before old ones are drained). `node_count`, `max_surge`, `token_ttl`, `drain`, `health_check` and " +
-			"`timeouts` change in place, and so does an upgrade of the cluster's Kubernetes version: it replaces no node.\n\n" +
+			"Changing settings: a change takes effect in place, replaces the nodes surge-first (new nodes, made with the new value, Ready " +
+			"before old ones are drained and deleted), is refused at plan time on an existing pool (its machines cannot take it: the error " +
+			"says to add a pool with another name beside it), or replaces the pool (`name`, `cluster_id`, the backend). The table below " +
+			"and each argument's description say which.\n\n" +
 			"Unhealthy nodes: a node that stops being Ready is reported by `terraform plan` (a warning naming each such node and what the " +
 			"next apply does with it) and handled by the next apply as `health_check` says: kept within its grace period, then drained and " +
 			"replaced; a machine that stopped or is gone, or whose join failed, is replaced.\n\n" +
@@ -157,9 +157,10 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"node_name_prefix": schema.StringAttribute{
 				Optional:      true,
 				Computed:      true,
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 				Description: fmt.Sprintf("Prefix of the nodes' names, at most %d characters: a node is named prefix + %d base-36 digits, a "+
-					"Windows computer name of at most %d characters. Default: the pool's name.", winname.MaxPrefix, winname.SuffixLen, winname.MaxComputerName),
+					"Windows computer name of at most %d characters. Default: the pool's name.", winname.MaxPrefix, winname.SuffixLen,
+					winname.MaxComputerName) + fixedNote,
 			},
 			"max_surge": schema.Int64Attribute{
 				Optional:    true,
@@ -213,7 +214,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					},
 				},
 			},
-			"timeouts": timeoutsAttribute(ctx, 15*time.Minute, 30*time.Minute, 30*time.Minute),
+			"timeouts": timeoutsAttribute(ctx, "until every node is Ready or removed", 15*time.Minute, 30*time.Minute, 30*time.Minute),
 			"id": schema.StringAttribute{
 				Computed:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
@@ -317,7 +318,7 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 				"its join with TokenNotFound. Change the pool's size with node_count, and leave the scale set's automatic repairs off (kubewin "+
 				"does not turn them on). The next plan reports such an instance; the next apply replaces it with one that joins.")
 	}
-	resp.Diagnostics.Append(checkPasswordVersion(ctx, req.State, &m)...)
+	resp.Diagnostics.Append(checkFixedSettings(ctx, req.State, &m, len(resp.RequiresReplace) > 0)...)
 	resp.Diagnostics.Append(b.checkCluster(r.data, &m)...)
 	if resp.Diagnostics.HasError() || b.imageUnknown() {
 		return
@@ -477,8 +478,12 @@ func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, adminPas
 	if diags.HasError() {
 		return diags
 	}
-	m.backend().applying(mgr.Compute)
-	nodes, err := mgr.Reconcile(ctx, s)
+	diags.Append(m.backend().applying(ctx, mgr.Compute)...)
+	var nodes []pool.Node
+	var err error
+	if !diags.HasError() {
+		nodes, err = mgr.Reconcile(ctx, s)
+	}
 	if nodes == nil {
 		nodes, _ = mgr.Nodes(context.WithoutCancel(ctx), s)
 	}
