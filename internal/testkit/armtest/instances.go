@@ -65,12 +65,7 @@ func (s *Server) Instances(scaleSetID string) []Instance {
 // createInstances adds instances up to the plan's capacity with the model m, their NICs getting
 // addresses; nothing changes when an address cannot be had. s.mu is held.
 func (s *Server) createInstances(ss *scaleSet, plan *scaleSetPlan, m *armcompute.VirtualMachineScaleSet) ([]*vmInstance, *apiError) {
-	live := 0
-	for _, in := range ss.instances {
-		if in.state != stateDeleting {
-			live++
-		}
-	}
+	live := ss.liveInstances()
 	var added []*vmInstance
 	undo := func() {
 		for _, in := range added {
@@ -273,6 +268,14 @@ func (s *Server) markDeleted(ss *scaleSet, gone []*vmInstance) {
 
 func (s *Server) commitDeletion(ss *scaleSet, gone []*vmInstance) func(*apiError) func() {
 	return func(failure *apiError) func() {
+		if failure != nil && failure.effect == effectPreempted {
+			// Preempted: the instances stay, and the capacity with them.
+			for _, in := range gone {
+				in.state = stateSucceeded
+			}
+			ss.model.SKU.Capacity = to.Ptr(*ss.model.SKU.Capacity + int64(len(gone)))
+			return nil
+		}
 		if failure != nil {
 			for _, in := range gone {
 				in.state = stateFailed
@@ -397,7 +400,7 @@ func instanceView(ss *scaleSet, in *vmInstance, withInstanceView bool) armcomput
 		})
 	}
 	if withInstanceView {
-		props.InstanceView = &armcompute.VirtualMachineScaleSetVMInstanceView{ComputerName: to.Ptr(in.info.ComputerName), Statuses: instanceStatuses(in.state)}
+		props.InstanceView = &armcompute.VirtualMachineScaleSetVMInstanceView{ComputerName: to.Ptr(in.info.ComputerName), Statuses: instanceStatuses(in.state, in.failedWith, in.bootDone != nil)}
 	}
 	vm := armcompute.VirtualMachineScaleSetVM{
 		ID: to.Ptr(id), Name: to.Ptr(lastSegment(ss.id) + "_" + strconv.Itoa(in.id)), InstanceID: to.Ptr(strconv.Itoa(in.id)),
@@ -409,17 +412,26 @@ func instanceView(ss *scaleSet, in *vmInstance, withInstanceView bool) armcomput
 	return vm
 }
 
-func instanceStatuses(state string) []*armcompute.InstanceViewStatus {
+// instanceStatuses are a machine's instance view statuses: its provisioning state (with the error
+// code when it failed, as ProvisioningState/failed/<code>) and its power state. A machine whose
+// provisioning failed after it started (OSProvisioningTimedOut) runs.
+func instanceStatuses(state, failedWith string, started bool) []*armcompute.InstanceViewStatus {
 	status := func(code, display string) *armcompute.InstanceViewStatus {
 		return &armcompute.InstanceViewStatus{Code: to.Ptr(code), DisplayStatus: to.Ptr(display), Level: to.Ptr(armcompute.StatusLevelTypesInfo)}
 	}
-	out := []*armcompute.InstanceViewStatus{status("ProvisioningState/"+strings.ToLower(state), "Provisioning "+strings.ToLower(state))}
-	switch state {
-	case stateSucceeded:
+	provisioning := status("ProvisioningState/"+strings.ToLower(state), "Provisioning "+strings.ToLower(state))
+	if state == stateFailed && failedWith != "" {
+		provisioning.Code, provisioning.Level = to.Ptr(*provisioning.Code+"/"+failedWith), to.Ptr(armcompute.StatusLevelTypesError)
+	}
+	out := []*armcompute.InstanceViewStatus{provisioning}
+	switch {
+	case state == stateFailed && started:
 		out = append(out, status("PowerState/running", "VM running"))
-	case stateCreating:
+	case state == stateSucceeded:
+		out = append(out, status("PowerState/running", "VM running"))
+	case state == stateCreating:
 		out = append(out, status("PowerState/starting", "VM starting"))
-	case stateDeleting:
+	case state == stateDeleting:
 		out = append(out, status("PowerState/stopping", "VM stopping"))
 	}
 	return out

@@ -190,7 +190,8 @@ type Server struct {
 	tables     map[string]*routeTable
 	objects    map[string]*netObject
 	vms        map[string]*virtualMachine
-	publicNet  [2]byte // public addresses are 127.publicNet.n
+	coreQuota  map[string]int // lower-case VM family → vCPUs (computefaults.go)
+	publicNet  [2]byte        // public addresses are 127.publicNet.n
 	publicUsed map[netip.Addr]bool
 	ops        map[string]*operation
 	blobs      map[string]blob
@@ -220,6 +221,7 @@ func New(opts Options) (*Server, error) {
 		tables:     map[string]*routeTable{},
 		objects:    map[string]*netObject{},
 		vms:        map[string]*virtualMachine{},
+		coreQuota:  map[string]int{},
 		publicUsed: map[netip.Addr]bool{},
 		ops:        map[string]*operation{},
 		blobs:      map[string]blob{},
