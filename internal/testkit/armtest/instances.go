@@ -158,37 +158,47 @@ func releaseAddresses(in *vmInstance) {
 	}
 }
 
-func (s *Server) deleteInstances(w http.ResponseWriter, q *armRequest) *apiError {
+// instanceAction is the prologue of the scale-set actions on instances (deleteInstances,
+// manualupgrade): the body's instance IDs, its scale set, no operation running on that, and every
+// ID an active instance. verb names the action in the error for an empty list. s.mu is held.
+func (s *Server) instanceAction(q *armRequest, verb string) (*scaleSet, []*vmInstance, *apiError) {
 	var req armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs
 	if e := decodeStrict(q.body, &req); e != nil {
-		return e
-	}
-	if _, e := queryBool(q, "forceDeletion"); e != nil {
-		return e
+		return nil, nil, e
 	}
 	if len(req.InstanceIDs) == 0 {
-		return invalidParameter("instanceIds", "Required parameter 'instanceIds' is missing or empty: list the instance IDs to delete.")
+		return nil, nil, invalidParameter("instanceIds", "Required parameter 'instanceIds' is missing or empty: list the instance IDs to %s.", verb)
 	}
-	id := q.id(8)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	ss, e := s.scaleSet(q)
 	if e != nil {
-		return e
+		return nil, nil, e
 	}
-	if op := s.busy(id); op != nil {
-		return s.conflict(op, id)
+	if op := s.busy(ss.id); op != nil {
+		return nil, nil, s.conflict(op, ss.id)
 	}
-	var gone []*vmInstance
+	var ins []*vmInstance
 	for _, v := range req.InstanceIDs {
 		in := ss.activeInstance(v)
 		if in == nil {
-			return invalidParameter("instanceIds", "The provided instanceId %s is not an active Virtual Machine Scale Set VM instanceId.", deref(v))
+			return nil, nil, invalidParameter("instanceIds", "The provided instanceId %s is not an active Virtual Machine Scale Set VM instanceId.", deref(v))
 		}
-		gone = append(gone, in)
+		ins = append(ins, in)
+	}
+	return ss, ins, nil
+}
+
+func (s *Server) deleteInstances(w http.ResponseWriter, q *armRequest) *apiError {
+	if _, e := queryBool(q, "forceDeletion"); e != nil {
+		return e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, gone, e := s.instanceAction(q, "delete")
+	if e != nil {
+		return e
 	}
 	s.markDeleted(ss, gone)
-	op := s.startOperation(q, id, s.commitDeletion(ss, gone))
+	op := s.startOperation(q, ss.id, s.commitDeletion(ss, gone))
 	s.writeStarted(w, op, http.StatusAccepted, nil)
 	return nil
 }
@@ -200,37 +210,20 @@ func (s *Server) deleteInstances(w http.ResponseWriter, q *armRequest) *apiError
 // it is reimaged (hashicorp/terraform-provider-azurerm#61). A changed image or network profile
 // would reimage or reconfigure the machine, which armtest does not model: it refuses those.
 func (s *Server) updateInstances(w http.ResponseWriter, q *armRequest) *apiError {
-	var req armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs
-	if e := decodeStrict(q.body, &req); e != nil {
-		return e
-	}
-	if len(req.InstanceIDs) == 0 {
-		return invalidParameter("instanceIds", "Required parameter 'instanceIds' is missing or empty: list the instance IDs to upgrade.")
-	}
-	id := q.id(8)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss, e := s.scaleSet(q)
+	ss, upgraded, e := s.instanceAction(q, "upgrade")
 	if e != nil {
 		return e
 	}
-	if op := s.busy(id); op != nil {
-		return s.conflict(op, id)
-	}
 	latest := ss.model.Properties.VirtualMachineProfile
-	var upgraded []*vmInstance
-	for _, v := range req.InstanceIDs {
-		in := ss.activeInstance(v)
-		if in == nil {
-			return invalidParameter("instanceIds", "The provided instanceId %s is not an active Virtual Machine Scale Set VM instanceId.", deref(v))
-		}
+	for _, in := range upgraded {
 		if !sameJSON(in.profile.StorageProfile, latest.StorageProfile) || !sameJSON(in.profile.NetworkProfile, latest.NetworkProfile) {
 			return invalidParameter("instanceIds", "armtest upgrades instances whose model differs from the latest in custom data only; "+
-				"instance %s has another storage or network profile, which Azure would reimage or reconfigure.", deref(v))
+				"instance %d has another storage or network profile, which Azure would reimage or reconfigure.", in.id)
 		}
-		upgraded = append(upgraded, in)
 	}
-	op := s.startOperation(q, id, func(failure *apiError) func() {
+	op := s.startOperation(q, ss.id, func(failure *apiError) func() {
 		if failure == nil {
 			for _, in := range upgraded {
 				in.modelGen, in.profile = ss.modelGen, clone(latest)

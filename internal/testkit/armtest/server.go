@@ -434,6 +434,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	isARM := strings.HasPrefix(strings.ToLower(path), "/subscriptions/")
 
 	switch f := s.requestFault(r.Method, path); {
+	case f != nil && f.kind == faultLoseResponse && isARM:
+		lost := &statusRecorder{ResponseWriter: &lostResponse{header: http.Header{}}, status: http.StatusOK}
+		s.serveARM(lost, r, body)
+		rec.status, rec.resourceType = lost.status, lost.resourceType
+		resetConnection(w)
 	case f != nil:
 		f.serve(rec, r, s.opts.RetryAfter)
 	case len(body) > maxBody:

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -14,8 +15,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -470,14 +473,72 @@ func (s *ScaleSet) Delete(ctx context.Context, names []string) error {
 		return err
 	}
 	tflog.Info(ctx, "deleting scale set instances", map[string]any{"scale_set": s.ID(), "instances": ids})
-	err = preemptible(ctx, "delete instances of "+s.ID(), func() error {
-		p, err := s.scaleSets().BeginDeleteInstances(ctx, s.Machines.ResourceGroup, s.Name,
-			armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs(ids...)}, nil)
-		_, err = wait(ctx, s.Client, p, err)
-		return err
-	})
+	err = preemptible(ctx, "delete instances of "+s.ID(), func() error { return s.deleteInstances(ctx, ids) })
 	if err != nil {
 		return fmt.Errorf("delete instances %v of scale set %s: %w", ids, s.ID(), err)
+	}
+	return nil
+}
+
+// deleteInstances deletes the instances ids in one deleteInstances call and waits until they are
+// gone. The POST is not sent again blindly when its answer is lost (a connection error, a timeout, a
+// server error): it may have run, and Compute refuses to delete instances already being deleted.
+// The instances are listed instead: the call is sent again for those still there and not being
+// deleted, and the others are waited for.
+func (s *ScaleSet) deleteInstances(ctx context.Context, ids []string) error {
+	for {
+		p, err := s.scaleSets().BeginDeleteInstances(policy.WithRetryOptions(ctx, actionRetryOptions), s.Machines.ResourceGroup, s.Name,
+			armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs(ids...)}, nil)
+		if err == nil || !answerLost(err) {
+			_, err = wait(ctx, s.Client, p, err)
+			return err
+		}
+		tflog.Warn(ctx, "the answer to deleteInstances was lost; checking which instances it deleted", map[string]any{"error": err.Error()})
+		remaining, deleting, lerr := s.deletionState(ctx, ids)
+		if lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		if len(remaining) == 0 {
+			return s.awaitGone(ctx, deleting)
+		}
+		ids = remaining
+	}
+}
+
+// deletionState lists the instances and sorts ids into those still there and not being deleted,
+// and those being deleted.
+func (s *ScaleSet) deletionState(ctx context.Context, ids []string) (remaining, deleting []string, err error) {
+	ins, err := s.instances(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, in := range ins {
+		switch {
+		case !slices.Contains(ids, in.id):
+		case in.deleting:
+			deleting = append(deleting, in.id)
+		default:
+			remaining = append(remaining, in.id)
+		}
+	}
+	return remaining, deleting, nil
+}
+
+// awaitGone waits until the instances ids are gone, reading the instances (a read of Compute's
+// HighCostGetVMScaleSet budgets) after the poll interval, then twice as long each time, up to a
+// minute.
+func (s *ScaleSet) awaitGone(ctx context.Context, ids []string) error {
+	for every := s.Client.poll; len(ids) > 0; every = min(2*every, time.Minute) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("instances %v of scale set %s are still being deleted: %w", ids, s.ID(), ctx.Err())
+		case <-time.After(every):
+		}
+		remaining, deleting, err := s.deletionState(ctx, ids)
+		if err != nil {
+			return err
+		}
+		ids = append(remaining, deleting...)
 	}
 	return nil
 }

@@ -404,8 +404,10 @@ func TestAccWindowsNodePool_azureComputeFailures(t *testing.T) {
 					`Apply\s+again\s+later:\s+the\s+next\s+apply\s+removes\s+the\s+machines`),
 			},
 			{
-				PreConfig: func() { fault = armServer.TimeOutProvisioning(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1}) },
-				Config:    poolConfig(provider, be, f.imageA, 3),
+				PreConfig: func() {
+					fault = armServer.TimeOutProvisioning(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1})
+				},
+				Config: poolConfig(provider, be, f.imageA, 3),
 				ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(3)), checkFunc(func() error {
 					// The first apply's instance, then the two the timed-out scale-out added (in instance ID
 					// order): the first of those is the one whose provisioning timed out.
