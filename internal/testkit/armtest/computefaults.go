@@ -14,16 +14,15 @@ import (
 // for the size, a guest that does not report provisioned in time, a core quota, an operation a
 // more recent one preempted, and the eviction of a Spot machine.
 
-// failureEffect is what an operation that ended Failed left of the machines it was creating.
+// failureEffect is what an operation that ended Failed left of the machines it was creating. The
+// zero value: the machines are Failed and never started (AllocationFailed, and the errors of
+// FailOperations).
 type failureEffect int
 
 const (
-	// effectFailed: the machines are Failed and never started (AllocationFailed, and the errors
-	// of FailOperations).
-	effectFailed failureEffect = iota
 	// effectStarted: one machine is Failed in ARM but started; the others succeeded
 	// (OSProvisioningTimedOut).
-	effectStarted
+	effectStarted failureEffect = iota + 1
 	// effectPreempted: nothing of the operation applies, and it ends Canceled (OperationPreempted).
 	effectPreempted
 )

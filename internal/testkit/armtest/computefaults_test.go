@@ -56,7 +56,8 @@ func TestComputeFailures(t *testing.T) {
 	// OSProvisioningTimedOut: the first new instance is Failed but runs, the other succeeded.
 	f.s.TimeOutProvisioning(Match{Method: http.MethodPatch, Path: `/win$`, Times: 1})
 	err = f.scaleOut(t, "win", 5)
-	if re := responseError(t, err); re.ErrorCode != "OSProvisioningTimedOut" || !strings.Contains(err.Error(), "OS Provisioning for VM 'win_3' did not finish") {
+	if re := responseError(t, err); re.ErrorCode != "OSProvisioningTimedOut" ||
+		!strings.Contains(err.Error(), "OS Provisioning for VM 'win_3' did not finish") {
 		t.Fatalf("provisioning time-out: %v", err)
 	}
 	if got := f.states(t, "win")[3:]; got[0] != "Failed ProvisioningState/failed/OSProvisioningTimedOut PowerState/running" ||

@@ -393,7 +393,9 @@ func instanceView(ss *scaleSet, in *vmInstance, withInstanceView bool) armcomput
 		})
 	}
 	if withInstanceView {
-		props.InstanceView = &armcompute.VirtualMachineScaleSetVMInstanceView{ComputerName: to.Ptr(in.info.ComputerName), Statuses: instanceStatuses(in.state, in.failedWith, in.bootDone != nil)}
+		props.InstanceView = &armcompute.VirtualMachineScaleSetVMInstanceView{
+			ComputerName: to.Ptr(in.info.ComputerName), Statuses: instanceStatuses(in.state, in.failedWith, in.bootDone != nil),
+		}
 	}
 	vm := armcompute.VirtualMachineScaleSetVM{
 		ID: to.Ptr(id), Name: to.Ptr(lastSegment(ss.id) + "_" + strconv.Itoa(in.id)), InstanceID: to.Ptr(strconv.Itoa(in.id)),

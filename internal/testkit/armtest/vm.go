@@ -147,7 +147,9 @@ func (s *Server) vmView(vm *virtualMachine, withInstanceView bool) armcompute.Vi
 	p.ProvisioningState, p.VMID, p.TimeCreated = to.Ptr(vm.state), to.Ptr(vm.vmID), to.Ptr(vm.created)
 	p.OSProfile.AdminPassword, p.OSProfile.CustomData = nil, nil
 	if withInstanceView {
-		p.InstanceView = &armcompute.VirtualMachineInstanceView{ComputerName: to.Ptr(vm.info.ComputerName), Statuses: instanceStatuses(vm.state, vm.failedWith, vm.bootDone != nil)}
+		p.InstanceView = &armcompute.VirtualMachineInstanceView{
+			ComputerName: to.Ptr(vm.info.ComputerName), Statuses: instanceStatuses(vm.state, vm.failedWith, vm.bootDone != nil),
+		}
 	}
 	return out
 }
