@@ -14,11 +14,12 @@ import (
 type apiError struct {
 	status     int
 	retryAfter time.Duration
-	Code       string      `json:"code"`
-	Message    string      `json:"message"`
-	Target     string      `json:"target,omitempty"`
-	Details    []*apiError `json:"details,omitempty"`
-	InnerError *innerError `json:"innererror,omitempty"`
+	effect     failureEffect // what an operation that ends with it leaves (computefaults.go)
+	Code       string        `json:"code"`
+	Message    string        `json:"message"`
+	Target     string        `json:"target,omitempty"`
+	Details    []*apiError   `json:"details,omitempty"`
+	InnerError *innerError   `json:"innererror,omitempty"`
 }
 
 // innerError is the innererror of Compute's throttling answers.

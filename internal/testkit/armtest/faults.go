@@ -30,6 +30,7 @@ const (
 	faultReset                          // reset the connection
 	faultFailOperation                  // accept the request, end its operation Failed
 	faultHoldOperation                  // accept the request, keep its operation InProgress
+	faultLoseResponse                   // serve the request, then reset the connection
 )
 
 // Fault is an injected failure. Faults are consulted in the order they were added; the first
@@ -65,6 +66,15 @@ func (s *Server) FailRequests(m Match, status int, code, message string) *Fault 
 // ResetConnections resets the TCP connection of matching requests without answering.
 func (s *Server) ResetConnections(m Match) *Fault {
 	return s.addFault(m, faultReset, nil)
+}
+
+// LoseResponses serves matching requests, then resets their connection instead of answering: the
+// request took effect, and the client sees a connection error. azcore's retry policy sends a
+// request again after a connection error or timeout whatever its method, POST included
+// (sdk/azcore/runtime/policy_retry.go), so a POST whose answer was lost runs twice unless the
+// client checks before sending it again.
+func (s *Server) LoseResponses(m Match) *Fault {
+	return s.addFault(m, faultLoseResponse, nil)
 }
 
 // FailOperations lets matching requests that start a long-running operation succeed, and ends
@@ -181,8 +191,15 @@ func containsKind(kinds []faultKind, k faultKind) bool {
 func (s *Server) requestFault(method, path string) *Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.matchFault(method, path, faultAnswer, faultReset)
+	return s.matchFault(method, path, faultAnswer, faultReset, faultLoseResponse)
 }
+
+// lostResponse is where the answer of a request whose response a fault loses goes.
+type lostResponse struct{ header http.Header }
+
+func (l *lostResponse) Header() http.Header         { return l.header }
+func (l *lostResponse) Write(b []byte) (int, error) { return len(b), nil }
+func (l *lostResponse) WriteHeader(int)             {}
 
 // serve answers a request the fault took over.
 func (f *Fault) serve(w http.ResponseWriter, _ *http.Request, defaultRetryAfter time.Duration) {

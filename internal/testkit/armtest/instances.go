@@ -67,12 +67,7 @@ func (s *Server) Instances(scaleSetID string) []Instance {
 // createInstances adds instances up to the plan's capacity with the model m, their NICs getting
 // addresses; nothing changes when an address cannot be had. s.mu is held.
 func (s *Server) createInstances(ss *scaleSet, plan *scaleSetPlan, m *armcompute.VirtualMachineScaleSet) ([]*vmInstance, *apiError) {
-	live := 0
-	for _, in := range ss.instances {
-		if in.state != stateDeleting {
-			live++
-		}
-	}
+	live := ss.liveInstances()
 	var added []*vmInstance
 	undo := func() {
 		for _, in := range added {
@@ -186,37 +181,47 @@ func releaseAddresses(in *vmInstance) {
 	}
 }
 
-func (s *Server) deleteInstances(w http.ResponseWriter, q *armRequest) *apiError {
+// instanceAction is the prologue of the scale-set actions on instances (deleteInstances,
+// manualupgrade): the body's instance IDs, its scale set, no operation running on that, and every
+// ID an active instance. verb names the action in the error for an empty list. s.mu is held.
+func (s *Server) instanceAction(q *armRequest, verb string) (*scaleSet, []*vmInstance, *apiError) {
 	var req armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs
 	if e := decodeStrict(q.body, &req); e != nil {
-		return e
-	}
-	if _, e := queryBool(q, "forceDeletion"); e != nil {
-		return e
+		return nil, nil, e
 	}
 	if len(req.InstanceIDs) == 0 {
-		return invalidParameter("instanceIds", "Required parameter 'instanceIds' is missing or empty: list the instance IDs to delete.")
+		return nil, nil, invalidParameter("instanceIds", "Required parameter 'instanceIds' is missing or empty: list the instance IDs to %s.", verb)
 	}
-	id := q.id(8)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	ss, e := s.scaleSet(q)
 	if e != nil {
-		return e
+		return nil, nil, e
 	}
-	if op := s.busy(id); op != nil {
-		return s.conflict(op, id)
+	if op := s.busy(ss.id); op != nil {
+		return nil, nil, s.conflict(op, ss.id)
 	}
-	var gone []*vmInstance
+	var ins []*vmInstance
 	for _, v := range req.InstanceIDs {
 		in := ss.activeInstance(v)
 		if in == nil {
-			return invalidParameter("instanceIds", "The provided instanceId %s is not an active Virtual Machine Scale Set VM instanceId.", deref(v))
+			return nil, nil, invalidParameter("instanceIds", "The provided instanceId %s is not an active Virtual Machine Scale Set VM instanceId.", deref(v))
 		}
-		gone = append(gone, in)
+		ins = append(ins, in)
+	}
+	return ss, ins, nil
+}
+
+func (s *Server) deleteInstances(w http.ResponseWriter, q *armRequest) *apiError {
+	if _, e := queryBool(q, "forceDeletion"); e != nil {
+		return e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, gone, e := s.instanceAction(q, "delete")
+	if e != nil {
+		return e
 	}
 	s.markDeleted(ss, gone)
-	op := s.startOperation(q, id, s.commitDeletion(ss, gone))
+	op := s.startOperation(q, ss.id, s.commitDeletion(ss, gone))
 	s.writeStarted(w, op, http.StatusAccepted, nil)
 	return nil
 }
@@ -228,38 +233,21 @@ func (s *Server) deleteInstances(w http.ResponseWriter, q *armRequest) *apiError
 // it is reimaged (hashicorp/terraform-provider-azurerm#61). A changed image or network profile
 // would reimage or reconfigure the machine, which armtest does not model: it refuses those.
 func (s *Server) updateInstances(w http.ResponseWriter, q *armRequest) *apiError {
-	var req armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs
-	if e := decodeStrict(q.body, &req); e != nil {
-		return e
-	}
-	if len(req.InstanceIDs) == 0 {
-		return invalidParameter("instanceIds", "Required parameter 'instanceIds' is missing or empty: list the instance IDs to upgrade.")
-	}
-	id := q.id(8)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss, e := s.scaleSet(q)
+	ss, upgraded, e := s.instanceAction(q, "upgrade")
 	if e != nil {
 		return e
 	}
-	if op := s.busy(id); op != nil {
-		return s.conflict(op, id)
-	}
 	latest := ss.model.Properties.VirtualMachineProfile
-	var upgraded []*vmInstance
-	for _, v := range req.InstanceIDs {
-		in := ss.activeInstance(v)
-		if in == nil {
-			return invalidParameter("instanceIds", "The provided instanceId %s is not an active Virtual Machine Scale Set VM instanceId.", deref(v))
-		}
+	for _, in := range upgraded {
 		if !sameJSON(in.profile.StorageProfile, latest.StorageProfile) || !sameJSON(in.profile.NetworkProfile, latest.NetworkProfile) ||
 			!strings.EqualFold(in.size, *ss.model.SKU.Name) {
 			return invalidParameter("instanceIds", "armtest upgrades instances whose model differs from the latest in custom data only; "+
-				"instance %s has another storage or network profile or size, which Azure would reimage, reconfigure or resize.", deref(v))
+				"instance %d has another storage or network profile or size, which Azure would reimage, reconfigure or resize.", in.id)
 		}
-		upgraded = append(upgraded, in)
 	}
-	op := s.startOperation(q, id, func(failure *apiError) func() {
+	op := s.startOperation(q, ss.id, func(failure *apiError) func() {
 		if failure == nil {
 			for _, in := range upgraded {
 				in.modelGen, in.profile = ss.modelGen, clone(latest)
@@ -297,6 +285,14 @@ func (s *Server) markDeleted(ss *scaleSet, gone []*vmInstance) {
 
 func (s *Server) commitDeletion(ss *scaleSet, gone []*vmInstance) func(*apiError) func() {
 	return func(failure *apiError) func() {
+		if failure != nil && failure.effect == effectPreempted {
+			// Preempted: the instances stay, and the capacity with them.
+			for _, in := range gone {
+				in.state = stateSucceeded
+			}
+			ss.model.SKU.Capacity = to.Ptr(*ss.model.SKU.Capacity + int64(len(gone)))
+			return nil
+		}
 		if failure != nil {
 			for _, in := range gone {
 				in.state = stateFailed
@@ -421,7 +417,9 @@ func instanceView(ss *scaleSet, in *vmInstance, withInstanceView bool) armcomput
 		})
 	}
 	if withInstanceView {
-		props.InstanceView = &armcompute.VirtualMachineScaleSetVMInstanceView{ComputerName: to.Ptr(in.info.ComputerName), Statuses: instanceStatuses(in.state)}
+		props.InstanceView = &armcompute.VirtualMachineScaleSetVMInstanceView{
+			ComputerName: to.Ptr(in.info.ComputerName), Statuses: instanceStatuses(in.state, in.failedWith, in.bootDone != nil),
+		}
 	}
 	vm := armcompute.VirtualMachineScaleSetVM{
 		ID: to.Ptr(id), Name: to.Ptr(lastSegment(ss.id) + "_" + strconv.Itoa(in.id)), InstanceID: to.Ptr(strconv.Itoa(in.id)),
@@ -446,17 +444,26 @@ func instanceOSDisk(d *armcompute.VirtualMachineScaleSetOSDisk, osType armcomput
 	return out
 }
 
-func instanceStatuses(state string) []*armcompute.InstanceViewStatus {
+// instanceStatuses are a machine's instance view statuses: its provisioning state (with the error
+// code when it failed, as ProvisioningState/failed/<code>) and its power state. A machine whose
+// provisioning failed after it started (OSProvisioningTimedOut) runs.
+func instanceStatuses(state, failedWith string, started bool) []*armcompute.InstanceViewStatus {
 	status := func(code, display string) *armcompute.InstanceViewStatus {
 		return &armcompute.InstanceViewStatus{Code: to.Ptr(code), DisplayStatus: to.Ptr(display), Level: to.Ptr(armcompute.StatusLevelTypesInfo)}
 	}
-	out := []*armcompute.InstanceViewStatus{status("ProvisioningState/"+strings.ToLower(state), "Provisioning "+strings.ToLower(state))}
-	switch state {
-	case stateSucceeded:
+	provisioning := status("ProvisioningState/"+strings.ToLower(state), "Provisioning "+strings.ToLower(state))
+	if state == stateFailed && failedWith != "" {
+		provisioning.Code, provisioning.Level = to.Ptr(*provisioning.Code+"/"+failedWith), to.Ptr(armcompute.StatusLevelTypesError)
+	}
+	out := []*armcompute.InstanceViewStatus{provisioning}
+	switch {
+	case state == stateFailed && started:
 		out = append(out, status("PowerState/running", "VM running"))
-	case stateCreating:
+	case state == stateSucceeded:
+		out = append(out, status("PowerState/running", "VM running"))
+	case state == stateCreating:
 		out = append(out, status("PowerState/starting", "VM starting"))
-	case stateDeleting:
+	case state == stateDeleting:
 		out = append(out, status("PowerState/stopping", "VM stopping"))
 	}
 	return out

@@ -17,7 +17,8 @@ import (
 //   - DELETE and POST answer 202 with Azure-AsyncOperation and Location headers;
 //   - every answer carries Retry-After;
 //   - the Azure-AsyncOperation URL answers 200 {"status":"InProgress"} Options.InProgressPolls
-//     times, then {"status":"Succeeded"} or {"status":"Failed","error":{...}};
+//     times, then {"status":"Succeeded"}, {"status":"Failed","error":{...}} or, for an operation
+//     a more recent one preempted, {"status":"Canceled","error":{...}};
 //   - the Location URL answers 202 while the operation runs, then 204.
 //
 // The state change an operation makes is applied when it ends: at the poll that sees its end, or
@@ -27,6 +28,7 @@ const (
 	statusInProgress = "InProgress"
 	statusSucceeded  = "Succeeded"
 	statusFailed     = "Failed"
+	statusCanceled   = "Canceled"
 )
 
 type operation struct {
@@ -76,7 +78,8 @@ func (s *Server) startOperation(q *armRequest, resource string, commit func(*api
 		if f.kind == faultHoldOperation {
 			op.hold = f
 		} else {
-			op.failure = f.err
+			failure := *f.err
+			op.failure = &failure // commit may name the machine in it
 		}
 	}
 	s.ops[op.id] = op
@@ -122,7 +125,10 @@ func (s *Server) finish(op *operation) {
 		}
 		s.mu.Lock()
 		op.status, op.ended = statusSucceeded, time.Now()
-		if op.failure != nil {
+		switch {
+		case op.failure != nil && op.failure.effect == effectPreempted:
+			op.status = statusCanceled
+		case op.failure != nil:
 			op.status = statusFailed
 		}
 		s.mu.Unlock()
@@ -218,7 +224,7 @@ func (s *Server) getOperationStatus(w http.ResponseWriter, q *armRequest) *apiEr
 		end := op.ended.UTC()
 		st.EndTime = &end
 	}
-	if op.status == statusFailed {
+	if op.status == statusFailed || op.status == statusCanceled {
 		st.Error = op.failure
 	}
 	s.mu.Unlock()

@@ -13,6 +13,8 @@ type machine struct {
 	info Instance
 	// bootDone is closed when Boot returned; nil when Boot was never called.
 	bootDone chan struct{}
+	// failedWith is the error code of the operation that left it Failed, or empty.
+	failedWith string
 }
 
 func machinesOf(ins []*vmInstance) []*machine {

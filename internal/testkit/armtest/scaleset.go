@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -133,6 +134,14 @@ func (s *Server) writeScaleSet(q *armRequest, m armcompute.VirtualMachineScaleSe
 			return nil, errModelLimit(id, n)
 		}
 	}
+	if e := s.checkCores(deref(m.SKU.Name), plan.capacity-ss.liveInstances()); e != nil {
+		return nil, e
+	}
+	var prev *armcompute.VirtualMachineScaleSet
+	if old != nil {
+		prev = clone(&old.model)
+	}
+	prevGen := ss.modelGen
 	added, e := s.createInstances(ss, plan, &m)
 	if e != nil {
 		return nil, e
@@ -151,10 +160,33 @@ func (s *Server) writeScaleSet(q *armRequest, m armcompute.VirtualMachineScaleSe
 	}
 	removed := ss.scaleIn(plan.capacity)
 	commit := func(failure *apiError) func() {
-		if failure != nil {
+		switch {
+		case failure != nil && failure.effect == effectPreempted:
+			// A more recent operation replaced this one's goal: the scale set is as before it.
+			s.removeInstances(ss, added)
+			for _, in := range removed {
+				in.state = stateSucceeded
+			}
+			if prev == nil {
+				delete(s.scaleSets, strings.ToLower(id))
+				return nil
+			}
+			ss.model, ss.modelGen, ss.state = *prev, prevGen, stateSucceeded
+			return nil
+		case failure != nil && failure.effect == effectStarted && len(added) > 0:
+			// One machine's guest did not report in time: it is Failed but runs; the rest succeeded.
+			failure.Message = osProvisioningTimedOut(lastSegment(ss.id) + "_" + strconv.Itoa(added[0].id))
+			ss.state = stateFailed
+			for _, in := range added {
+				in.state = stateSucceeded
+			}
+			added[0].state, added[0].failedWith = stateFailed, failure.Code
+			s.removeInstances(ss, removed)
+			return func() { s.bootAll(machinesOf(added)); s.shutdownAll(machinesOf(removed)) }
+		case failure != nil:
 			ss.state = stateFailed
 			for _, in := range append(added, removed...) {
-				in.state = stateFailed
+				in.state, in.failedWith = stateFailed, failure.Code
 			}
 			return nil
 		}
@@ -182,6 +214,17 @@ func errModelLimit(id string, n int) *apiError {
 		"Virtual Machine Scale Set '%s' has reached its limit of %d models that may be referenced by one or more VMs belonging to the "+
 			"Virtual Machine Scale Set (its instances reference %d). Upgrade the VMs to the latest model of the Virtual Machine Scale Set "+
 			"before trying again.", lastSegment(id), maxModels, n)
+}
+
+// liveInstances counts the instances that are not being deleted.
+func (ss *scaleSet) liveInstances() int {
+	n := 0
+	for _, in := range ss.instances {
+		if in.state != stateDeleting {
+			n++
+		}
+	}
+	return n
 }
 
 // liveModels counts the models the instances that are not being deleted reference.

@@ -191,7 +191,8 @@ type Server struct {
 	tables     map[string]*routeTable
 	objects    map[string]*netObject
 	vms        map[string]*virtualMachine
-	publicNet  [2]byte // public addresses are 127.publicNet.n
+	coreQuota  map[string]int // lower-case VM family → vCPUs (computefaults.go)
+	publicNet  [2]byte        // public addresses are 127.publicNet.n
 	publicUsed map[netip.Addr]bool
 	ops        map[string]*operation
 	blobs      map[string]blob
@@ -222,6 +223,7 @@ func New(opts Options) (*Server, error) {
 		tables:     map[string]*routeTable{},
 		objects:    map[string]*netObject{},
 		vms:        map[string]*virtualMachine{},
+		coreQuota:  map[string]int{},
 		publicUsed: map[netip.Addr]bool{},
 		ops:        map[string]*operation{},
 		blobs:      map[string]blob{},
@@ -434,6 +436,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	isARM := strings.HasPrefix(strings.ToLower(path), "/subscriptions/")
 
 	switch f := s.requestFault(r.Method, path); {
+	case f != nil && f.kind == faultLoseResponse && isARM:
+		lost := &statusRecorder{ResponseWriter: &lostResponse{header: http.Header{}}, status: http.StatusOK}
+		s.serveARM(lost, r, body)
+		rec.status, rec.resourceType = lost.status, lost.resourceType
+		resetConnection(w)
 	case f != nil:
 		f.serve(rec, r, s.opts.RetryAfter)
 	case len(body) > maxBody:

@@ -96,6 +96,9 @@ func (s *Server) writeVM(q *armRequest, m *armcompute.VirtualMachine, old *virtu
 	if e != nil {
 		return nil, e
 	}
+	if e := s.checkCores(string(*p.HardwareProfile.VMSize), 1); e != nil {
+		return nil, e
+	}
 	vm := &virtualMachine{id: id, location: loc, model: *m, state: stateCreating, vmID: newUUID(), created: time.Now().UTC()}
 	var primary netip.Addr
 	var forwarding bool
@@ -121,8 +124,14 @@ func (s *Server) writeVM(q *armRequest, m *armcompute.VirtualMachine, old *virtu
 	vm.info = Instance{ID: id, ComputerName: name, Linux: linux, PrivateIP: primary, IPForwarding: forwarding, CustomData: customData, ImageID: image}
 	s.vms[strings.ToLower(id)] = vm
 	return &change{status: http.StatusCreated, view: func() any { return s.vmView(vm, false) }, commit: func(failure *apiError) func() {
-		if failure != nil {
-			vm.state = stateFailed
+		switch {
+		case failure != nil && failure.effect == effectStarted:
+			// Failed in ARM, but the machine runs (computefaults.go).
+			failure.Message = osProvisioningTimedOut(lastSegment(id))
+			vm.state, vm.failedWith = stateFailed, failure.Code
+			return func() { s.bootAll([]*machine{&vm.machine}) }
+		case failure != nil:
+			vm.state, vm.failedWith = stateFailed, failure.Code
 			return nil
 		}
 		vm.state = stateSucceeded
@@ -138,7 +147,9 @@ func (s *Server) vmView(vm *virtualMachine, withInstanceView bool) armcompute.Vi
 	p.ProvisioningState, p.VMID, p.TimeCreated = to.Ptr(vm.state), to.Ptr(vm.vmID), to.Ptr(vm.created)
 	p.OSProfile.AdminPassword, p.OSProfile.CustomData = nil, nil
 	if withInstanceView {
-		p.InstanceView = &armcompute.VirtualMachineInstanceView{ComputerName: to.Ptr(vm.info.ComputerName), Statuses: instanceStatuses(vm.state)}
+		p.InstanceView = &armcompute.VirtualMachineInstanceView{
+			ComputerName: to.Ptr(vm.info.ComputerName), Statuses: instanceStatuses(vm.state, vm.failedWith, vm.bootDone != nil),
+		}
 	}
 	return out
 }

@@ -104,6 +104,29 @@ var retryOptions = policy.RetryOptions{
 	},
 }
 
+// actionRetryOptions are retryOptions for a POST action that must not run twice (deleteInstances):
+// what was refused before it ran (throttling, a conflict with another operation) is sent again, and
+// a connection error, timeout or server error — after which the action may have run — is not: the
+// caller checks what it did (answerLost).
+var actionRetryOptions = func() policy.RetryOptions {
+	o := retryOptions
+	o.ShouldRetry = func(resp *http.Response, err error) bool {
+		return err == nil && (resp.StatusCode == http.StatusTooManyRequests ||
+			resp.StatusCode == http.StatusConflict && errorCode(resp) == "AnotherOperationInProgress")
+	}
+	return o
+}()
+
+// answerLost reports whether err leaves unknown whether the request took effect: no answer (a
+// connection error or timeout) or a server error.
+func answerLost(err error) bool {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode >= http.StatusInternalServerError
+	}
+	return err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
 // longRetryAfter waits out a throttling answer whose Retry-After is longer than the retry policy
 // waits (azcore gives up at once past MaxRetryDelay) when the call's deadline — the apply's
 // timeout — leaves time for it, and tries again; otherwise the 429 is the call's error at once.

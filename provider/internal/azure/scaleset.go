@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -15,9 +16,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -287,20 +290,27 @@ func (s *ScaleSet) instances(ctx context.Context, withView bool) ([]instance, er
 	return out, nil
 }
 
-// running reports whether an instance runs or is still being created: not failed, not
-// stopped, deallocated or deleted.
+// running reports whether an instance runs or is still being created: not stopped,
+// deallocated or deleted, and not failed unless its instance view says it runs. An instance whose
+// provisioning Compute gave up on (OSProvisioningTimedOut) is Failed but runs, and "may still finish
+// provisioning successfully" (the error's message): its node may join, and it is kept if so.
 func running(p *armcompute.VirtualMachineScaleSetVMProperties) bool {
-	switch deref(p.ProvisioningState) {
-	case "Failed", "Deleting":
-		return false
-	}
+	powerRunning := false
 	if p.InstanceView != nil {
 		for _, st := range p.InstanceView.Statuses {
 			switch deref(st.Code) {
 			case "PowerState/stopped", "PowerState/stopping", "PowerState/deallocated", "PowerState/deallocating":
 				return false
+			case "PowerState/running":
+				powerRunning = true
 			}
 		}
+	}
+	switch deref(p.ProvisioningState) {
+	case "Deleting":
+		return false
+	case "Failed":
+		return powerRunning
 	}
 	return true
 }
@@ -319,35 +329,39 @@ func (s *ScaleSet) List(ctx context.Context) ([]pool.Machine, error) {
 
 // Add raises the scale set's capacity by n with customData in its model — creating the scale
 // set on the pool's first machines — in one ARM write, waits for the operation, and returns the
-// new instances' names.
+// new instances' names. A machine whose provisioning timed out is returned with the others: the
+// pool's wait for its node tells whether it serves.
 func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string, error) {
 	before, err := s.instances(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	existing, err := s.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var model *armcompute.VirtualMachineScaleSet
-	if existing == nil {
-		tflog.Info(ctx, "creating scale set", map[string]any{"scale_set": s.ID(), "capacity": n})
-		password := s.AdminPassword
-		if password == "" {
-			password = randomPassword()
+	var existing, model *armcompute.VirtualMachineScaleSet
+	err = preemptible(ctx, "scale out "+s.ID(), func() error {
+		var err error
+		existing, err = s.get(ctx)
+		switch {
+		case err != nil:
+			return err
+		case existing == nil:
+			return s.create(ctx, n, customData)
 		}
-		err = scaleSets.put(ctx, s.Client, s.Machines.ResourceGroup, s.Name, s.body(n, password, customData))
-	} else {
 		capacity := int64(n)
 		if existing.SKU != nil && existing.SKU.Capacity != nil {
 			capacity += *existing.SKU.Capacity
 		}
 		tflog.Info(ctx, "scaling out scale set", map[string]any{"scale_set": s.ID(), "capacity": capacity})
-		p, perr := s.scaleSets().BeginUpdate(ctx, s.Machines.ResourceGroup, s.Name, s.update(capacity, customData), nil)
-		var res armcompute.VirtualMachineScaleSetsClientUpdateResponse
-		res, err = wait(ctx, s.Client, p, perr)
+		p, err := s.scaleSets().BeginUpdate(ctx, s.Machines.ResourceGroup, s.Name, s.update(capacity, customData), nil)
+		res, err := wait(ctx, s.Client, p, err)
 		model = &res.VirtualMachineScaleSet
+		return err
+	})
+	if provisioningTimedOut(err) {
+		tflog.Warn(ctx, "Azure gave up waiting for a machine's provisioning (OSProvisioningTimedOut); it runs, and its node's join decides",
+			map[string]any{"scale_set": s.ID(), "error": err.Error()})
+		err = nil
 	}
+	err = explain(err, s.Machines, n)
 	// What was created, also when the operation failed part-way.
 	after, listErr := s.instances(ctx, false)
 	// A spot price shows in no instance's model: instances are upgraded only while it is unchanged.
@@ -365,6 +379,16 @@ func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 		return added, fmt.Errorf("scale set %s: %w", s.ID(), err)
 	}
 	return added, listErr
+}
+
+// create creates the scale set with n machines.
+func (s *ScaleSet) create(ctx context.Context, n int, customData []byte) error {
+	tflog.Info(ctx, "creating scale set", map[string]any{"scale_set": s.ID(), "capacity": n})
+	password := s.AdminPassword
+	if password == "" {
+		password = randomPassword()
+	}
+	return scaleSets.put(ctx, s.Client, s.Machines.ResourceGroup, s.Name, s.body(n, password, customData))
 }
 
 // upgradeCustomData brings to the scale set's latest model (manualupgrade) the instances of ins on
@@ -607,11 +631,72 @@ func (s *ScaleSet) Delete(ctx context.Context, names []string) error {
 		return err
 	}
 	tflog.Info(ctx, "deleting scale set instances", map[string]any{"scale_set": s.ID(), "instances": ids})
-	p, err := s.scaleSets().BeginDeleteInstances(ctx, s.Machines.ResourceGroup, s.Name,
-		armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs(ids...)}, nil)
-	_, err = wait(ctx, s.Client, p, err)
+	err = preemptible(ctx, "delete instances of "+s.ID(), func() error { return s.deleteInstances(ctx, ids) })
 	if err != nil {
 		return fmt.Errorf("delete instances %v of scale set %s: %w", ids, s.ID(), err)
+	}
+	return nil
+}
+
+// deleteInstances deletes the instances ids in one deleteInstances call and waits until they are
+// gone. The POST is not sent again blindly when its answer is lost (a connection error, a timeout, a
+// server error): it may have run, and Compute refuses to delete instances already being deleted.
+// The instances are listed instead: the call is sent again for those still there and not being
+// deleted, and the others are waited for.
+func (s *ScaleSet) deleteInstances(ctx context.Context, ids []string) error {
+	for {
+		p, err := s.scaleSets().BeginDeleteInstances(policy.WithRetryOptions(ctx, actionRetryOptions), s.Machines.ResourceGroup, s.Name,
+			armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs(ids...)}, nil)
+		if err == nil || !answerLost(err) {
+			_, err = wait(ctx, s.Client, p, err)
+			return err
+		}
+		tflog.Warn(ctx, "the answer to deleteInstances was lost; checking which instances it deleted", map[string]any{"error": err.Error()})
+		remaining, deleting, lerr := s.deletionState(ctx, ids)
+		if lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		if len(remaining) == 0 {
+			return s.awaitGone(ctx, deleting)
+		}
+		ids = remaining
+	}
+}
+
+// deletionState lists the instances and sorts ids into those still there and not being deleted,
+// and those being deleted.
+func (s *ScaleSet) deletionState(ctx context.Context, ids []string) (remaining, deleting []string, err error) {
+	ins, err := s.instances(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, in := range ins {
+		switch {
+		case !slices.Contains(ids, in.id):
+		case in.deleting:
+			deleting = append(deleting, in.id)
+		default:
+			remaining = append(remaining, in.id)
+		}
+	}
+	return remaining, deleting, nil
+}
+
+// awaitGone waits until the instances ids are gone, reading the instances (a read of Compute's
+// HighCostGetVMScaleSet budgets) after the poll interval, then twice as long each time, up to a
+// minute.
+func (s *ScaleSet) awaitGone(ctx context.Context, ids []string) error {
+	for every := s.Client.poll; len(ids) > 0; every = min(2*every, time.Minute) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("instances %v of scale set %s are still being deleted: %w", ids, s.ID(), ctx.Err())
+		case <-time.After(every):
+		}
+		remaining, deleting, err := s.deletionState(ctx, ids)
+		if err != nil {
+			return err
+		}
+		ids = append(remaining, deleting...)
 	}
 	return nil
 }

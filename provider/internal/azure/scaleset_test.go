@@ -80,3 +80,27 @@ func secretClient(ctx context.Context, t *testing.T) *Client {
 	client.poll = 10 * time.Millisecond
 	return client
 }
+
+// A deleteInstances whose answer is lost (it ran; the connection reset) is not sent again for
+// instances it is deleting, which Compute would refuse: the instances are listed and waited for.
+func TestScaleSetDeleteAnswerLost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := testScaleSet(t, "pool-lost")
+	t.Cleanup(func() { _ = s.Destroy(context.Background()) })
+	names, err := s.Add(ctx, 3, []byte("config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := server.LoseResponses(armtest.Match{Method: "POST", Path: `/virtualMachineScaleSets/win/delete$`, Times: 1})
+	defer lost.Remove()
+	if err := s.Delete(ctx, names[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if lost.Hits() != 1 {
+		t.Fatalf("the lost answer hit %d requests, want 1", lost.Hits())
+	}
+	if ins := server.Instances(s.ID()); len(ins) != 1 || ins[0].InstanceID != "0" {
+		t.Fatalf("instances after the delete: %v", ins)
+	}
+}

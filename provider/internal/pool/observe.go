@@ -224,23 +224,44 @@ func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error
 	}
 }
 
-// stoppedMachine reads the pool's machines and fails for the first pending one that stopped: it
-// will not become Ready, so the wait says why now, not at the timeout.
+// stoppedMachine reads the pool's machines and fails for the first pending one that stopped or
+// is gone: it will not become Ready, so the wait says why now, not at the timeout. A machine
+// gone while it joined was deleted outside the apply: a cloud deletes a Spot machine it evicts
+// (Azure's Delete eviction policy).
 func (m *Manager) stoppedMachine(ctx context.Context, s Spec, pending []string) error {
 	machines, err := m.Compute.List(ctx)
 	if err != nil {
 		return fmt.Errorf("list the machines of pool %s: %w", s.Pool, err)
 	}
-	for _, mc := range machines {
-		if slices.Contains(pending, mc.Name) && !mc.Running {
-			if r := m.Compute.Reports(ctx, []string{mc.Name})[mc.Name]; r != nil && r.State == nodestatus.StateFailed {
-				return &JoinError{Report: *r, Log: m.Compute.Log(ctx, mc.Name)}
-			}
-			return fmt.Errorf("machine %s stopped before its node was Ready; last lines of its log:\n%s", mc.Name, m.Compute.Log(ctx, mc.Name))
+	for _, name := range pending {
+		i := slices.IndexFunc(machines, func(mc Machine) bool { return mc.Name == name })
+		if i < 0 {
+			return &ActionError{Summary: "Machine Deleted While Joining",
+				Err: fmt.Errorf("machine %s was deleted before its node was Ready, not by this apply", name),
+				Remedy: "A Spot machine is deleted when its cloud evicts it (it needs the capacity back, or the price passed max_bid_price); " +
+					"a machine can also be deleted by hand or by an autoscaler. Apply again: the next apply removes its Node and adds a machine " +
+					"in its place. If evictions recur, raise max_bid_price, choose another vm_size or region, or use Regular machines."}
 		}
+		if machines[i].Running {
+			continue
+		}
+		if r := m.Compute.Reports(ctx, []string{name})[name]; r != nil && r.State == nodestatus.StateFailed {
+			return &JoinError{Report: *r, Log: m.Compute.Log(ctx, name)}
+		}
+		return fmt.Errorf("machine %s stopped before its node was Ready; last lines of its log:\n%s", name, m.Compute.Log(ctx, name))
 	}
 	return nil
 }
+
+// ActionError is a failure the user acts on: Summary names it (a diagnostic's summary), Remedy
+// says what to do. Its message is Err's.
+type ActionError struct {
+	Summary, Remedy string
+	Err             error
+}
+
+func (e *ActionError) Error() string { return e.Err.Error() }
+func (e *ActionError) Unwrap() error { return e.Err }
 
 // progress says where each pending node's join stands.
 func (m *Manager) progress(ctx context.Context, s Spec, pending []string) string {

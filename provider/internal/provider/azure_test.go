@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -429,15 +430,97 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					faults = []*armtest.Fault{armServer.FailOperations(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1}, "AllocationFailed", "Allocation failed. We do not have sufficient capacity for the requested VM size in this region.")}
+					faults = []*armtest.Fault{armServer.FailOperations(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1}, "InternalExecutionError",
+						"An internal execution error occurred. Please retry later.")}
 				},
 				Config: poolConfig(provider, be, f.imageA, 4),
-				ExpectError: regexp.MustCompile(`(?s)Cannot Reconcile Node Pool.*Pool "win" did not reach node_count = 4: .*AllocationFailed.*` +
+				ExpectError: regexp.MustCompile(`(?s)Cannot Reconcile Node Pool.*Pool "win" did not reach node_count = 4: .*InternalExecutionError.*` +
 					`apply\s+again\s+to\s+resume`),
 			},
 			{
 				Config:            poolConfig(provider, be, f.imageA, 4),
 				ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(4))},
+			},
+		},
+	})
+}
+
+// Compute's failures to create machines, as Azure's operations end, and the next apply repairs the
+// pool to exactly its count. A core quota refuses the scale-out (nothing is created) and
+// AllocationFailed leaves Failed instances that never start (the next apply replaces them): each
+// fails the apply with what to do. OSProvisioningTimedOut leaves one Failed instance that runs:
+// its node joins, so the apply succeeds and later applies keep it. A preempted scale-out is sent
+// again within the apply.
+func TestAccWindowsNodePool_azureComputeFailures(t *testing.T) {
+	state, provider := testAccLocal(t)
+	f := newAzureFixture(t, state)
+	be := f.poolBackend()
+	scaleSet := `/virtualMachineScaleSets/win$`
+	var fault *armtest.Fault
+	var timedOut string // the instance whose provisioning timed out
+	instances := func(want int) checkFunc {
+		return func() error {
+			if ms, _ := be.machines(); len(ms) != want {
+				return fmt.Errorf("%d instances, want %d: %v", len(ms), want, ms)
+			}
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: poolConfig(provider, be, f.imageA, 1), ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(1))}},
+			{
+				// 1 machine of 4 vCPUs runs; 2 more need 8 against a limit of 8.
+				PreConfig: func() { armServer.LimitCores("standardDSv5Family", 8) },
+				Config:    poolConfig(provider, be, f.imageA, 3),
+				ExpectError: regexp.MustCompile(`(?s)Azure vCPU Quota Exceeded.*OperationNotAllowed.*standardDSv5Family Cores quota.*` +
+					`Current Limit: 8, Current Usage: 4, Additional Required: 8.*Request\s+a\s+quota\s+increase`),
+			},
+			{
+				PreConfig: func() {
+					armServer.LimitCores("standardDSv5Family", -1)
+					fault = armServer.FailAllocation(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1})
+				},
+				Config: poolConfig(provider, be, f.imageA, 3),
+				ExpectError: regexp.MustCompile(`(?s)Azure Has No Capacity for the VM Size.*AllocationFailed.*` +
+					`Apply\s+again\s+later:\s+the\s+next\s+apply\s+removes\s+the\s+machines`),
+			},
+			{
+				PreConfig: func() {
+					fault = armServer.TimeOutProvisioning(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1})
+				},
+				Config: poolConfig(provider, be, f.imageA, 3),
+				ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(3)), checkFunc(func() error {
+					// The first apply's instance, then the two the timed-out scale-out added (in instance ID
+					// order): the first of those is the one whose provisioning timed out.
+					ins := armServer.Instances(f.scaleSetID("win"))
+					if fault.Hits() != 1 || len(ins) != 3 {
+						return fmt.Errorf("the time-out hit %d scale-outs, want 1; %d instances, want 3", fault.Hits(), len(ins))
+					}
+					timedOut = strings.ToLower(ins[1].ComputerName)
+					return nil
+				})},
+			},
+			{
+				// The machine whose provisioning timed out runs and its node is Ready: it stays.
+				Config: poolConfig(provider, be, f.imageA, 3),
+				ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(3)), checkFunc(func() error {
+					if ms, _ := be.machines(); !slices.Contains(ms, timedOut) {
+						return fmt.Errorf("the instance whose provisioning timed out, %s, was replaced though it runs: %v", timedOut, ms)
+					}
+					return nil
+				})},
+			},
+			{
+				PreConfig: func() { fault = armServer.PreemptOperations(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1}) },
+				Config:    poolConfig(provider, be, f.imageA, 4),
+				ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(4)), checkFunc(func() error {
+					if fault.Hits() != 1 {
+						return fmt.Errorf("the preemption hit %d scale-outs, want 1", fault.Hits())
+					}
+					return nil
+				})},
 			},
 		},
 	})

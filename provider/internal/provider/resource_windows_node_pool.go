@@ -491,9 +491,14 @@ func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, adminPas
 	diags.Append(r.saveSettings(ctx, m, mgr.Client)...)
 	if err != nil {
 		var je *pool.JoinError
-		if errors.As(err, &je) {
+		var ae *pool.ActionError
+		switch {
+		case errors.As(err, &je):
 			diags.AddError("Node Failed to Join", fmt.Sprintf("%s\n\nLast lines of the node's log:\n%s", je.Error(), je.Log))
-		} else {
+		case errors.As(err, &ae):
+			diags.AddError(ae.Summary, fmt.Sprintf("Pool %q did not reach node_count = %d: %s.\n\n%s\n\nThe state keeps the nodes the pool has now.",
+				m.Name.ValueString(), m.NodeCount.ValueInt64(), err, ae.Remedy))
+		default:
 			diags.AddError("Cannot Reconcile Node Pool", fmt.Sprintf("Pool %q did not reach node_count = %d: %s.\n\nThe state keeps the "+
 				"nodes the pool has now: fix the cause above and apply again to resume. If a wait ran out, raise timeouts (create "+
 				"15m, update 30m by default) or drain.timeout.", m.Name.ValueString(), m.NodeCount.ValueInt64(), err))
