@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/controlplane"
@@ -95,10 +96,6 @@ func joined(t *testing.T, c kubernetes.Interface, node string, done time.Time) {
 func setReady(t *testing.T, c kubernetes.Interface, node string, status corev1.ConditionStatus, since time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cond := corev1.NodeCondition{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.NewTime(since)}
 	switch status {
 	case corev1.ConditionTrue:
@@ -108,8 +105,17 @@ func setReady(t *testing.T, c kubernetes.Interface, node string, status corev1.C
 	case corev1.ConditionUnknown:
 		cond.Reason, cond.Message = "NodeStatusUnknown", "Kubelet stopped posting node status."
 	}
-	n.Status.Conditions = []corev1.NodeCondition{cond}
-	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// The control plane's controllers write the Node too (taints, pod CIDR): read it again on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Conditions = []corev1.NodeCondition{cond}
+		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
