@@ -196,6 +196,46 @@ func (n network) Delete(_ context.Context, name string) error {
 	return n.p.deleteNetwork(existing)
 }
 
+// RemovePodState removes the endpoints of the network other than its host endpoint, and every
+// load balancer, as Windows node setups do before the node's services start: aks-engine's
+// windowsnodereset.ps1, at every boot, removes the pod network with its endpoints and the
+// persisted policy lists (Get-HnsPolicyList | Remove-HnsPolicyList: HNS's v1 name for the load
+// balancers), and microsoft/SDN Kubernetes/windows/start-kubeproxy.ps1 the policy lists before
+// kube-proxy starts, which programs its own again on its first sync.
+func (n network) RemovePodState(_ context.Context, name string) error {
+	hns := n.p.b.HNS
+	// The load balancers first: they name the endpoints they balance to.
+	lbs, err := hns.LoadBalancers()
+	if err != nil {
+		return err
+	}
+	for _, lb := range lbs {
+		if err := hns.DeleteLoadBalancer(lb.Id); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("delete load balancer %s: %w", lb.Id, err)
+		}
+	}
+	nw, err := hns.NetworkByName(name)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	eps, err := hns.EndpointsOfNetwork(nw.Id)
+	if err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		if ep.Name == hostEndpointName(name) {
+			continue
+		}
+		if err := hns.DeleteEndpoint(ep.Id); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("delete endpoint %s: %w", ep.Name, err)
+		}
+	}
+	return nil
+}
+
 // bootstrapVSID and the External network follow microsoft/SDN
 // Kubernetes/windows/helper.psm1 CreateExternalNetwork: an L2Bridge for l2bridge modes, an
 // Overlay with VSID 9999 for overlay, on 192.168.255.0/30 with gateway .1

@@ -304,6 +304,26 @@ func (h hns) DeleteEndpoint(id string) error {
 	})
 }
 
+func (h hns) LoadBalancers() ([]hcnjson.HostComputeLoadBalancer, error) {
+	var out []hcnjson.HostComputeLoadBalancer
+	err := h.m.do(Op{Backend: "hns", Call: "LoadBalancers"}, true, func(st *State) (bool, error) {
+		out = clone(st.LoadBalancers)
+		return false, nil
+	})
+	return out, err
+}
+
+func (h hns) DeleteLoadBalancer(id string) error {
+	return h.m.do(Op{Backend: "hns", Call: "DeleteLoadBalancer", Target: id}, true, func(st *State) (bool, error) {
+		i := slices.IndexFunc(st.LoadBalancers, func(lb hcnjson.HostComputeLoadBalancer) bool { return lb.Id == id })
+		if i < 0 {
+			return false, errNotFound("load balancer " + id)
+		}
+		st.LoadBalancers = slices.Delete(st.LoadBalancers, i, i+1)
+		return true, nil
+	})
+}
+
 // AttachHost attaches the endpoint to the host: its vNIC "vEthernet (<name>)" appears, with the
 // endpoint's address on the network's prefix, HostVNICDelay later (hostVNICs).
 func (h hns) AttachHost(id string) error {
