@@ -211,10 +211,10 @@ func podsRun(t *testing.T, n *Node, pod string) string {
 		t.Fatal(err)
 	}
 	for f, data := range map[string]string{
-		`C:\var\lib\cni\networks\` + n.Config.Network.Name + `\` + ip.String(): id,
+		`C:\var\lib\cni\networks\` + n.Config.Network.Name + `\` + ip.String():     id,
 		`C:\var\lib\cni\networks\` + n.Config.Network.Name + `\last_reserved_ip.0`: ip.String(),
-		`C:\var\lib\cni\results\` + n.Config.Network.Name + "-" + id + "-eth0": "{}",
-		`C:\var\lib\kubelet\pods\` + pod + `\etc-hosts`: "127.0.0.1 localhost\n",
+		`C:\var\lib\cni\results\` + n.Config.Network.Name + "-" + id + "-eth0":     "{}",
+		`C:\var\lib\kubelet\pods\` + pod + `\etc-hosts`:                            "127.0.0.1 localhost\n",
 	} {
 		path := n.Platform.Path(f)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
