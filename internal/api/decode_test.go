@@ -164,6 +164,22 @@ func TestWindowsVNIRange(t *testing.T) {
 	}
 }
 
+// wincni.exe has no release any image could ship: a config naming it is refused with its replacement,
+// for either runtime, before the node joins.
+func TestWinCNIRefused(t *testing.T) {
+	for _, runtime := range []string{"docker", "containerd"} {
+		doc := "apiVersion: kubewin.io/v1alpha1\nkind: NodeConfig\ncluster: {apiServerEndpoint: 10.0.0.4:6443, unsafeSkipCAVerification: " +
+			"true, bootstrapToken: abcdef.0123456789abcdef, clusterCIDR: 10.244.0.0/16, serviceCIDR: 10.96.0.0/12}\nnetwork: {cni: wincni}\n" +
+			"runtime: {name: " + runtime + "}\n"
+		_, err := LoadNodeConfig([]byte(doc))
+		want := `network.cni: Invalid value: "wincni": wincni.exe has no release and no kubewin image contains it: ` +
+			"remove network.cni or set it to win-bridge"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("runtime %s: error = %v, want %q", runtime, err, want)
+		}
+	}
+}
+
 func TestImageManifestValidation(t *testing.T) {
 	doc := `{
   "apiVersion": "kubewin.io/v1alpha1", "kind": "ImageManifest",

@@ -1,6 +1,5 @@
 // Package cni renders the CNI network configuration a Windows node needs for its network mode:
-// containernetworking's win-bridge and win-overlay plugins, and the original guides' wincni.exe
-// l2bridge format. Rendering is pure and deterministic.
+// containernetworking's win-bridge and win-overlay plugins. Rendering is pure and deterministic.
 package cni
 
 import (
@@ -47,8 +46,6 @@ func Render(in Input) ([]byte, error) {
 	}
 	var doc any
 	switch in.Flavour {
-	case v1alpha1.CNIWinCNI:
-		doc = in.winCNI()
 	case v1alpha1.CNIWinBridge:
 		doc = in.winBridge()
 	case v1alpha1.CNIWinOverlay:
@@ -115,38 +112,7 @@ func (in Input) dnsServers() []string {
 	return s
 }
 
-// --- wincni (the original guides' format, HNS v1 policies) ---
-
-type winCNIConf struct {
-	CNIVersion     string        `json:"cniVersion"`
-	Name           string        `json:"name"`
-	Type           string        `json:"type"`
-	Master         string        `json:"master"`
-	IPAM           winCNIIPAM    `json:"ipam"`
-	DNS            winCNIDNS     `json:"dns"`
-	AdditionalArgs []namedPolicy `json:"AdditionalArgs"`
-}
-
-type winCNIIPAM struct {
-	Environment string        `json:"environment"`
-	Subnet      string        `json:"subnet"`
-	Routes      []winCNIRoute `json:"routes"`
-}
-
-type winCNIRoute struct {
-	GW string `json:"GW"`
-}
-
-type winCNIDNS struct {
-	Nameservers []string `json:"Nameservers"`
-	Search      []string `json:"Search,omitempty"`
-}
-
-// namedPolicy is {"Name": "EndpointPolicy", "Value": {...}} in wincni's capitalisation.
-type namedPolicy struct {
-	Name  string `json:"Name"`
-	Value any    `json:"Value"`
-}
+// --- win-bridge / win-overlay (containernetworking plugins) ---
 
 // policy is {"name": "EndpointPolicy", "value": {...}} in the containernetworking plugins'.
 type policy struct {
@@ -172,24 +138,6 @@ func (in Input) v1Policies() []any {
 	}
 	return p
 }
-
-func (in Input) winCNI() winCNIConf {
-	b, _ := ipam.BridgeAddresses(in.PodCIDR)
-	c := winCNIConf{
-		CNIVersion: "0.2.0",
-		Name:       in.NetworkName,
-		Type:       "wincni.exe",
-		Master:     in.InterfaceName,
-		IPAM:       winCNIIPAM{Environment: "azure", Subnet: in.PodCIDR.String(), Routes: []winCNIRoute{{GW: b.HostEndpoint.String()}}},
-		DNS:        winCNIDNS{Nameservers: in.dnsServers(), Search: in.DNSSearch},
-	}
-	for _, v := range in.v1Policies() {
-		c.AdditionalArgs = append(c.AdditionalArgs, namedPolicy{Name: "EndpointPolicy", Value: v})
-	}
-	return c
-}
-
-// --- win-bridge / win-overlay (containernetworking plugins) ---
 
 type pluginConf struct {
 	CNIVersion        string       `json:"cniVersion"`

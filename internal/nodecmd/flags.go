@@ -6,6 +6,12 @@ import (
 	"strings"
 )
 
+// TaintExternalCloudProvider is the taint a kubelet run with --cloud-provider=external registers
+// its Node with, and that a cloud-controller-manager's node controller removes once it has
+// initialised the Node; it initialises only Nodes that carry it (k8s.io/cloud-provider
+// api/well_known_taints.go, controllers/node/node_controller.go).
+const TaintExternalCloudProvider = "node.cloudprovider.kubernetes.io/uninitialized"
+
 // removedFlag is a kubelet flag that a Kubernetes minor dropped: a kubelet given it refuses to start.
 type removedFlag struct {
 	name      string

@@ -34,6 +34,13 @@ type Paths struct {
 	// ImageManifest is the manifest baked into the image; its file paths are relative to PayloadRoot.
 	ImageManifest string
 	PayloadRoot   string
+	// KubeletRootDir is the kubelet's --root-dir (its default on Windows): pods' volumes and
+	// plugins live under it.
+	KubeletRootDir string
+	// CNIStateDir is where CNI keeps its state on the system drive: host-local's address leases
+	// (containernetworking/plugins plugins/ipam/host-local/backend/disk: /var/lib/cni/networks)
+	// and libcni's result cache (containernetworking/cni libcni: CacheDir /var/lib/cni).
+	CNIStateDir string
 }
 
 // Payload is the node path of a payload file listed in the image manifest ("k/kubelet.exe").
@@ -62,6 +69,8 @@ func DefaultPaths() Paths {
 		NodebootDir:          `C:\ProgramData\kubewin\nodeboot`,
 		ImageManifest:        `C:\ProgramData\kubewin\image-manifest.json`,
 		PayloadRoot:          `C:\`,
+		KubeletRootDir:       `C:\var\lib\kubelet`,
+		CNIStateDir:          `C:\var\lib\cni`,
 	}
 }
 

@@ -29,9 +29,6 @@ func testInput(t *testing.T, minor int, runtime v1alpha1.RuntimeName) Input {
 		},
 		Runtime: v1alpha1.Runtime{Name: runtime},
 	}
-	if runtime == v1alpha1.RuntimeDocker {
-		c.Network.CNI = v1alpha1.CNIWinCNI
-	}
 	c.Default()
 	if errs := c.Validate(); len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())

@@ -30,14 +30,15 @@ const (
 	CNIWinBridge CNIFlavour = "win-bridge"
 	// CNIWinOverlay is containernetworking's win-overlay plugin.
 	CNIWinOverlay CNIFlavour = "win-overlay"
-	// CNIWinCNI is the original guides' wincni.exe l2bridge format, for older Docker images.
-	CNIWinCNI CNIFlavour = "wincni"
 	// CNINone writes no CNI configuration (network mode external).
 	CNINone CNIFlavour = "none"
 )
 
+// removedWinCNI is the original guides' wincni.exe format: validation refuses it with its replacement.
+const removedWinCNI CNIFlavour = "wincni"
+
 // CNIFlavours lists every CNIFlavour.
-var CNIFlavours = []CNIFlavour{CNIWinBridge, CNIWinOverlay, CNIWinCNI, CNINone}
+var CNIFlavours = []CNIFlavour{CNIWinBridge, CNIWinOverlay, CNINone}
 
 // RuntimeName is the container runtime of a node.
 type RuntimeName string

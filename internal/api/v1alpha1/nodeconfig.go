@@ -69,7 +69,8 @@ type Network struct {
 	// Mode is the topology. Default: l2bridge.
 	Mode NetworkMode `json:"mode,omitempty"`
 	// CNI is the plugin and config format. Default: win-overlay for overlay, none for external,
-	// win-bridge otherwise.
+	// win-bridge otherwise. The original guides' wincni is refused: no image contains wincni.exe,
+	// which was never released; win-bridge programs the same l2bridge network.
 	CNI CNIFlavour `json:"cni,omitempty"`
 	// Name is the HNS network name. Default: cbr0, or vxlan0 for overlay.
 	Name string `json:"name,omitempty"`

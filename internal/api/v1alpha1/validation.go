@@ -256,13 +256,17 @@ func (n *Network) validate(p *field.Path, runtime RuntimeName) field.ErrorList {
 	if !slices.Contains(NetworkModes, n.Mode) {
 		errs = append(errs, field.NotSupported(p.Child("mode"), n.Mode, NetworkModes))
 	}
-	if !slices.Contains(CNIFlavours, n.CNI) {
+	if n.CNI == removedWinCNI {
+		// wincni.exe was never released: it was a binary committed to github.com/Microsoft/SDN
+		// (Kubernetes/windows/cni/wincni.exe), with no version or checksum to verify, and
+		// acs-engine's Update-WinCNI (parts/k8s/windowscnifunc.ps1) replaced it with win-bridge.exe
+		// from the same repository. No image holds it, so a node configured for it gets no pod network.
+		errs = append(errs, field.Invalid(p.Child("cni"), n.CNI, "wincni.exe has no release and no kubewin image contains it: "+
+			"remove network.cni or set it to win-bridge, which programs the same l2bridge network with the CNI plugins release's win-bridge.exe"))
+	} else if !slices.Contains(CNIFlavours, n.CNI) {
 		errs = append(errs, field.NotSupported(p.Child("cni"), n.CNI, CNIFlavours))
 	} else if allowed := CNIFlavoursFor(n.Mode); len(allowed) > 0 && !slices.Contains(allowed, n.CNI) {
 		errs = append(errs, field.NotSupported(p.Child("cni"), n.CNI, allowed))
-	}
-	if n.CNI == CNIWinCNI && runtime != RuntimeDocker {
-		errs = append(errs, field.Invalid(p.Child("cni"), n.CNI, "the wincni format works only with the docker runtime: use win-bridge with containerd"))
 	}
 	if n.CNI == CNIWinOverlay && runtime != RuntimeContainerd {
 		errs = append(errs, field.Invalid(p.Child("cni"), n.CNI, "win-overlay needs the containerd runtime: set runtime.name to containerd"))
@@ -299,7 +303,7 @@ func (n *Network) validate(p *field.Path, runtime RuntimeName) field.ErrorList {
 func CNIFlavoursFor(mode NetworkMode) []CNIFlavour {
 	switch mode {
 	case NetworkModeL2Bridge, NetworkModeHostGateway:
-		return []CNIFlavour{CNIWinBridge, CNIWinCNI}
+		return []CNIFlavour{CNIWinBridge}
 	case NetworkModeOverlay:
 		return []CNIFlavour{CNIWinOverlay}
 	case NetworkModeExternal:

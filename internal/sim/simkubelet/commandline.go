@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubewin/kubewin/internal/nodecmd"
 )
 
 // Machine is what the simulated kubelet needs of the machine it stands on.
@@ -29,16 +31,17 @@ type Machine struct {
 // FromCommandLine builds the simulated kubelet from the command line nodeboot wrote for
 // kubelet.exe, reading the files it names as the real kubelet would: the kubeconfig (and the
 // client certificate it points at), the KubeletConfiguration (maxPods, registerWithTaints),
-// --hostname-override, --node-ip and --node-labels.
+// --hostname-override, --node-ip, --node-labels and --cloud-provider.
 func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
 	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var kubeconfig, config, hostname, nodeIP, nodeLabels string
+	var kubeconfig, config, hostname, nodeIP, nodeLabels, cloudProvider string
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "")
 	fs.StringVar(&config, "config", "", "")
 	fs.StringVar(&hostname, "hostname-override", "", "")
 	fs.StringVar(&nodeIP, "node-ip", "", "")
 	fs.StringVar(&nodeLabels, "node-labels", "", "")
+	fs.StringVar(&cloudProvider, "cloud-provider", "", "")
 	// Every other flag the kubelet takes is accepted and has no effect here.
 	for _, a := range args {
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -82,13 +85,19 @@ func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
 			labels[k] = v
 		}
 	}
+	taints := kc.RegisterWithTaints
+	if cloudProvider == "external" {
+		// A kubelet whose cloud provider is external registers its Node with this taint, which the
+		// cloud-controller-manager removes (kubernetes pkg/kubelet/kubelet_node_status.go initialNode).
+		taints = append(taints, corev1.Taint{Key: nodecmd.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	}
 	maxPods := kc.MaxPods
 	if maxPods == 0 {
 		maxPods = 110
 	}
 	return &Kubelet{
 		Client: client, NodeIP: ip, MaxPods: maxPods, Info: m.Info, Out: m.Out,
-		Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname, Labels: labels}, Spec: corev1.NodeSpec{Taints: kc.RegisterWithTaints}},
+		Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}},
 	}, nil
 }
 

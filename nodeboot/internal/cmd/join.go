@@ -158,11 +158,14 @@ func newStatus(f *machineFlags) *cobra.Command {
 func newReset(f *machineFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "reset",
-		Short: "Undo the join on this machine: services, routes, networks, credentials and state",
-		Long: `Reset returns the machine to the state its image left it in: it stops and removes the node
-services, the kubewin routes, the HNS pod network with its endpoints and the External bootstrap
-network, and the files the join wrote (component and CNI configuration, the kubelet credential and
-certificates, kubeconfig, cluster CA and join state). What the bake installed stays. It does not
+		Short: "Undo the join on this machine: services, pods, routes, networks, credentials and state",
+		Long: `Reset returns the machine to the state its image left it in: it stops nodeboot's own service
+(which stays registered, to join again at the next boot), stops and removes the node services and
+the pods' containers, removes kube-proxy's HNS load balancers, the kubewin routes, the HNS pod
+network with its endpoints and the External bootstrap network, the files the join wrote
+(component and CNI configuration, the kubelet credential and certificates, kubeconfig, cluster CA
+and join state), the kubelet's directory (C:\var\lib\kubelet: pod directories) and CNI's state
+(C:\var\lib\cni: address leases, result cache). What the bake installed stays. It does not
 touch the cluster: drain and delete the Node object there (the provider does this when it scales
 a pool in).`,
 		Args: cobra.NoArgs,

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +65,8 @@ type nodeOpts struct {
 	runtime v1alpha1.RuntimeName
 	// clockSkew sets the machine's clock off by this much.
 	clockSkew time.Duration
+	// kubeletArgs are the NodeConfig's kubelet.extraArgs.
+	kubeletArgs map[string]string
 }
 
 var nodeSeq struct {
@@ -154,6 +157,7 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 		},
 		Network: v1alpha1.Network{Mode: o.mode},
 		Runtime: v1alpha1.Runtime{Name: o.runtime},
+		Kubelet: v1alpha1.Kubelet{ExtraArgs: o.kubeletArgs},
 	}
 	c.Default()
 	if errs := c.Validate(); len(errs) > 0 {
@@ -306,6 +310,31 @@ func TestPodsRunAndDrain(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
 		t.Fatalf("pod deletion was not confirmed: %v", err)
+	}
+}
+
+// A kubelet run with --cloud-provider=external registers its Node with the uninitialized taint,
+// which a cloud-controller-manager looks for; the register phase creates the Node before the
+// kubelet runs, and the kubelet does not taint a Node that exists, so the phase adds it.
+func TestJoinExternalCloudProviderTaint(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t, nodeOpts{kubeletArgs: map[string]string{"cloud-provider": "external"}})
+	if err := n.Join(ctx); err != nil {
+		t.Fatalf("join: %v\n%s", err, n.Out)
+	}
+	node := waitReady(t, n.Name)
+	want := corev1.Taint{Key: nodecmd.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&want) && t.Value == want.Value }) ||
+		!hasTaint(node, "os") {
+		t.Errorf("taints = %+v, want the NodeConfig's and %v", node.Spec.Taints, want)
+	}
+	// Without it, no such taint.
+	plain := newNode(t, nodeOpts{})
+	if err := plain.Join(ctx); err != nil {
+		t.Fatalf("join: %v\n%s", err, plain.Out)
+	}
+	if node := waitReady(t, plain.Name); hasTaint(node, nodecmd.TaintExternalCloudProvider) {
+		t.Errorf("a node without an external cloud provider has taints %+v", node.Spec.Taints)
 	}
 }
 

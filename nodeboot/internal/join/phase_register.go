@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/nodestatus"
 )
 
@@ -21,7 +23,9 @@ type registerData interface {
 }
 
 // NodeObject is the Node a kubewin node registers: the NodeConfig's labels and taints, and the
-// labels a Windows kubelet sets on itself.
+// labels and taints a Windows kubelet sets on itself, as the kubelet does when it registers
+// (kubernetes pkg/kubelet/kubelet_node_status.go initialNode). A Node that exists is not
+// changed by the kubelet, so the Node nodeboot creates must carry them.
 func NodeObject(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, name string) *corev1.Node {
 	labels := map[string]string{
 		corev1.LabelOSStable:         "windows",
@@ -36,6 +40,12 @@ func NodeObject(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, name string) 
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	for _, t := range c.Node.Taints {
 		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	// initialNode adds this taint when the kubelet's cloud provider is external
+	// (cloudprovider.IsExternal: the name "external").
+	if c.Kubelet.ExtraArgs["cloud-provider"] == "external" &&
+		!slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == nodecmd.TaintExternalCloudProvider }) {
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: nodecmd.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule})
 	}
 	if c.Node.PodCIDR != "" {
 		node.Spec.PodCIDR, node.Spec.PodCIDRs = c.Node.PodCIDR, []string{c.Node.PodCIDR}

@@ -12,13 +12,25 @@ import (
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
 
+// nodebootService is nodeboot's own service, which the bake registers.
+const nodebootService = "nodeboot"
+
 // Reset returns the machine to the state its image left it in, undoing everything the join and
-// `nodeboot run` did on it: the node services (newest first), the kubewin routes, the pod
-// network with its endpoints and the External bootstrap network (which takes the vSwitch down
-// and gives the adapter its address back), and the files the join wrote (component
-// configuration, CNI configuration, the kubelet's credentials and certificates, the cluster CA
-// and the join state). What the bake installed stays. The cluster is not touched.
+// `nodeboot run` did on it, as kubeadm reset does on Linux and Windows setups' reset scripts do
+// (microsoft/SDN Kubernetes/flannel/l2bridge/reset.ps1, aks-engine windowsnodereset.ps1): it
+// stops nodeboot's own service (registered by the bake, it stays, stopped, to join again at the
+// next boot), removes the node services (newest first), the pods' containers, kube-proxy's load
+// balancers and the pods' endpoints, the kubewin routes, the pod network and the External
+// bootstrap network (which takes the vSwitch down and gives the adapter its address back), the
+// files the join wrote (component configuration, CNI configuration, the kubelet's credentials
+// and certificates, the cluster CA and the join state), the kubelet's root directory (pod
+// directories) and CNI's state (address leases, result cache). What the bake installed stays.
+// The cluster is not touched.
 func (n *Node) Reset(ctx context.Context) error {
+	// nodeboot run reprograms routes and restarts services: it stops first.
+	if err := n.Platform.Services().Stop(ctx, nodebootService); err != nil {
+		return fmt.Errorf("stop the %s service: %w", nodebootService, err)
+	}
 	var errs []error
 	if specs, err := serviceSpecs(n); err == nil {
 		slices.Reverse(specs)
@@ -36,10 +48,16 @@ func (n *Node) Reset(ctx context.Context) error {
 			}
 		}
 	}
+	if err := n.Platform.RemovePods(ctx, n.Config.Runtime.Name); err != nil {
+		errs = append(errs, err)
+	}
 	if err := n.Platform.Routes().Replace(ctx, nil); err != nil {
 		errs = append(errs, fmt.Errorf("remove the kubewin routes: %w", err))
 	}
 	if n.Config.Network.Mode != v1alpha1.NetworkModeExternal {
+		if err := n.Platform.Network().RemovePodState(ctx, n.Config.Network.Name); err != nil {
+			errs = append(errs, fmt.Errorf("remove the pods' endpoints and load balancers: %w", err))
+		}
 		for _, name := range []string{n.Config.Network.Name, platform.BootstrapNetworkName} {
 			if err := n.Platform.Network().Delete(ctx, name); err != nil {
 				errs = append(errs, fmt.Errorf("delete HNS network %s: %w", name, err))
@@ -51,10 +69,15 @@ func (n *Node) Reset(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	for _, dir := range []string{n.Paths.KubeletRootDir, n.Paths.CNIStateDir} {
+		if err := n.Platform.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	fmt.Fprintf(n.Out, "[reset] node %s: services, routes, networks, credentials and state removed; drain and delete the Node in the cluster\n", n.Name)
+	fmt.Fprintf(n.Out, "[reset] node %s: services, pods, routes, networks, credentials and state removed; drain and delete the Node in the cluster\n", n.Name)
 	return n.Open()
 }
 

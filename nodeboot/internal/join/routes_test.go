@@ -119,17 +119,22 @@ func TestOverlayPeers(t *testing.T) {
 	}
 	defer admin(t).CoreV1().Nodes().Delete(context.Background(), vni1.Name, metav1.DeleteOptions{})
 
-	// routesOf are n's remote subnet routes: pod CIDR → provider address and VTEP MAC.
+	// routesOf are n's remote subnet routes: pod CIDR → provider address and VTEP MAC (as
+	// net.HardwareAddr prints it: HNS reports it in its own form).
 	routesOf := func(n *Node) map[string]string {
 		out := map[string]string{}
-		net := windowsState(t, n).Network(n.Config.Network.Name)
-		if net == nil {
+		nw := windowsState(t, n).Network(n.Config.Network.Name)
+		if nw == nil {
 			return out
 		}
-		for _, p := range net.Policies {
+		for _, p := range nw.Policies {
 			var s hcnjson.RemoteSubnetRoutePolicySetting
 			if p.Type == hcnjson.RemoteSubnetRoute && json.Unmarshal(p.Settings, &s) == nil {
-				out[s.DestinationPrefix] = s.ProviderAddress + " " + s.DistributedRouterMacAddress + fmt.Sprintf(" %d", s.IsolationId)
+				mac, err := net.ParseMAC(s.DistributedRouterMacAddress)
+				if err != nil {
+					t.Fatalf("node %s holds a route with MAC %q: %v", n.Name, s.DistributedRouterMacAddress, err)
+				}
+				out[s.DestinationPrefix] = s.ProviderAddress + " " + mac.String() + fmt.Sprintf(" %d", s.IsolationId)
 			}
 		}
 		return out

@@ -24,6 +24,9 @@ func (n *Node) Serve(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := removeStalePodState(ctx, n); err != nil {
+		return err
+	}
 	vtepMAC, err := ensureNetwork(ctx, n)
 	if err != nil {
 		return err
@@ -40,6 +43,27 @@ func (n *Node) Serve(ctx context.Context) error {
 		return n.reconcilePeers(ctx, vtepMAC)
 	}
 	<-ctx.Done()
+	return nil
+}
+
+// removeStalePodState removes, before the network is ensured, what the pods and kube-proxy of
+// an earlier boot left in HNS (the endpoints of pods that no longer exist, the services' load
+// balancers), as Windows node setups do at every boot (aks-engine windowsnodereset.ps1). It does
+// so only while neither the kubelet nor kube-proxy runs, as after a restart (nodeboot starts
+// them): a nodeboot restarted beside running services leaves their pods' state alone.
+func removeStalePodState(ctx context.Context, n *Node) error {
+	if n.Config.Network.Mode == v1alpha1.NetworkModeExternal {
+		return nil
+	}
+	for _, name := range []string{"kubelet", "kube-proxy"} {
+		running, err := n.Platform.Services().Running(ctx, name)
+		if err != nil || running {
+			return err
+		}
+	}
+	if err := n.Platform.Network().RemovePodState(ctx, n.Config.Network.Name); err != nil {
+		return fmt.Errorf("remove the stale pod endpoints and load balancers of the last boot: %w", err)
+	}
 	return nil
 }
 

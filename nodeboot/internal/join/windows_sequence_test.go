@@ -2,7 +2,10 @@ package join
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,6 +21,7 @@ import (
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/hcnjson"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"
 )
 
@@ -179,6 +183,50 @@ func comparable(t *testing.T, st winfake.State) string {
 	return string(b)
 }
 
+// podsRun leaves on the machine what the kubelet, the CNI plugin and kube-proxy leave while pods
+// run: a pod's container in the runtime, its HNS endpoint on the pod network, kube-proxy's load
+// balancer, host-local's address lease and libcni's cache under C:\var\lib\cni, and the pod's
+// directory under the kubelet's root. It returns the endpoint's name.
+func podsRun(t *testing.T, n *Node, pod string) string {
+	t.Helper()
+	fake := n.Platform.(*sim.Platform).Windows()
+	st := windowsState(t, n)
+	nw := st.Network(n.Config.Network.Name)
+	if nw == nil {
+		t.Fatalf("no network %s", n.Config.Network.Name)
+	}
+	ip := n.state.Data.PodCIDR.Addr().Next().Next().Next().Next().Next()
+	sum := sha256.Sum256([]byte(pod))
+	id := hex.EncodeToString(sum[:])
+	ep := id[:12] + "_" + n.Config.Network.Name
+	if err := fake.Edit(func(st *winfake.State) {
+		st.NextID++
+		epID := fmt.Sprintf("1000%04d-0000-4000-8000-000000000000", st.NextID)
+		st.Endpoints = append(st.Endpoints, winfake.Endpoint{HostComputeEndpoint: hcnjson.HostComputeEndpoint{Id: epID, Name: ep,
+			HostComputeNetwork: nw.Id, IpConfigurations: []hcnjson.IpConfig{{IpAddress: ip.String(), PrefixLength: 24}}}})
+		st.LoadBalancers = append(st.LoadBalancers, hcnjson.HostComputeLoadBalancer{Id: fmt.Sprintf("2000%04d-0000-4000-8000-000000000000", st.NextID),
+			HostComputeEndpoints: []string{epID}, FrontendVIPs: []string{"10.96.0.10"}})
+		st.Containers = append(st.Containers, id)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for f, data := range map[string]string{
+		`C:\var\lib\cni\networks\` + n.Config.Network.Name + `\` + ip.String():     id,
+		`C:\var\lib\cni\networks\` + n.Config.Network.Name + `\last_reserved_ip.0`: ip.String(),
+		`C:\var\lib\cni\results\` + n.Config.Network.Name + "-" + id + "-eth0":     "{}",
+		`C:\var\lib\kubelet\pods\` + pod + `\etc-hosts`:                            "127.0.0.1 localhost\n",
+	} {
+		path := n.Platform.Path(f)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ep
+}
+
 // The Windows requests of a whole node life, on l2bridge, host-gateway and overlay: the join,
 // a reboot and `nodeboot run`, a second `run`, and a reset. On every boot the HNS network (and
 // on l2bridge its host endpoint) exists before the kubelet starts, which only nodeboot starts;
@@ -189,6 +237,19 @@ func TestWindowsRequestSequences(t *testing.T) {
 			ctx := context.Background()
 			n := newNode(t, nodeOpts{mode: mode})
 			fake := n.Platform.(*sim.Platform).Windows()
+			// The image has nodeboot's service, registered by the bake, stopped until the first boot.
+			if err := os.MkdirAll(n.Platform.Path(`C:\k`), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(n.Platform.Path(`C:\k\nodeboot.exe`), []byte("nodeboot.exe"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := fake.Edit(func(st *winfake.State) {
+				st.Services[nodebootService] = &winfake.Service{State: windows.Stopped, Config: windows.ServiceConfig{
+					BinaryPathName: `C:\k\nodeboot.exe run`, StartType: windows.StartAutomatic, Dependencies: []string{string(n.Config.Runtime.Name)}}}
+			}); err != nil {
+				t.Fatal(err)
+			}
 			baseState, baseFiles := comparable(t, windowsState(t, n)), machineFiles(t, n)
 			kubelet := watchKubelet(t, n)
 			network := n.Config.Network.Name
@@ -243,8 +304,10 @@ func TestWindowsRequestSequences(t *testing.T) {
 				}
 			}
 
-			// A reboot: the service manager starts only what starts at boot; the kubelet waits
-			// for nodeboot, which makes the network exist first.
+			// Pods ran; then a reboot: the service manager starts only what starts at boot; the
+			// kubelet waits for nodeboot, which makes the network exist first, without the
+			// endpoints of the pods that are gone and kube-proxy's load balancers.
+			stale := podsRun(t, n, "pod-before-reboot")
 			if err := fake.Reboot(); err != nil {
 				t.Fatal(err)
 			}
@@ -258,6 +321,9 @@ func TestWindowsRequestSequences(t *testing.T) {
 				t.Fatalf("nodeboot run started the kubelet %d times", kubelet.count()-starts)
 			}
 			assertNetworkReady(t, n, kubelet.last(t))
+			if st := kubelet.last(t); slices.ContainsFunc(st.Endpoints, func(ep winfake.Endpoint) bool { return ep.Name == stale }) || len(st.LoadBalancers) > 0 {
+				t.Errorf("reboot: the kubelet started with the last boot's pod endpoint %s or load balancers: %+v %+v", stale, st.Endpoints, st.LoadBalancers)
+			}
 			boot := fake.Log()[mark:]
 			if mode == v1alpha1.NetworkModeOverlay {
 				// A non-persistent network is gone after a reboot: it is made again first.
@@ -269,7 +335,8 @@ func TestWindowsRequestSequences(t *testing.T) {
 			}
 			stop()
 
-			// nodeboot restarted without a reboot: nothing to change.
+			// nodeboot restarted without a reboot, beside the running pods: nothing to change.
+			podsRun(t, n, "pod-after-reboot")
 			mark = fake.Mark()
 			stop = serve(t, reopen(t, n))
 			stop()
@@ -277,7 +344,7 @@ func TestWindowsRequestSequences(t *testing.T) {
 				t.Errorf("a second run changed the machine:\n%s", strings.Join(c, "\n"))
 			}
 
-			// Reset: back to the machine the image left.
+			// Reset, with the pods running and nodeboot's service up: back to the machine the image left.
 			if err := reopen(t, n).Reset(ctx); err != nil {
 				t.Fatalf("reset: %v", err)
 			}

@@ -34,6 +34,10 @@ type Platform interface {
 	WriteSecret(win string, data []byte) error
 	// RemoveFile removes a file; a missing file is not an error.
 	RemoveFile(win string) error
+	// RemoveAll removes a directory and everything in it; a missing directory is not an error.
+	RemoveAll(win string) error
+	// RemovePods stops and removes the runtime's containers of Kubernetes pods.
+	RemovePods(ctx context.Context, runtime v1alpha1.RuntimeName) error
 	// Symlink makes win a symbolic link to target, a file name in win's directory, replacing
 	// the file or link win was.
 	Symlink(win, target string) error
@@ -70,6 +74,10 @@ type Network interface {
 	ReplaceRemoteSubnets(ctx context.Context, network string, subnets []RemoteSubnet) error
 	// Delete removes the network and its endpoints; a missing network is not an error.
 	Delete(ctx context.Context, name string) error
+	// RemovePodState removes what pods and kube-proxy left in HNS: the network's endpoints other
+	// than its host endpoint, and every load balancer. Only while neither the kubelet nor
+	// kube-proxy runs: they are the pods' and services' own.
+	RemovePodState(ctx context.Context, name string) error
 }
 
 // NetworkInfo is what an ensured network tells about itself.
@@ -94,6 +102,9 @@ type Services interface {
 	Ensure(ctx context.Context, spec ServiceSpec) error
 	Start(ctx context.Context, name string) error
 	Stop(ctx context.Context, name string) error
+	// Running reports whether the service runs (or is starting or stopping); a missing service
+	// does not.
+	Running(ctx context.Context, name string) (bool, error)
 	// Delete stops and removes the service; a missing service is not an error.
 	Delete(ctx context.Context, name string) error
 }

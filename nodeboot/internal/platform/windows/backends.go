@@ -52,6 +52,10 @@ type HNS interface {
 	CreateEndpoint(ep *hcnjson.HostComputeEndpoint) (*hcnjson.HostComputeEndpoint, error)
 	// DeleteEndpoint deletes an endpoint by ID.
 	DeleteEndpoint(id string) error
+	// LoadBalancers lists every load balancer (hcn.ListLoadBalancers); DeleteLoadBalancer
+	// deletes one by ID.
+	LoadBalancers() ([]hcnjson.HostComputeLoadBalancer, error)
+	DeleteLoadBalancer(id string) error
 	// AttachHost attaches an endpoint to the host's default network compartment. hcn has no
 	// such call: the Windows implementation makes HNS's one (HostAttach with compartment 1) by
 	// the endpoint's ID, as Microsoft's windows-container-networking does for the gateway
@@ -154,6 +158,8 @@ type Files interface {
 	Write(win string, data []byte, sddl string) error
 	// Remove removes a file; a missing file is not an error.
 	Remove(win string) error
+	// RemoveAll removes a directory and everything in it; a missing directory is not an error.
+	RemoveAll(win string) error
 	// Symlink makes win a symbolic link to target, a file name in win's directory, replacing
 	// the file or link win was.
 	Symlink(win, target string) error

@@ -22,6 +22,8 @@ func (ntfs) Remove(path string) error {
 	return nil
 }
 
+func (ntfs) RemoveAll(path string) error { return os.RemoveAll(path) }
+
 // Write writes a new temporary file next to the target, created with the security descriptor
 // when one is given (CreateFile with SECURITY_ATTRIBUTES, CREATE_NEW: the file never has its
 // inherited permissions, not even for a moment; CreateFile ignores the descriptor when it opens

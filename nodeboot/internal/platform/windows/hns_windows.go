@@ -135,6 +135,22 @@ func (hnsAPI) DeleteEndpoint(id string) error {
 	return notFound((&hcn.HostComputeEndpoint{Id: id}).Delete())
 }
 
+func (hnsAPI) LoadBalancers() ([]hcnjson.HostComputeLoadBalancer, error) {
+	lbs, err := hcn.ListLoadBalancers()
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[[]hcnjson.HostComputeLoadBalancer](lbs)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}
+
+func (hnsAPI) DeleteLoadBalancer(id string) error {
+	return notFound((&hcn.HostComputeLoadBalancer{Id: id}).Delete())
+}
+
 // AttachHost makes HNS's HostAttach call for the endpoint, by ID, into compartment 1 (the host's
 // default compartment): hcn has no host attach (hcn/hcnendpoint.go offers NamespaceAttach
 // only), so Microsoft's own windows-container-networking attaches the gateway endpoint it

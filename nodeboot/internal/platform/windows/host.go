@@ -60,6 +60,24 @@ func (p *Platform) ImportImage(ctx context.Context, runtime v1alpha1.RuntimeName
 	return nil
 }
 
+// RemovePods removes the pods' containers. containerd is restarted after removing any, so that
+// its CRI plugin, which keeps its sandboxes and containers in memory, reads them again.
+func (p *Platform) RemovePods(ctx context.Context, runtime v1alpha1.RuntimeName) error {
+	paths := nodecmd.DefaultPaths()
+	client := paths.ContainerdBinDir + `\ctr.exe`
+	if runtime == v1alpha1.RuntimeDocker {
+		client = paths.DockerBinDir + `\docker.exe`
+	}
+	out, err := p.b.Shell.Run(ctx, podsScript(runtime, client))
+	if err != nil {
+		return fmt.Errorf("remove the pods' containers: %w", err)
+	}
+	if runtime == v1alpha1.RuntimeContainerd && strings.TrimSpace(string(out)) != "0" {
+		return p.RestartRuntime(ctx, runtime)
+	}
+	return nil
+}
+
 // RestartRuntime restarts the runtime's service so that it reads its configuration.
 func (p *Platform) RestartRuntime(ctx context.Context, runtime v1alpha1.RuntimeName) error {
 	if err := p.Services().Stop(ctx, string(runtime)); err != nil {

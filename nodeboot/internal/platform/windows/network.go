@@ -1,6 +1,7 @@
 package windows
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -193,6 +194,46 @@ func (n network) Delete(_ context.Context, name string) error {
 		return err
 	}
 	return n.p.deleteNetwork(existing)
+}
+
+// RemovePodState removes the endpoints of the network other than its host endpoint, and every
+// load balancer, as Windows node setups do before the node's services start: aks-engine's
+// windowsnodereset.ps1, at every boot, removes the pod network with its endpoints and the
+// persisted policy lists (Get-HnsPolicyList | Remove-HnsPolicyList: HNS's v1 name for the load
+// balancers), and microsoft/SDN Kubernetes/windows/start-kubeproxy.ps1 the policy lists before
+// kube-proxy starts, which programs its own again on its first sync.
+func (n network) RemovePodState(_ context.Context, name string) error {
+	hns := n.p.b.HNS
+	// The load balancers first: they name the endpoints they balance to.
+	lbs, err := hns.LoadBalancers()
+	if err != nil {
+		return err
+	}
+	for _, lb := range lbs {
+		if err := hns.DeleteLoadBalancer(lb.Id); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("delete load balancer %s: %w", lb.Id, err)
+		}
+	}
+	nw, err := hns.NetworkByName(name)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	eps, err := hns.EndpointsOfNetwork(nw.Id)
+	if err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		if ep.Name == hostEndpointName(name) {
+			continue
+		}
+		if err := hns.DeleteEndpoint(ep.Id); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("delete endpoint %s: %w", ep.Name, err)
+		}
+	}
+	return nil
 }
 
 // bootstrapVSID and the External network follow microsoft/SDN
@@ -443,42 +484,54 @@ func remoteSubnetSetting(rs platform.RemoteSubnet) hcnjson.RemoteSubnetRoutePoli
 }
 
 // ReplaceRemoteSubnets removes the network's remote subnet routes that are not wanted (with
-// the settings HNS holds, as flannel removes them) and adds the missing ones.
+// the settings HNS holds, as flannel removes them) and adds the missing ones. A route is a
+// peer's DestinationPrefix, as flannel identifies it (pkg/backend/vxlan/vxlan_network_windows.go
+// handleSubnetEvents replaces the policy with the same DestinationPrefix); one held with the
+// wanted provider address, VNI and MAC stays. MACs are compared as addresses: HNS reports them
+// in its own form ("0E-2A-..."), not the one they were sent in.
 func (n network) ReplaceRemoteSubnets(_ context.Context, name string, subnets []platform.RemoteSubnet) error {
 	hns := n.p.b.HNS
 	nw, err := hns.NetworkByName(name)
 	if err != nil {
 		return fmt.Errorf("network %s: %w", name, err)
 	}
-	want := make([]hcnjson.RemoteSubnetRoutePolicySetting, len(subnets))
-	for i, rs := range subnets {
-		want[i] = remoteSubnetSetting(rs)
-	}
-	var have []hcnjson.RemoteSubnetRoutePolicySetting
+	kept := map[string]bool{}
 	for _, pol := range nw.Policies {
 		var s hcnjson.RemoteSubnetRoutePolicySetting
 		if pol.Type != hcnjson.RemoteSubnetRoute || json.Unmarshal(pol.Settings, &s) != nil {
 			continue
 		}
-		if slices.Contains(want, s) {
-			have = append(have, s)
+		if slices.ContainsFunc(subnets, func(rs platform.RemoteSubnet) bool { return sameRemoteSubnet(remoteSubnetSetting(rs), s) }) &&
+			!kept[s.DestinationPrefix] {
+			kept[s.DestinationPrefix] = true
 			continue
 		}
-		req := hcnjson.PolicyNetworkRequest{Policies: []hcnjson.NetworkPolicy{{Type: hcnjson.RemoteSubnetRoute, Settings: mustJSON(s)}}}
+		req := hcnjson.PolicyNetworkRequest{Policies: []hcnjson.NetworkPolicy{{Type: hcnjson.RemoteSubnetRoute, Settings: pol.Settings}}}
 		if err := hns.RemoveNetworkPolicy(nw.Id, req); err != nil {
 			return fmt.Errorf("remove the remote subnet %s: %w", s.DestinationPrefix, err)
 		}
 	}
-	for i, s := range want {
-		if slices.Contains(have, s) {
+	for _, rs := range subnets {
+		if kept[rs.Destination.String()] {
 			continue
 		}
-		req := hcnjson.PolicyNetworkRequest{Policies: []hcnjson.NetworkPolicy{remoteSubnetPolicy(subnets[i])}}
+		req := hcnjson.PolicyNetworkRequest{Policies: []hcnjson.NetworkPolicy{remoteSubnetPolicy(rs)}}
 		if err := hns.AddNetworkPolicy(nw.Id, req); err != nil {
-			return fmt.Errorf("add the remote subnet %s: %w", s.DestinationPrefix, err)
+			return fmt.Errorf("add the remote subnet %s: %w", rs.Destination, err)
 		}
 	}
 	return nil
+}
+
+// sameRemoteSubnet says whether HNS's route have is the route want: the same destination,
+// provider address and VNI, and the same MAC address whatever its form.
+func sameRemoteSubnet(want, have hcnjson.RemoteSubnetRoutePolicySetting) bool {
+	if want.DestinationPrefix != have.DestinationPrefix || want.ProviderAddress != have.ProviderAddress || want.IsolationId != have.IsolationId {
+		return false
+	}
+	w, err1 := net.ParseMAC(want.DistributedRouterMacAddress)
+	h, err2 := net.ParseMAC(have.DistributedRouterMacAddress)
+	return err1 == nil && err2 == nil && bytes.Equal(w, h)
 }
 
 // retry runs f up to attempts times, waiting delay, 2×delay, ... in between.

@@ -58,6 +58,8 @@ func (p *Platform) WriteSecret(win string, data []byte) error {
 
 func (p *Platform) RemoveFile(win string) error { return p.b.Files.Remove(win) }
 
+func (p *Platform) RemoveAll(win string) error { return p.b.Files.RemoveAll(win) }
+
 func (p *Platform) Symlink(win, target string) error { return p.b.Files.Symlink(win, target) }
 
 func (p *Platform) OSBuild() (uint32, error) { return p.b.System.OSBuild() }

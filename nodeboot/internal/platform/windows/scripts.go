@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/powershell"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
@@ -156,4 +157,38 @@ type DefenderQueryParams struct{}
 func defenderQueryScript() Script {
 	return Script{Name: "defender.installed", Params: DefenderQueryParams{},
 		Text: "[bool](Get-WindowsFeature -Name 'Windows-Defender').Installed\n"}
+}
+
+// PodsParams are the values of the pods.remove script.
+type PodsParams struct {
+	Runtime v1alpha1.RuntimeName
+	// Client is the runtime's own client: ctr.exe or docker.exe.
+	Client string
+}
+
+// criDockerdTypeLabel is the label cri-dockerd puts on every container it creates, a pod's
+// sandbox or one of its containers (Mirantis/cri-dockerd libdocker: containerTypeLabelKey).
+const criDockerdTypeLabel = "io.kubernetes.docker.type"
+
+// podsScript removes the Kubernetes pods' containers with the runtime's own client, as a node
+// reset does (kubeadm reset's cleanup-node phase removes them through CRI; microsoft/SDN
+// Kubernetes/flannel/l2bridge/reset.ps1 runs docker rm -f): containerd's k8s.io namespace is
+// the CRI plugin's, whose containers are the pods'; on Docker, cri-dockerd's containers carry
+// its label. It prints how many it removed.
+func podsScript(runtime v1alpha1.RuntimeName, client string) Script {
+	list, remove := `& $client --namespace k8s.io containers list --quiet`, `& $client --namespace k8s.io tasks delete --force $id 2>$null | Out-Null
+  & $client --namespace k8s.io containers delete $id`
+	if runtime == v1alpha1.RuntimeDocker {
+		list, remove = fmt.Sprintf(`& $client ps --all --quiet --filter %s`, q("label="+criDockerdTypeLabel)), `& $client rm --force $id | Out-Null`
+	}
+	text := fmt.Sprintf(`$client = %s
+$ids = @(%s)
+if ($LASTEXITCODE -ne 0) { throw ('{0} could not list the containers: exit code {1}' -f $client, $LASTEXITCODE) }
+foreach ($id in $ids) {
+  %s
+  if ($LASTEXITCODE -ne 0) { throw ('{0} could not remove container {1}: exit code {2}' -f $client, $id, $LASTEXITCODE) }
+}
+$ids.Count
+`, q(client), list, remove)
+	return Script{Name: "pods.remove", Params: PodsParams{Runtime: runtime, Client: client}, Text: text}
 }

@@ -177,6 +177,14 @@ func (s services) Stop(ctx context.Context, name string) error {
 	})
 }
 
+func (s services) Running(_ context.Context, name string) (bool, error) {
+	_, state, err := s.p.b.SCM.Query(name)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && state != Stopped, err
+}
+
 // Delete stops and deletes the service, and waits until the SCM has removed it (a service
 // marked for deletion cannot be created again).
 func (s services) Delete(ctx context.Context, name string) error {

@@ -205,3 +205,34 @@ type HostComputeEndpoint struct {
 	Health               Health           `json:",omitempty"`
 	SchemaVersion        SchemaVersion    `json:",omitempty"`
 }
+
+// HostComputeLoadBalancer is hcn.HostComputeLoadBalancer (hcn/hcnloadbalancer.go): kube-proxy's
+// winkernel proxier creates one per service port; HNS's v1 API lists the same objects as policy
+// lists (Get-HnsPolicyList).
+type HostComputeLoadBalancer struct {
+	Id                   string                    `json:"ID,omitempty"`
+	HostComputeEndpoints []string                  `json:",omitempty"`
+	SourceVIP            string                    `json:",omitempty"`
+	FrontendVIPs         []string                  `json:",omitempty"`
+	PortMappings         []LoadBalancerPortMapping `json:",omitempty"`
+	SchemaVersion        SchemaVersion             `json:",omitempty"`
+	Flags                LoadBalancerFlags         `json:",omitempty"`
+}
+
+// LoadBalancerPortMapping is hcn.LoadBalancerPortMapping (hcn/hcnloadbalancer.go).
+type LoadBalancerPortMapping struct {
+	Protocol         uint32                       `json:",omitempty"`
+	InternalPort     uint16                       `json:",omitempty"`
+	ExternalPort     uint16                       `json:",omitempty"`
+	DistributionType LoadBalancerDistribution     `json:",omitempty"`
+	Flags            LoadBalancerPortMappingFlags `json:",omitempty"`
+}
+
+// LoadBalancerFlags is hcn.LoadBalancerFlags (hcn/hcnloadbalancer.go).
+type LoadBalancerFlags uint32
+
+// LoadBalancerPortMappingFlags is hcn.LoadBalancerPortMappingFlags (hcn/hcnloadbalancer.go).
+type LoadBalancerPortMappingFlags uint32
+
+// LoadBalancerDistribution is hcn.LoadBalancerDistribution (hcn/hcnloadbalancer.go).
+type LoadBalancerDistribution uint32

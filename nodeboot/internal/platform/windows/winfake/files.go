@@ -63,6 +63,24 @@ func (f files) Remove(win string) error {
 	})
 }
 
+// RemoveAll removes a directory tree, and the security descriptors of its files.
+func (f files) RemoveAll(win string) error {
+	return f.m.do(Op{Backend: "files", Call: "RemoveAll", Target: win}, true, func(st *State) (bool, error) {
+		path := f.Path(win)
+		_, err := os.Lstat(path)
+		if os.IsNotExist(err) {
+			return false, nil
+		}
+		prefix := strings.TrimSuffix(win, `\`) + `\`
+		for k := range st.ACLs {
+			if strings.HasPrefix(strings.ToLower(k), strings.ToLower(prefix)) {
+				delete(st.ACLs, k)
+			}
+		}
+		return true, os.RemoveAll(path)
+	})
+}
+
 // Symlink makes a symbolic link as NTFS does: the link names its target, and reading it reads
 // the target. A target outside the link's directory is refused: the platform only links
 // files side by side, and a relative target is what keeps the link valid under the root.

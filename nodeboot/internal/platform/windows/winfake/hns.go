@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
@@ -179,6 +181,24 @@ func remoteSubnetPrefix(p hcnjson.NetworkPolicy) string {
 	return s.DestinationPrefix
 }
 
+// echoMACs is a network policy as HNS holds and reports it: HNS keeps a MAC address as its six
+// bytes and prints it in Windows' form, upper-case hexadecimal pairs joined by dashes, whatever
+// form it was given (flannel sends net.HardwareAddr's "0e:2a:..."; hcsshim's own test sends
+// "00-12-34-56-78-9a", hcn/hcnutils_test.go HcnCreateTestRemoteSubnetRoute; HNS answers MACs as
+// "00-15-5D-F2-0F-FF", e.g. Get-HnsNetwork's MacPools in projectcalico/calico#8465).
+func echoMACs(p hcnjson.NetworkPolicy) hcnjson.NetworkPolicy {
+	var s hcnjson.RemoteSubnetRoutePolicySetting
+	if p.Type != hcnjson.RemoteSubnetRoute || json.Unmarshal(p.Settings, &s) != nil {
+		return p
+	}
+	mac, err := net.ParseMAC(s.DistributedRouterMacAddress)
+	if err != nil {
+		return p
+	}
+	s.DistributedRouterMacAddress = strings.ToUpper(strings.ReplaceAll(mac.String(), ":", "-"))
+	return hcnjson.NetworkPolicy{Type: p.Type, Settings: json.RawMessage(toJSON(s))}
+}
+
 func (h hns) AddNetworkPolicy(networkID string, req hcnjson.PolicyNetworkRequest) error {
 	return h.m.do(Op{Backend: "hns", Call: "AddNetworkPolicy", Target: networkID, Body: toJSON(req)}, true, func(st *State) (bool, error) {
 		n := findNetwork(st, func(n *hcnjson.HostComputeNetwork) bool { return n.Id == networkID })
@@ -192,7 +212,7 @@ func (h hns) AddNetworkPolicy(networkID string, req hcnjson.PolicyNetworkRequest
 					return false, fmt.Errorf("network %s already has a %s policy like %s", n.Name, p.Type, p.Settings)
 				}
 			}
-			n.Policies = append(n.Policies, p)
+			n.Policies = append(n.Policies, echoMACs(p))
 		}
 		return true, nil
 	})
@@ -280,6 +300,26 @@ func (h hns) DeleteEndpoint(id string) error {
 		}
 		removeAdapter(st, "vEthernet ("+st.Endpoints[i].Name+")")
 		st.Endpoints = slices.Delete(st.Endpoints, i, i+1)
+		return true, nil
+	})
+}
+
+func (h hns) LoadBalancers() ([]hcnjson.HostComputeLoadBalancer, error) {
+	var out []hcnjson.HostComputeLoadBalancer
+	err := h.m.do(Op{Backend: "hns", Call: "LoadBalancers"}, true, func(st *State) (bool, error) {
+		out = clone(st.LoadBalancers)
+		return false, nil
+	})
+	return out, err
+}
+
+func (h hns) DeleteLoadBalancer(id string) error {
+	return h.m.do(Op{Backend: "hns", Call: "DeleteLoadBalancer", Target: id}, true, func(st *State) (bool, error) {
+		i := slices.IndexFunc(st.LoadBalancers, func(lb hcnjson.HostComputeLoadBalancer) bool { return lb.Id == id })
+		if i < 0 {
+			return false, errNotFound("load balancer " + id)
+		}
+		st.LoadBalancers = slices.Delete(st.LoadBalancers, i, i+1)
 		return true, nil
 	})
 }

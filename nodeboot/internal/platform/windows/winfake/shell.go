@@ -107,6 +107,16 @@ func (s shell) Run(_ context.Context, sc windows.Script) ([]byte, error) {
 			return changed, nil
 		case windows.ProgramParams:
 			return s.m.runProgram(st, p)
+		case windows.PodsParams:
+			// The client talks to the runtime's service: it fails when the runtime is not there or
+			// not running.
+			if svc := st.Services[string(p.Runtime)]; p.Runtime != s.m.cfg.Runtime || svc == nil || svc.State != windows.Running {
+				return false, fmt.Errorf("%s: cannot connect to %s: it is not running", p.Client, p.Runtime)
+			}
+			out = []byte(fmt.Sprintf("%d\n", len(st.Containers)))
+			removed := len(st.Containers) > 0
+			st.Containers = nil
+			return removed, nil
 		}
 		return false, fmt.Errorf("the simulated machine cannot run script %s (%T)", sc.Name, sc.Params)
 	})

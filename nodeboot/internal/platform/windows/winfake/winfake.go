@@ -164,14 +164,22 @@ type Adapter struct {
 
 // State is everything the machine holds besides its files.
 type State struct {
-	Networks   []hcnjson.HostComputeNetwork `json:"networks,omitempty"`
-	Endpoints  []Endpoint                   `json:"endpoints,omitempty"`
-	Services   map[string]*Service          `json:"services,omitempty"`
-	Routes     []Route                      `json:"routes,omitempty"`
-	Adapters   []Adapter                    `json:"adapters"`
-	Firewall   []FirewallRule               `json:"firewall,omitempty"`
-	Exclusions []string                     `json:"exclusions,omitempty"`
-	Images     []string                     `json:"images,omitempty"`
+	Networks  []hcnjson.HostComputeNetwork `json:"networks,omitempty"`
+	Endpoints []Endpoint                   `json:"endpoints,omitempty"`
+	// LoadBalancers are HNS's load balancers (kube-proxy's services); HNS keeps them across
+	// restarts (aks-engine parts/k8s/windowsnodereset.ps1 removes the "persisted HNS policy
+	// lists" at every boot).
+	LoadBalancers []hcnjson.HostComputeLoadBalancer `json:"loadBalancers,omitempty"`
+	// Containers are the runtime's containers of Kubernetes pods (containerd's k8s.io namespace,
+	// Docker's containers labelled by cri-dockerd), by ID. Their records outlive a restart;
+	// their processes do not.
+	Containers []string            `json:"containers,omitempty"`
+	Services   map[string]*Service `json:"services,omitempty"`
+	Routes     []Route             `json:"routes,omitempty"`
+	Adapters   []Adapter           `json:"adapters"`
+	Firewall   []FirewallRule      `json:"firewall,omitempty"`
+	Exclusions []string            `json:"exclusions,omitempty"`
+	Images     []string            `json:"images,omitempty"`
 	// ACLs are the security descriptors files were created with, by Windows path.
 	ACLs   map[string]string `json:"acls,omitempty"`
 	NextID int               `json:"nextID"`
@@ -553,14 +561,23 @@ func (m *Machine) Reboot() error {
 				}
 			}
 		}
-		// Endpoints do not survive; neither do non-persistent networks.
+		// Non-persistent networks do not survive, nor do their endpoints. The endpoints of a
+		// persistent network do, detached from the host, with those of pods that are gone: HNS
+		// state survives reboots, sometimes stale (microsoft/SDN issue 177; flannel
+		// pkg/backend/hostgw/hostgw_windows.go finds its bridge endpoint by name after a restart
+		// and reuses it; aks-engine parts/k8s/windowsnodereset.ps1 cleans up at every boot).
 		for _, ep := range st.Endpoints {
 			removeAdapter(st, "vEthernet ("+ep.Name+")")
 		}
-		st.Endpoints = nil
 		st.Networks = slices.DeleteFunc(st.Networks, func(n hcnjson.HostComputeNetwork) bool {
 			return n.Flags&hcnjson.EnableNonPersistent != 0
 		})
+		st.Endpoints = slices.DeleteFunc(st.Endpoints, func(ep Endpoint) bool {
+			return findNetwork(st, func(n *hcnjson.HostComputeNetwork) bool { return n.Id == ep.HostComputeNetwork }) == nil
+		})
+		for i := range st.Endpoints {
+			st.Endpoints[i].Attached, st.Endpoints[i].VNICAt = false, time.Time{}
+		}
 		for _, a := range slices.Clone(st.Adapters) {
 			if strings.HasPrefix(a.Name, "vEthernet (") && !m.adapterInUse(st, strings.TrimSuffix(strings.TrimPrefix(a.Name, "vEthernet ("), ")")) {
 				m.vSwitchDown(st, strings.TrimSuffix(strings.TrimPrefix(a.Name, "vEthernet ("), ")"))
