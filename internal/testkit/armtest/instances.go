@@ -293,7 +293,8 @@ func (s *Server) instance(q *armRequest) (*scaleSet, *vmInstance, *apiError) {
 	n, err := strconv.Atoi(q.name(3))
 	in := ss.instances[n]
 	if err != nil || in == nil {
-		return ss, nil, newError(http.StatusNotFound, "NotFound", "The entity was not found in this Azure location: instance %s of scale set %s.", q.name(3), ss.id)
+		return ss, nil, newError(http.StatusNotFound, "NotFound", "The entity was not found in this Azure location: instance %s of scale set %s.",
+			q.name(3), ss.id)
 	}
 	return ss, in, nil
 }
@@ -371,7 +372,8 @@ func instanceView(ss *scaleSet, in *vmInstance, withInstanceView bool) armcomput
 	osType := armcompute.OperatingSystemTypesWindows
 	osp := &armcompute.OSProfile{ComputerName: to.Ptr(in.info.ComputerName)}
 	if p.OSProfile != nil {
-		osp.AdminUsername, osp.WindowsConfiguration, osp.LinuxConfiguration = p.OSProfile.AdminUsername, p.OSProfile.WindowsConfiguration, p.OSProfile.LinuxConfiguration
+		osp.AdminUsername, osp.WindowsConfiguration, osp.LinuxConfiguration = p.OSProfile.AdminUsername, p.OSProfile.WindowsConfiguration,
+			p.OSProfile.LinuxConfiguration
 		osp.Secrets, osp.AllowExtensionOperations = p.OSProfile.Secrets, p.OSProfile.AllowExtensionOperations
 		if p.OSProfile.LinuxConfiguration != nil {
 			osType = armcompute.OperatingSystemTypesLinux
@@ -397,7 +399,8 @@ func instanceView(ss *scaleSet, in *vmInstance, withInstanceView bool) armcomput
 		})
 	}
 	if withInstanceView {
-		props.InstanceView = &armcompute.VirtualMachineScaleSetVMInstanceView{ComputerName: to.Ptr(in.info.ComputerName), Statuses: instanceStatuses(in.state)}
+		props.InstanceView = &armcompute.VirtualMachineScaleSetVMInstanceView{ComputerName: to.Ptr(in.info.ComputerName),
+			Statuses: instanceStatuses(in.state)}
 	}
 	vm := armcompute.VirtualMachineScaleSetVM{
 		ID: to.Ptr(id), Name: to.Ptr(lastSegment(ss.id) + "_" + strconv.Itoa(in.id)), InstanceID: to.Ptr(strconv.Itoa(in.id)),

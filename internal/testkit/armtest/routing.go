@@ -184,12 +184,14 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 	route := matchRoute(segs)
 	if route == nil {
 		writeError(w, newError(http.StatusNotFound, "InvalidResourceType",
-			"armtest does not serve %s %s: it implements the virtual machine, scale set, image, route table, virtual network, subnet, network security group, public IP address, load balancer, NAT gateway and network interface APIs kubewin uses", r.Method, r.URL.Path))
+			"armtest does not serve %s %s: it implements the virtual machine, scale set, image, route table, virtual network, subnet, network security "+
+				"group, public IP address, load balancer, NAT gateway and network interface APIs kubewin uses", r.Method, r.URL.Path))
 		return
 	}
 	q := &armRequest{r: r, body: body, route: route, segs: segs, apiVersion: r.URL.Query().Get("api-version")}
 	if q.apiVersion == "" {
-		writeError(w, newError(http.StatusBadRequest, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests."))
+		writeError(w, newError(http.StatusBadRequest, "MissingApiVersionParameter",
+			"The api-version query parameter (?api-version=) is required for all requests."))
 		return
 	}
 	if len(route.versions) > 0 && !contains(route.versions, q.apiVersion) {
