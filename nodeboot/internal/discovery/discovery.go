@@ -95,8 +95,8 @@ func Discover(ctx context.Context, o Options) (*Result, error) {
 			return false, ctx.Err() // keep the last real answer, not the deadline's
 		}
 		cm, lastErr = got, err
-		if lastErr != nil {
-			return nodestatus.CodeOf(lastErr) != nodestatus.CodeAPIServerUnreachable, nil
+		if err != nil {
+			return nodestatus.CodeOf(err) != nodestatus.CodeAPIServerUnreachable, nil
 		}
 		if _, signed := cm.Data[bootstrapapi.JWSSignatureKeyPrefix+id]; !signed {
 			lastErr = nodestatus.Errorf(nodestatus.CodeTokenNotFound,
@@ -171,14 +171,14 @@ func checkClock(ctx context.Context, server string, ca []byte, now func() time.T
 	if err != nil {
 		return nodestatus.Errorf(nodestatus.CodeAPIServerUnreachable, "read the API server's clock: %w", err)
 	}
-	resp.Body.Close()
-	serverTime, err := http.ParseTime(resp.Header.Get("Date"))
-	if err != nil {
-		return nil // no Date header: nothing to compare
-	}
-	if skew := now().Sub(serverTime); skew > MaxClockSkew || skew < -MaxClockSkew {
-		return nodestatus.Errorf(nodestatus.CodeClockSkew, "the machine's clock is %s off the API server's (%s): certificates and tokens would be rejected",
-			skew.Round(time.Second), serverTime.UTC().Format(time.RFC3339))
+	_ = resp.Body.Close()
+	// Without a Date header (or with one that does not parse) there is nothing to compare.
+	if serverTime, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
+		if skew := now().Sub(serverTime); skew > MaxClockSkew || skew < -MaxClockSkew {
+			return nodestatus.Errorf(nodestatus.CodeClockSkew,
+				"the machine's clock is %s off the API server's (%s): certificates and tokens would be rejected",
+				skew.Round(time.Second), serverTime.UTC().Format(time.RFC3339))
+		}
 	}
 	return nil
 }
