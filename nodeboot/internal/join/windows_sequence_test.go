@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"
 )
@@ -29,7 +28,7 @@ type kubeletWatch struct {
 
 func watchKubelet(t *testing.T, n *Node) *kubeletWatch {
 	t.Helper()
-	fake := n.Platform.(*sim.Platform).Windows()
+	fake := simWindows(t, n)
 	w := &kubeletWatch{}
 	run := fake.OnStart
 	fake.OnStart = func(name string, argv []string) error {
@@ -124,7 +123,7 @@ func serve(t *testing.T, n *Node) (stop func()) {
 	if n.Config.Network.Mode == v1alpha1.NetworkModeHostGateway || n.Config.Network.Mode == v1alpha1.NetworkModeOverlay {
 		up = "[routes] in step with"
 	}
-	seen := strings.Count(n.Out.(*syncBuffer).String(), up)
+	seen := strings.Count(output(t, n), up)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- n.Serve(ctx) }()
@@ -134,7 +133,7 @@ func serve(t *testing.T, n *Node) (stop func()) {
 			return false, err
 		default:
 		}
-		return strings.Count(n.Out.(*syncBuffer).String(), up) > seen, nil
+		return strings.Count(output(t, n), up) > seen, nil
 	})
 	if err != nil {
 		cancel()
@@ -168,8 +167,8 @@ func machineFiles(t *testing.T, n *Node) []string {
 	return out
 }
 
-// comparable is the state with the HNS object counter left out.
-func comparable(t *testing.T, st winfake.State) string {
+// comparableState is the state with the HNS object counter left out.
+func comparableState(t *testing.T, st winfake.State) string {
 	t.Helper()
 	st.NextID = 0
 	b, err := json.MarshalIndent(st, "", " ")
@@ -188,8 +187,8 @@ func TestWindowsRequestSequences(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			ctx := context.Background()
 			n := newNode(t, nodeOpts{mode: mode})
-			fake := n.Platform.(*sim.Platform).Windows()
-			baseState, baseFiles := comparable(t, windowsState(t, n)), machineFiles(t, n)
+			fake := simWindows(t, n)
+			baseState, baseFiles := comparableState(t, windowsState(t, n)), machineFiles(t, n)
 			kubelet := watchKubelet(t, n)
 			network := n.Config.Network.Name
 			podNetwork := func(o winfake.Op) bool {
@@ -281,7 +280,7 @@ func TestWindowsRequestSequences(t *testing.T) {
 			if err := reopen(t, n).Reset(ctx); err != nil {
 				t.Fatalf("reset: %v", err)
 			}
-			if got := comparable(t, windowsState(t, n)); got != baseState {
+			if got := comparableState(t, windowsState(t, n)); got != baseState {
 				t.Errorf("reset left the machine changed:\n%s\nwant\n%s", got, baseState)
 			}
 			if got := machineFiles(t, n); !slices.Equal(got, baseFiles) {
@@ -315,7 +314,7 @@ func TestDockerServices(t *testing.T) {
 	if k := st.Service("kubelet"); k == nil || !slices.Equal(k.Config.Dependencies, []string{"cri-dockerd"}) {
 		t.Errorf("kubelet service: %+v", k)
 	}
-	if !before(n.Platform.(*sim.Platform).Windows().Log(), call("scm", "Start", "cri-dockerd"), call("scm", "Start", "kubelet")) {
+	if !before(simWindows(t, n).Log(), call("scm", "Start", "cri-dockerd"), call("scm", "Start", "kubelet")) {
 		t.Error("the kubelet started before cri-dockerd")
 	}
 }
