@@ -51,32 +51,39 @@ func azureBlock() schema.Block {
 		Description: "Connection to Azure for the `azure` backend, with the arguments and `ARM_*` environment variables of the azurerm provider. " +
 			"The first credential configured is used, in azurerm's order: client certificate, client secret, OIDC token, managed identity, Azure CLI. " +
 			"A Terraform Cloud workspace with Azure dynamic credentials needs nothing here: the run's `ARM_CLIENT_ID`, `ARM_OIDC_TOKEN` and `ARM_USE_OIDC` " +
-			"are read as azurerm reads them (set `ARM_SUBSCRIPTION_ID` and `ARM_TENANT_ID` on the workspace); the generic `TFC_WORKLOAD_IDENTITY_TOKEN` works too. " +
+			"are read as azurerm reads them (set `ARM_SUBSCRIPTION_ID` and `ARM_TENANT_ID` on the workspace); the generic `TFC_WORKLOAD_IDENTITY_TOKEN` " +
+			"works too. " +
 			"No credential is stored in the state or logged.",
 		Attributes: map[string]schema.Attribute{
-			"subscription_id":             str("subscription_id", "The subscription the backend creates scale sets in and whose route tables it writes.", false),
-			"tenant_id":                   str("tenant_id", "The Entra ID tenant.", false),
-			"client_id":                   str("client_id", "The client (application) ID of a service principal, or of a user-assigned managed identity.", false),
-			"client_id_file_path":         str("client_id_file_path", "A file holding the client ID.", false),
-			"client_secret":               str("client_secret", "A client secret of the service principal.", true),
-			"client_secret_file_path":     str("client_secret_file_path", "A file holding the client secret.", false),
-			"client_certificate":          str("client_certificate", "A PKCS#12 bundle with the service principal's certificate and key, base64-encoded.", true),
+			"subscription_id": str("subscription_id", "The subscription the backend creates scale sets in and whose route tables it writes.",
+				false),
+			"tenant_id": str("tenant_id", "The Entra ID tenant.", false),
+			"client_id": str("client_id", "The client (application) ID of a service principal, or of a user-assigned managed identity.",
+				false),
+			"client_id_file_path":     str("client_id_file_path", "A file holding the client ID.", false),
+			"client_secret":           str("client_secret", "A client secret of the service principal.", true),
+			"client_secret_file_path": str("client_secret_file_path", "A file holding the client secret.", false),
+			"client_certificate": str("client_certificate", "A PKCS#12 bundle with the service principal's certificate and key, base64-encoded.",
+				true),
 			"client_certificate_path":     str("client_certificate_path", "A PKCS#12 file with the service principal's certificate and key.", false),
 			"client_certificate_password": str("client_certificate_password", "The password of the PKCS#12 bundle.", true),
 			"use_oidc":                    boolean("use_oidc", "Authenticate with an OIDC token exchanged for an Entra token (workload identity federation)."),
-			"use_aks_workload_identity":   boolean("use_aks_workload_identity", "Authenticate with AKS workload identity's token file (`AZURE_FEDERATED_TOKEN_FILE`)."),
-			"oidc_token":                  str("oidc_token", "An OIDC token to exchange.", true),
-			"oidc_token_file_path":        str("oidc_token_file_path", "A file holding the OIDC token, read again at every exchange.", false),
-			"oidc_request_url":            str("oidc_request_url", "The URL a CI system serves OIDC tokens at (GitHub Actions).", false),
-			"oidc_request_token":          str("oidc_request_token", "The bearer token for `oidc_request_url`.", true),
-			"use_msi":                     boolean("use_msi", "Authenticate with the machine's managed identity."),
-			"use_cli":                     boolean("use_cli", "Authenticate as the Azure CLI's logged-in account when nothing else is configured. Default `true`."),
+			"use_aks_workload_identity": boolean("use_aks_workload_identity",
+				"Authenticate with AKS workload identity's token file (`AZURE_FEDERATED_TOKEN_FILE`)."),
+			"oidc_token":           str("oidc_token", "An OIDC token to exchange.", true),
+			"oidc_token_file_path": str("oidc_token_file_path", "A file holding the OIDC token, read again at every exchange.", false),
+			"oidc_request_url":     str("oidc_request_url", "The URL a CI system serves OIDC tokens at (GitHub Actions).", false),
+			"oidc_request_token":   str("oidc_request_token", "The bearer token for `oidc_request_url`.", true),
+			"use_msi":              boolean("use_msi", "Authenticate with the machine's managed identity."),
+			"use_cli": boolean("use_cli",
+				"Authenticate as the Azure CLI's logged-in account when nothing else is configured. Default `true`."),
 			"environment": schema.StringAttribute{
 				Optional:    true,
 				Validators:  []validator.String{stringvalidator.OneOf("public", "usgovernment", "china")},
 				Description: "The Azure cloud: `public`, `usgovernment` or `china`. Default `public`." + envDoc("environment"),
 			},
-			"metadata_host": str("metadata_host", "A host serving the cloud's metadata document (`/metadata/endpoints`), for custom clouds; it overrides `environment`, and instance discovery is off.", false),
+			"metadata_host": str("metadata_host", "A host serving the cloud's metadata document (`/metadata/endpoints`), for custom clouds; it "+
+				"overrides `environment`, and instance discovery is off.", false),
 		},
 	}
 }
@@ -122,7 +129,8 @@ func (a *azureModel) config() (azure.Config, bool, diag.Diagnostics) {
 		ClientSecret: str(a.ClientSecret, "client_secret"), ClientSecretFilePath: str(a.ClientSecretFilePath, "client_secret_file_path"),
 		ClientCertificate: str(a.ClientCertificate, "client_certificate"), ClientCertificatePath: str(a.ClientCertificatePath, "client_certificate_path"),
 		ClientCertificatePassword: str(a.ClientCertificatePassword, "client_certificate_password"),
-		UseOIDC:                   boolean(a.UseOIDC, "use_oidc", false), UseAKSWorkloadIdentity: boolean(a.UseAKSWorkloadIdentity, "use_aks_workload_identity", false),
+		UseOIDC:                   boolean(a.UseOIDC, "use_oidc", false), UseAKSWorkloadIdentity: boolean(a.UseAKSWorkloadIdentity,
+			"use_aks_workload_identity", false),
 		OIDCToken: str(a.OIDCToken, "oidc_token"), OIDCTokenFilePath: str(a.OIDCTokenFilePath, "oidc_token_file_path"),
 		OIDCRequestURL: str(a.OIDCRequestURL, "oidc_request_url"), OIDCRequestToken: str(a.OIDCRequestToken, "oidc_request_token"),
 		UseMSI: boolean(a.UseMSI, "use_msi", false), UseCLI: boolean(a.UseCLI, "use_cli", true),

@@ -276,7 +276,8 @@ func TestAccPodRoute_azureImport(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
-			{ResourceName: "kubewin_pod_route.test", ImportState: true, ImportStateVerify: true, ImportStateId: f.routeTableID + "/routes/win000000", Config: config},
+			{ResourceName: "kubewin_pod_route.test", ImportState: true, ImportStateVerify: true, ImportStateId: f.routeTableID + "/routes/win000000",
+				Config: config},
 		},
 	})
 }
@@ -333,7 +334,8 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 				PreConfig: func() {
 					faults = []*armtest.Fault{
 						armServer.Throttle(armtest.Match{Method: "PUT", Path: scaleSet, Times: 2}, 300*time.Millisecond),
-						armServer.FailRequests(armtest.Match{Method: "GET", Path: scaleSet + `|/virtualMachines$`, Times: 2}, 503, "ServiceUnavailable", "The service is temporarily unavailable."),
+						armServer.FailRequests(armtest.Match{Method: "GET", Path: scaleSet + `|/virtualMachines$`, Times: 2}, 503, "ServiceUnavailable",
+							"The service is temporarily unavailable."),
 					}
 				},
 				Config: poolConfig(provider, be, f.imageA, 2),
@@ -346,7 +348,8 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					faults = []*armtest.Fault{armServer.FailOperations(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1}, "AllocationFailed", "Allocation failed. We do not have sufficient capacity for the requested VM size in this region.")}
+					faults = []*armtest.Fault{armServer.FailOperations(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1}, "AllocationFailed",
+						"Allocation failed. We do not have sufficient capacity for the requested VM size in this region.")}
 				},
 				Config: poolConfig(provider, be, f.imageA, 4),
 				ExpectError: regexp.MustCompile(`(?s)Cannot Reconcile Node Pool.*Pool "win" did not reach node_count = 4: .*AllocationFailed.*` +
