@@ -317,6 +317,7 @@ func (c *Cluster) waitAgentsReady(ctx context.Context, client kubernetes.Interfa
 			for _, name := range waiting {
 				fmt.Fprintf(&logs, "\n--- %s:\n%s", name, tailLines(agents.serialLog(context.WithoutCancel(ctx), name), 15))
 			}
+			//nolint:staticcheck // ST1005: the message starts with a proper noun.
 			return nil, fmt.Errorf("Linux agents %v are not Ready nodes with a pod CIDR after %s: %w; the end of their serial consoles:%s", waiting,
 				agentTimeout, ctx.Err(), logs.String())
 		case <-time.After(time.Second):
