@@ -238,14 +238,14 @@ func TestAccPodRoute_azure(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: azureRoutesConfig(provider, f.routeTableID, five), ConfigStateChecks: []statecheck.StateCheck{checkFunc(tableHas(five))}},
+			{Config: azureRoutesConfig(provider, f.routeTableID, five), ConfigStateChecks: []statecheck.StateCheck{tableHas(five)}},
 			{
 				Config: azureRoutesConfig(provider, f.routeTableID, moved),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(`kubewin_pod_route.node["win000001"]`, plancheck.ResourceActionUpdate),
 					plancheck.ExpectResourceAction(`kubewin_pod_route.node["win000004"]`, plancheck.ResourceActionDestroy),
 				}},
-				ConfigStateChecks: []statecheck.StateCheck{checkFunc(tableHas(moved))},
+				ConfigStateChecks: []statecheck.StateCheck{tableHas(moved)},
 			},
 			{
 				Config: azureRoutesConfig(provider, f.routeTableID, tooMany), PlanOnly: true,
@@ -254,7 +254,7 @@ func TestAccPodRoute_azure(t *testing.T) {
 			{
 				// Every route removed from the configuration leaves the table.
 				Config:            provider,
-				ConfigStateChecks: []statecheck.StateCheck{checkFunc(tableHas(nil))},
+				ConfigStateChecks: []statecheck.StateCheck{tableHas(nil)},
 			},
 		},
 	})
@@ -344,7 +344,7 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 						return fmt.Errorf("faults hit %d and %d times, want 2 each", faults[0].Hits(), faults[1].Hits())
 					}
 					return nil
-				}), checkFunc(instances(2))},
+				}), instances(2)},
 			},
 			{
 				PreConfig: func() {
@@ -357,7 +357,7 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 			},
 			{
 				Config:            poolConfig(provider, be, f.imageA, 4),
-				ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(4))},
+				ConfigStateChecks: []statecheck.StateCheck{instances(4)},
 			},
 		},
 	})
