@@ -21,7 +21,7 @@ func TestWindowsBuild(t *testing.T) {
 	if err != nil {
 		t.Fatalf("not a PE file: %v", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if _, ok := f.OptionalHeader.(*pe.OptionalHeader64); !ok {
 		t.Errorf("optional header is %T, not PE32+", f.OptionalHeader)
 	}

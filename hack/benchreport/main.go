@@ -70,7 +70,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fmt.Println("| figure | value | benchmark |")
 	fmt.Println("|---|---:|---|")
 	sc := bufio.NewScanner(f)

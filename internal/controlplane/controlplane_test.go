@@ -146,7 +146,7 @@ func join(t *testing.T, token, nodeName string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqName, reqUID, err := csr.RequestCertificate(boot, csrPEM, "", certificatesv1.KubeAPIServerClientKubeletSignerName, nil,
+	reqName, reqUID, err := csr.RequestCertificateWithContext(ctx, boot, csrPEM, "", certificatesv1.KubeAPIServerClientKubeletSignerName, nil,
 		[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, key)
 	if err != nil {
 		t.Fatalf("submit CSR with the bootstrap token: %v", err)

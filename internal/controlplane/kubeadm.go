@@ -43,7 +43,7 @@ func StartKubeadm(ctx context.Context, cfg Config, files KubeadmFiles, endpoint 
 		return nil, err
 	}
 	cp := &ControlPlane{Address: host, Ports: Ports{APIServer: port}, Kubeadm: &files, Version: version}
-	return launch(ctx, cfg, cp, func(cp *ControlPlane) []step {
+	return launch(cfg, cp, func(cp *ControlPlane) []step {
 		return []step{
 			{"etcd ready", func() error { return cp.startEtcd(ctx) }},
 			{"kube-apiserver ready", func() error { return cp.startAPIServer(ctx) }},

@@ -43,9 +43,9 @@ func Resume(ctx context.Context, dir string, progress io.Writer) (*ControlPlane,
 			_ = cp.Stop(context.Background(), 5*time.Second)
 			return cp, fmt.Errorf("resume control plane in %s: %s: %w\n%s", dir, s.name, err, cp.LogTails(20))
 		}
-		fmt.Fprintf(cp.Config.Progress, "[control-plane] %s (%s)\n", s.name, time.Since(t).Round(time.Millisecond))
+		_, _ = fmt.Fprintf(cp.Config.Progress, "[control-plane] %s (%s)\n", s.name, time.Since(t).Round(time.Millisecond))
 	}
-	fmt.Fprintf(cp.Config.Progress, "[control-plane] %s resumed at %s in %s\n", cp.Config.ClusterName, cp.Endpoint(),
+	_, _ = fmt.Fprintf(cp.Config.Progress, "[control-plane] %s resumed at %s in %s\n", cp.Config.ClusterName, cp.Endpoint(),
 		time.Since(began).Round(time.Millisecond))
 	return cp, cp.save()
 }

@@ -30,7 +30,7 @@ const StartTimeout = 90 * time.Second
 
 // Start runs a new control plane in cfg.Dir, which must not hold one already.
 func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
-	return launch(ctx, cfg, &ControlPlane{}, func(cp *ControlPlane) []step {
+	return launch(cfg, &ControlPlane{}, func(cp *ControlPlane) []step {
 		return []step{
 			{"certificates and kubeconfigs", cp.writePKI},
 			{"etcd ready", func() error { return cp.startEtcd(ctx) }},
@@ -50,7 +50,7 @@ type step struct {
 
 // launch starts cp's components in cfg.Dir by the given steps, leaving nothing running when one
 // fails. Ports cp does not set yet are free loopback ports.
-func launch(ctx context.Context, cfg Config, cp *ControlPlane, steps func(*ControlPlane) []step) (_ *ControlPlane, err error) {
+func launch(cfg Config, cp *ControlPlane, steps func(*ControlPlane) []step) (_ *ControlPlane, err error) {
 	cfg.setDefaults()
 	began := time.Now()
 	if _, err := os.Stat(filepath.Join(cfg.Dir, stateFile)); err == nil {
@@ -86,13 +86,13 @@ func launch(ctx context.Context, cfg Config, cp *ControlPlane, steps func(*Contr
 		if err := s.f(); err != nil {
 			return cp, fmt.Errorf("%s: %w", s.name, err)
 		}
-		fmt.Fprintf(cfg.Progress, "[control-plane] %s (%s)\n", s.name, time.Since(t).Round(time.Millisecond))
+		_, _ = fmt.Fprintf(cfg.Progress, "[control-plane] %s (%s)\n", s.name, time.Since(t).Round(time.Millisecond))
 	}
 	cp.StartedIn = time.Since(began)
 	if err := cp.save(); err != nil {
 		return cp, err
 	}
-	fmt.Fprintf(cfg.Progress, "[control-plane] %s %s ready at %s in %s\n", cfg.ClusterName, cp.Version, cp.Endpoint(),
+	_, _ = fmt.Fprintf(cfg.Progress, "[control-plane] %s %s ready at %s in %s\n", cfg.ClusterName, cp.Version, cp.Endpoint(),
 		cp.StartedIn.Round(time.Millisecond))
 	return cp, nil
 }
@@ -230,7 +230,7 @@ func (cp *ControlPlane) start(component string, args ...string) error {
 	if log == nil {
 		return fmt.Errorf("open log %s", cp.LogFile(component))
 	}
-	defer log.Close()
+	defer func() { _ = log.Close() }() // the started process writes through its own descriptor
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = cp.Config.Dir
 	cmd.SysProcAttr = proc.SysProcAttr(cp.Config.Detach)
@@ -434,7 +434,7 @@ func httpOK(c *http.Client, url string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // a read: its close error says nothing about the answer
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
@@ -446,7 +446,7 @@ func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
-			l.Close()
+			_ = l.Close() // a listener only held to reserve its port
 		}
 	}()
 	for range n {
@@ -455,7 +455,11 @@ func freePorts(n int) ([]int, error) {
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		addr, ok := l.Addr().(*net.TCPAddr)
+		if !ok {
+			return nil, fmt.Errorf("find a free port: listener address %v is not TCP", l.Addr())
+		}
+		ports = append(ports, addr.Port)
 	}
 	return ports, nil
 }

@@ -68,7 +68,7 @@ func Node(ctx context.Context, c kubernetes.Interface, name string, o Options) e
 		if err := evictPod(ctx, c, p, o); err != nil {
 			return fmt.Errorf("drain node %s: %w", name, err)
 		}
-		fmt.Fprintf(o.Progress, "evicted pod %s/%s from node %s\n", p.Namespace, p.Name, name)
+		_, _ = fmt.Fprintf(o.Progress, "evicted pod %s/%s from node %s\n", p.Namespace, p.Name, name)
 	}
 	for _, p := range evict {
 		if err := waitGone(ctx, c, p, o.Unreachable); err != nil {

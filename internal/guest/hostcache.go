@@ -46,7 +46,7 @@ func (c *cache) file(ctx context.Context, f v1alpha1.File) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("download payload file %s: %w", f.Path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("download payload file %s: GET %s: %s", f.Path, f.Source, resp.Status)
 	}
@@ -54,7 +54,7 @@ func (c *cache) file(ctx context.Context, f v1alpha1.File) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(tmp, h), resp.Body)
 	c.Downloaded += n
@@ -86,7 +86,7 @@ func (c *cache) pauseArchive(ctx context.Context, p v1alpha1.PauseImage) (string
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	err = ociimage.WriteArchive(ctx, tmp, p.Reference, p.Digest, c.registry)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr

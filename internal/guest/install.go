@@ -189,7 +189,7 @@ func uploadFile(ctx context.Context, t Transport, dst, src string) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, err

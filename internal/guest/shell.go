@@ -63,7 +63,7 @@ func (s Shell) Write(ctx context.Context, dst string, src io.Reader, secret bool
 		}
 	}()
 	got, err := Output(ctx, s, Command{What: "write " + dst, Line: s.Lang.Receive(dst, secret), Elevated: true, Stdin: pr})
-	pr.Close()
+	_ = pr.Close()
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ func Supported() []string {
 // CheckSupported returns an error unless v is a supported node version.
 func CheckSupported(v *version.Version) error {
 	if v.Major() != 1 || v.Minor() < OldestMinor || v.Minor() > NewestMinor {
+		//nolint:staticcheck // ST1005: the message starts with a proper noun.
 		return fmt.Errorf("Kubernetes %s is not supported on kubewin nodes: use 1.%d to 1.%d", v, OldestMinor, NewestMinor)
 	}
 	return nil

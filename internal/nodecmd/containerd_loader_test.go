@@ -56,7 +56,11 @@ func TestContainerdLoadsRenderedConfig(t *testing.T) {
 			var bins []string
 			if minor.binDirs {
 				for _, d := range asSlice(cni["binDirs"]) {
-					bins = append(bins, d.(string))
+					s, ok := d.(string)
+					if !ok {
+						t.Fatalf("cni binDirs holds %v (%T), not a string", d, d)
+					}
+					bins = append(bins, s)
 				}
 			} else if d, _ := cni["binDir"].(string); d != "" {
 				bins = []string{d}

@@ -83,7 +83,8 @@ func memoryAccountingOf(k v1alpha1.Kubelet, memory uint64) (memoryAccounting, er
 	sum.Add(a.kube)
 	sum.Add(a.eviction)
 	if sum.Value() >= int64(memory) {
-		return a, fmt.Errorf("the kubelet's memory reservations (kubelet.systemReservedMemory %s + kubelet.kubeReservedMemory %s + kubelet.evictionHardMemory %s "+
+		return a, fmt.Errorf("the kubelet's memory reservations (kubelet.systemReservedMemory %s + kubelet.kubeReservedMemory %s + "+
+			"kubelet.evictionHardMemory %s "+
 			"= %s) leave no memory for pods on this machine, which has %s: lower them, or use a VM size with more memory",
 			a.system.String(), a.kube.String(), a.eviction.String(), sum.String(), resource.NewQuantity(int64(memory), resource.BinarySI).String())
 	}

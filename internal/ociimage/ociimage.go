@@ -198,7 +198,7 @@ func WriteArchive(ctx context.Context, w io.Writer, ref, digest string, o Option
 			return fmt.Errorf("fetch layer %s: %w", dg, err)
 		}
 		err = put(blob(dg.String()), size, rc)
-		rc.Close()
+		_ = rc.Close()
 		if err != nil {
 			return fmt.Errorf("layer %s: %w", dg, err)
 		}

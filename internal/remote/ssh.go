@@ -76,7 +76,7 @@ func (s SSH) Dial(ctx context.Context) (*SSHClient, error) {
 	}
 	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
 	if err != nil {
-		conn.Close()
+		_ = conn.Close()
 		switch {
 		case errors.Is(err, errHostKey):
 			return nil, &Error{Kind: Untrusted, Addr: addr, Err: err}
@@ -96,7 +96,7 @@ func (c *SSHClient) Run(ctx context.Context, cmd guest.Command, stdout, stderr i
 	if err != nil {
 		return 0, err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	s.Stdin, s.Stdout, s.Stderr = cmd.Stdin, stdout, stderr
 	if err := s.Start(cmd.Line); err != nil {
 		return 0, err
@@ -107,7 +107,7 @@ func (c *SSHClient) Run(ctx context.Context, cmd guest.Command, stdout, stderr i
 	case err = <-done:
 	case <-ctx.Done():
 		_ = s.Signal(ssh.SIGTERM)
-		s.Close()
+		_ = s.Close()
 		return 0, ctx.Err()
 	}
 	var exit *ssh.ExitError

@@ -32,7 +32,7 @@ func TestSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	var out, errOut bytes.Buffer
 	status, err := c.Run(ctx, guest.Command{Line: "echo out; echo err >&2; cat; exit 3", Stdin: strings.NewReader("on stdin")}, &out, &errOut)
 	if err != nil || status != 3 || out.String() != "out\non stdin" || errOut.String() != "err\n" {
@@ -45,8 +45,12 @@ func TestSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		t.Fatalf("a TCP listener at %v", l.Addr())
+	}
+	closed := addr.Port
+	_ = l.Close()
 	for _, tc := range []struct {
 		name   string
 		change func(*SSH)
@@ -75,6 +79,6 @@ func TestSSH(t *testing.T) {
 	if c, err := s.Dial(ctx); err != nil {
 		t.Errorf("insecure_ignore_host_key: %v", err)
 	} else {
-		c.Close()
+		_ = c.Close()
 	}
 }

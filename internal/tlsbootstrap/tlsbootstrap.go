@@ -81,7 +81,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "%w", err)
 	}
 	// RequestCertificate returns the existing request when one of this name matches ours.
-	reqName, reqUID, err := csr.RequestCertificate(client, csrPEM, name, certificatesv1.KubeAPIServerClientKubeletSignerName, nil,
+	reqName, reqUID, err := csr.RequestCertificateWithContext(ctx, client, csrPEM, name, certificatesv1.KubeAPIServerClientKubeletSignerName, nil,
 		[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, key)
 	if err != nil {
 		return nil, classify(err, "submit certificate signing request")

@@ -47,7 +47,8 @@ var packerEnv = sync.OnceValues(func() (*env, error) {
 			return nil, fmt.Errorf("build %s: %v\n%s", pkg, err, b)
 		}
 	}
-	e.vars = append(os.Environ(), "PACKER_PLUGIN_PATH="+filepath.Join(dir, "plugins"), "PACKER_CONFIG_DIR="+dir, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
+	e.vars = append(os.Environ(), "PACKER_PLUGIN_PATH="+filepath.Join(dir, "plugins"), "PACKER_CONFIG_DIR="+dir, "CHECKPOINT_DISABLE=1",
+		"PACKER_NO_COLOR=1")
 	if b, err := e.command("plugins", "install", "--path", plugin, "github.com/kubewin/kubewin").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("packer plugins install: %v\n%s", err, b)
 	}
@@ -77,7 +78,7 @@ func testEnv(t testing.TB) *env {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if e, err := packerEnv(); err == nil {
-		os.RemoveAll(e.dir)
+		_ = os.RemoveAll(e.dir)
 	}
 	os.Exit(code)
 }
@@ -111,8 +112,10 @@ func newUpstream(t testing.TB) *upstream {
 		return b
 	}
 	m := releasemirror.New()
-	m.AddKubernetes("v1.37.1", map[string][]byte{"kubelet.exe": blob(24 << 20), "kube-proxy.exe": blob(8 << 20), "kubeadm.exe": blob(8 << 20), "kube-log-runner.exe": blob(1 << 20)})
-	m.AddContainerd("2.1.4", map[string][]byte{"bin/containerd.exe": blob(4 << 20), "bin/ctr.exe": blob(1 << 20), "bin/containerd-shim-runhcs-v1.exe": blob(1 << 20)})
+	m.AddKubernetes("v1.37.1", map[string][]byte{"kubelet.exe": blob(24 << 20), "kube-proxy.exe": blob(8 << 20), "kubeadm.exe": blob(8 << 20),
+		"kube-log-runner.exe": blob(1 << 20)})
+	m.AddContainerd("2.1.4", map[string][]byte{"bin/containerd.exe": blob(4 << 20), "bin/ctr.exe": blob(1 << 20),
+		"bin/containerd-shim-runhcs-v1.exe": blob(1 << 20)})
 	m.AddCNIPlugins("1.7.1", map[string][]byte{"./win-bridge.exe": blob(1 << 20), "./win-overlay.exe": blob(1 << 20), "./host-local.exe": blob(1 << 20)})
 	m.AddNodeboot(testVersion, blob(2<<20))
 	srv := httptest.NewServer(m)
@@ -167,7 +170,8 @@ func checkImage(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	want := []string{"k/kubelet.exe", "k/kube-proxy.exe", "k/kubeadm.exe", "k/kube-log-runner.exe", "k/nodeboot.exe",
-		"ProgramData/kubewin/archives/containerd-2.1.4-windows-amd64.tar.gz", "ProgramData/kubewin/archives/cni-plugins-windows-amd64-v1.7.1.tgz", "ProgramData/kubewin/images/pause.tar"}
+		"ProgramData/kubewin/archives/containerd-2.1.4-windows-amd64.tar.gz", "ProgramData/kubewin/archives/cni-plugins-windows-amd64-v1.7.1.tgz",
+		"ProgramData/kubewin/images/pause.tar"}
 	checkFiles(t, m, filepath.Join(dir, simmachine.ImagePayloadDir))
 	var got []string
 	for _, f := range m.Files {
@@ -178,7 +182,8 @@ func checkImage(t *testing.T, dir string) {
 			t.Errorf("the manifest does not list %s: %v", w, got)
 		}
 	}
-	if m.PauseImage.Archive != "ProgramData/kubewin/images/pause.tar" || m.WindowsBuild != 20348 || m.KubernetesVersion != "v1.37.1" || m.NodebootVersion != testVersion {
+	if m.PauseImage.Archive != "ProgramData/kubewin/images/pause.tar" || m.WindowsBuild != 20348 || m.KubernetesVersion != "v1.37.1" ||
+		m.NodebootVersion != testVersion {
 		t.Errorf("manifest: %+v", m)
 	}
 }
@@ -251,7 +256,8 @@ var hostCacheLine = regexp.MustCompile(`host cache .*: (\d+) files, (\d+) bytes 
 // downloaded, as the provisioner reports them, and the build's output.
 func hostCacheBuild(t testing.TB, e *env, u *upstream, pause, dir, cache, out string) (int64, string) {
 	t.Helper()
-	log, err := e.build(t, dir, releaseBlock(u, pause)+localBuild(e, out, fmt.Sprintf("    transfer = \"host-cache\"\n    cache_dir = %q", cache)), "-force")
+	log, err := e.build(t, dir, releaseBlock(u, pause)+localBuild(e, out, fmt.Sprintf("    transfer = \"host-cache\"\n    cache_dir = %q", cache)),
+		"-force")
 	if err != nil {
 		t.Fatalf("packer build: %v\n%s", err, log)
 	}
@@ -276,7 +282,8 @@ func TestBuildHostCache(t *testing.T) {
 	served, registrySent := u.Sent.Load(), reg.Sent.Load()
 	second, _ := hostCacheBuild(t, e, u, pause, dir, cache, out)
 	checkImage(t, out)
-	fmt.Printf("host-cache: first build downloaded %d bytes, second build (warm cache) %d bytes; upstream served %d more artifact bytes\n", first, second, u.Sent.Load()-served)
+	fmt.Printf("host-cache: first build downloaded %d bytes, second build (warm cache) %d bytes; upstream served %d more artifact bytes\n", first,
+		second, u.Sent.Load()-served)
 	if second != 0 || u.Sent.Load() != served {
 		t.Errorf("second build with a warm cache downloaded %d bytes (upstream served %d more)", second, u.Sent.Load()-served)
 	}

@@ -34,7 +34,8 @@ func TestBuildOverSSH(t *testing.T) {
 
 	// The guest: a simulated Windows machine on the far side of SSH.
 	root := filepath.Join(dir, "guest machine")
-	desc, _ := json.Marshal(simmachine.Machine{Build: 20348, Adapter: "Ethernet", Address: netip.MustParseAddr("127.0.0.2"), Subnet: netip.MustParsePrefix("127.0.0.0/8"), Runtime: v1alpha1.RuntimeContainerd})
+	desc, _ := json.Marshal(simmachine.Machine{Build: 20348, Adapter: "Ethernet", Address: netip.MustParseAddr("127.0.0.2"),
+		Subnet: netip.MustParsePrefix("127.0.0.0/8"), Runtime: v1alpha1.RuntimeContainerd})
 	if err := os.MkdirAll(filepath.Join(root, "sim"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (k *Kubelet) run(ctx context.Context) error {
 	if err := retry.OnError(startBackoff, func(error) bool { return ctx.Err() == nil }, func() error { return k.renewLease(ctx) }); err != nil {
 		return err
 	}
-	fmt.Fprintf(k.Out, "[simulated-kubelet] node %s registered and Ready (simulated: no containers run)\n", name)
+	_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] node %s registered and Ready (simulated: no containers run)\n", name)
 
 	// One informer on this node's pods only (not a factory, which links every API group in).
 	lw := cache.NewListWatchFromClient(k.Client.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, fields.OneTermEqualSelector("spec.nodeName", name))
@@ -118,15 +118,15 @@ func (k *Kubelet) run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			fmt.Fprintf(k.Out, "[simulated-kubelet] node %s stopped\n", name)
+			_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] node %s stopped\n", name)
 			return nil
 		case <-lease.C:
 			if err := k.renewLease(ctx); err != nil && ctx.Err() == nil {
-				fmt.Fprintf(k.Out, "[simulated-kubelet] lease: %v\n", err)
+				_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] lease: %v\n", err)
 			}
 		case <-status.C:
 			if err := k.updateStatus(ctx); err != nil && ctx.Err() == nil {
-				fmt.Fprintf(k.Out, "[simulated-kubelet] node status: %v\n", err)
+				_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] node status: %v\n", err)
 			}
 		}
 	}
@@ -232,7 +232,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *corev1.Pod) {
 		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0)),
 			Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
-			fmt.Fprintf(k.Out, "[simulated-kubelet] delete pod %s/%s: %v\n", pod.Namespace, pod.Name, err)
+			_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] delete pod %s/%s: %v\n", pod.Namespace, pod.Name, err)
 		}
 		k.mu.Lock()
 		delete(k.podIPs, pod.UID)
@@ -267,7 +267,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *corev1.Pod) {
 	}
 	if _, err := pods.UpdateStatus(ctx, p,
 		metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
-		fmt.Fprintf(k.Out, "[simulated-kubelet] pod %s/%s status: %v\n", pod.Namespace, pod.Name, err)
+		_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] pod %s/%s status: %v\n", pod.Namespace, pod.Name, err)
 	}
 }
 

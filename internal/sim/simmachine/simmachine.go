@@ -146,7 +146,7 @@ func Boot(m Machine, imageDir string, customData []byte, nodeboot, logPath strin
 	if err != nil {
 		return 0, err
 	}
-	defer log.Close()
+	defer func() { _ = log.Close() }()
 	cmd := exec.Command(nodeboot, "--platform", "sim", "--root", m.Root, "run")
 	cmd.Stdout, cmd.Stderr, cmd.Dir = log, log, filepath.Dir(logPath)
 	cmd.SysProcAttr = proc.SysProcAttr(true)
@@ -177,13 +177,13 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }()
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+		_ = out.Close()
 		return err
 	}
 	return out.Close()

@@ -43,7 +43,8 @@ func (s *Server) serialLogURI(q *armRequest, b blob, name string) (armcompute.Re
 	if v := q.r.URL.Query().Get("sasUriExpirationTimeInMinutes"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1440 {
-			return armcompute.RetrieveBootDiagnosticsDataResult{}, invalidParameter("sasUriExpirationTimeInMinutes", "sasUriExpirationTimeInMinutes=%q must be a number of minutes from 1 to 1440.", v)
+			return armcompute.RetrieveBootDiagnosticsDataResult{}, invalidParameter("sasUriExpirationTimeInMinutes",
+				"sasUriExpirationTimeInMinutes=%q must be a number of minutes from 1 to 1440.", v)
 		}
 		minutes = n
 	}
@@ -72,7 +73,8 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 	case r.Method != http.MethodGet:
 		storageError(w, http.StatusMethodNotAllowed, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.")
 	case !ok || time.Now().After(b.expires):
-		storageError(w, http.StatusForbidden, "AuthenticationFailed", "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.")
+		storageError(w, http.StatusForbidden, "AuthenticationFailed",
+			"Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.")
 	case m == nil:
 		storageError(w, http.StatusNotFound, "BlobNotFound", "The specified blob does not exist.")
 	default:
@@ -87,5 +89,5 @@ func storageError(w http.ResponseWriter, status int, code, message string) {
 	w.Header().Set("Content-Type", "application/xml")
 	w.Header().Set("x-ms-error-code", code)
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `<?xml version="1.0" encoding="utf-8"?><Error><Code>%s</Code><Message>%s</Message></Error>`, code, message)
+	_, _ = fmt.Fprintf(w, `<?xml version="1.0" encoding="utf-8"?><Error><Code>%s</Code><Message>%s</Message></Error>`, code, message)
 }

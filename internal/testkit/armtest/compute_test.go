@@ -111,7 +111,8 @@ func TestScaleSetScalesOutAndIn(t *testing.T) {
 		want := "kwwin00000" + string(rune('0'+i))
 		p := vm.Properties
 		if *vm.InstanceID != string(rune('0'+i)) || *p.OSProfile.ComputerName != want || !*p.LatestModelApplied || *p.ProvisioningState != "Succeeded" {
-			t.Errorf("instance %d: id %s, name %s, latest model %v, state %s", i, *vm.InstanceID, *p.OSProfile.ComputerName, *p.LatestModelApplied, *p.ProvisioningState)
+			t.Errorf("instance %d: id %s, name %s, latest model %v, state %s", i, *vm.InstanceID, *p.OSProfile.ComputerName, *p.LatestModelApplied,
+				*p.ProvisioningState)
 		}
 		if p.OSProfile.AdminPassword != nil || p.OSProfile.CustomData != nil {
 			t.Errorf("instance %d returns its secrets", i)
@@ -126,7 +127,8 @@ func TestScaleSetScalesOutAndIn(t *testing.T) {
 	}
 	for _, in := range booted {
 		vmID := id + "/virtualMachines/" + in.InstanceID
-		if string(in.CustomData) != "config-v1" || !in.IPForwarding || in.ImageID != testImage || in.PrivateIP.String() != nics[vmID] || in.ScaleSetID != id {
+		if string(in.CustomData) != "config-v1" || !in.IPForwarding || in.ImageID != testImage || in.PrivateIP.String() != nics[vmID] ||
+			in.ScaleSetID != id {
 			t.Errorf("booted %+v; NIC says %s", in, nics[vmID])
 		}
 	}
@@ -216,7 +218,8 @@ func TestModelLimit(t *testing.T) {
 	for i := range 10 {
 		ids = append(ids, strconv.Itoa(i))
 	}
-	p, err := vmss.BeginUpdateInstances(ctx, testGroup, "win", armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs(ids...)}, nil)
+	p, err := vmss.BeginUpdateInstances(ctx, testGroup, "win",
+		armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs(ids...)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +274,8 @@ func TestDeleteInstances(t *testing.T) {
 	}
 
 	// Deleting an ID that is gone is refused.
-	_, err = vmss.BeginDeleteInstances(ctx, testGroup, "win", armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs("3")}, nil)
+	_, err = vmss.BeginDeleteInstances(ctx, testGroup, "win",
+		armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: to.SliceOfPtrs("3")}, nil)
 	if re := responseError(t, err); re.StatusCode != http.StatusBadRequest || !strings.Contains(err.Error(), "instanceId 3 is not an active") {
 		t.Fatalf("deleting a deleted instance: %v", err)
 	}
@@ -313,12 +317,16 @@ func TestSecretsAreNotReturned(t *testing.T) {
 		t.Fatal("the create result holds adminPassword or customData")
 	}
 	for _, path := range []string{
-		"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Compute/virtualMachineScaleSets/win?api-version=" + ComputeAPIVersion,
-		"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Compute/virtualMachineScaleSets?api-version=" + ComputeAPIVersion,
-		"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Compute/virtualMachineScaleSets/win/virtualMachines?api-version=" + ComputeAPIVersion,
+		"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup +
+			"/providers/Microsoft.Compute/virtualMachineScaleSets/win?api-version=" + ComputeAPIVersion,
+		"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup +
+			"/providers/Microsoft.Compute/virtualMachineScaleSets?api-version=" + ComputeAPIVersion,
+		"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup +
+			"/providers/Microsoft.Compute/virtualMachineScaleSets/win/virtualMachines?api-version=" + ComputeAPIVersion,
 	} {
 		status, body := f.rawRequest(t, http.MethodGet, path, "")
-		if status != http.StatusOK || strings.Contains(string(body), testPassword) || strings.Contains(string(body), customData) || strings.Contains(string(body), "adminPassword") {
+		if status != http.StatusOK || strings.Contains(string(body), testPassword) || strings.Contains(string(body),
+			customData) || strings.Contains(string(body), "adminPassword") {
 			t.Errorf("GET %s: %d %s", path, status, body)
 		}
 	}
@@ -347,7 +355,7 @@ func TestBootDiagnosticsSerialLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	log, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(log), "kwwin000000 (instance 0 of "+f.scaleSetID("win")+") booted from "+testImage) {
 		t.Fatalf("GET %s: %d %q", uri, resp.StatusCode, log)
 	}
@@ -355,7 +363,7 @@ func TestBootDiagnosticsSerialLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("GET of a forged URI: %d, want 403", resp.StatusCode)
 	}
@@ -455,7 +463,8 @@ func TestImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *ver.ID != testImage || *ver.Tags["kubewin.io/windows-build"] != "20348" || *ver.Properties.ProvisioningState != armcompute.GalleryProvisioningStateSucceeded {
+	if *ver.ID != testImage || *ver.Tags["kubewin.io/windows-build"] != "20348" ||
+		*ver.Properties.ProvisioningState != armcompute.GalleryProvisioningStateSucceeded {
 		t.Fatalf("gallery image version %+v", ver)
 	}
 	_, err = f.compute.NewGalleryImageVersionsClient().Get(ctx, "images", "kubewin", "ws2022", "2.0.0", nil)

@@ -177,7 +177,8 @@ func (s *Server) issueToken(r *http.Request) (string, *entraError) {
 	s.mu.Unlock()
 	if app == nil {
 		return "", aadsts(http.StatusBadRequest, "unauthorized_client", 700016,
-			"Application with identifier '%s' was not found in the directory '%s'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You may have sent your authentication request to the wrong tenant.",
+			"Application with identifier '%s' was not found in the directory '%s'. This can happen if the application has not been installed by the "+
+				"administrator of the tenant or consented to by any user in the tenant. You may have sent your authentication request to the wrong tenant.",
 			clientID, s.opts.TenantID)
 	}
 	resource, e := s.scopeResource(f.Get("scope"))
@@ -188,11 +189,13 @@ func (s *Server) issueToken(r *http.Request) (string, *entraError) {
 	case f.Get("client_secret") != "":
 		if app.Secret == "" || f.Get("client_secret") != app.Secret {
 			return "", aadsts(http.StatusUnauthorized, "invalid_client", 7000215,
-				"Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a secret added to app '%s'.", clientID)
+				"Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a "+
+					"secret added to app '%s'.", clientID)
 		}
 	case f.Get("client_assertion") != "":
 		if t := f.Get("client_assertion_type"); t != assertionType {
-			return "", aadsts(http.StatusBadRequest, "invalid_request", 50027, "JWT token is invalid or malformed: client_assertion_type is '%s', not '%s'.", t, assertionType)
+			return "", aadsts(http.StatusBadRequest, "invalid_request", 50027,
+				"JWT token is invalid or malformed: client_assertion_type is '%s', not '%s'.", t, assertionType)
 		}
 		if e := s.checkAssertion(app, f.Get("client_assertion")); e != nil {
 			return "", e
@@ -244,7 +247,8 @@ func (s *Server) scopeResource(scope string) (string, *entraError) {
 	}
 	if !ok {
 		return "", aadsts(http.StatusBadRequest, "invalid_scope", 1002012,
-			"The provided value for scope %s is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI).", scope)
+			"The provided value for scope %s is not valid. Client credential flows must have a scope value with /.default suffixed to the resource "+
+				"identifier (application ID URI).", scope)
 	}
 	for _, a := range s.audiences() {
 		if strings.TrimSuffix(a, "/") == strings.TrimSuffix(resource, "/") {
@@ -252,7 +256,8 @@ func (s *Server) scopeResource(scope string) (string, *entraError) {
 		}
 	}
 	return "", aadsts(http.StatusBadRequest, "invalid_resource", 500011,
-		"The resource principal named %s was not found in the tenant named %s. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You might have sent your authentication request to the wrong tenant.",
+		"The resource principal named %s was not found in the tenant named %s. This can happen if the application has not been installed by the "+
+			"administrator of the tenant or consented to by any user in the tenant. You might have sent your authentication request to the wrong tenant.",
 		resource, s.opts.TenantID)
 }
 
@@ -281,7 +286,8 @@ func (s *Server) checkCertificateAssertion(app *App, p *parsedJWT) *entraError {
 	}
 	if cert == nil {
 		return aadsts(http.StatusUnauthorized, "invalid_client", 700027,
-			"The certificate with identifier used to sign the client assertion is not registered on application. [Reason - The key was not found., Thumbprint of key used by client: '%s']",
+			"The certificate with identifier used to sign the client assertion is not registered on application. [Reason - The key was not found., "+
+				"Thumbprint of key used by client: '%s']",
 			strings.ToUpper(hex.EncodeToString(append(thumb, sha256Thumb...))))
 	}
 	pub, ok := cert.PublicKey.(*rsa.PublicKey)
@@ -319,7 +325,8 @@ func checkAssertionTime(p *parsedJWT) *entraError {
 	exp, nbf := p.claims.Expiry.time(), p.claims.NotBefore.time()
 	if p.claims.Expiry == 0 || now.After(exp.Add(clockSkew)) || (p.claims.NotBefore != 0 && now.Add(clockSkew).Before(nbf)) {
 		return aadsts(http.StatusUnauthorized, "invalid_client", 700024,
-			"Client assertion is not within its valid time range. Current time: %s, assertion valid from %s, expiry time of assertion %s. Review the documentation at https://learn.microsoft.com/entra/identity-platform/certificate-credentials .",
+			"Client assertion is not within its valid time range. Current time: %s, assertion valid from %s, expiry time of assertion %s. Review the "+
+				"documentation at https://learn.microsoft.com/entra/identity-platform/certificate-credentials .",
 			now.UTC().Format(time.RFC3339), nbf.Format(time.RFC3339), exp.Format(time.RFC3339))
 	}
 	return nil
@@ -330,7 +337,8 @@ func checkAssertionTime(p *parsedJWT) *entraError {
 // the issuer publishes and its lifetime.
 func (s *Server) checkFederatedToken(app *App, p *parsedJWT) *entraError {
 	c := p.claims
-	const check = "Check your federated identity credential Subject, Audience and Issuer against the presented assertion. https://learn.microsoft.com/entra/workload-id/workload-identity-federation"
+	const check = "Check your federated identity credential Subject, Audience and Issuer against the presented assertion. " +
+		"https://learn.microsoft.com/entra/workload-id/workload-identity-federation"
 	var byIssuer, bySubject []FederatedCredential
 	for _, fc := range app.Federated {
 		if fc.Issuer == c.Issuer {
@@ -338,7 +346,8 @@ func (s *Server) checkFederatedToken(app *App, p *parsedJWT) *entraError {
 		}
 	}
 	if len(byIssuer) == 0 {
-		return aadsts(http.StatusUnauthorized, "invalid_client", 700211, "No matching federated identity record found for presented assertion issuer '%s'. %s", c.Issuer, check)
+		return aadsts(http.StatusUnauthorized, "invalid_client", 700211,
+			"No matching federated identity record found for presented assertion issuer '%s'. %s", c.Issuer, check)
 	}
 	for _, fc := range byIssuer {
 		if fc.Subject == c.Subject {
@@ -346,7 +355,8 @@ func (s *Server) checkFederatedToken(app *App, p *parsedJWT) *entraError {
 		}
 	}
 	if len(bySubject) == 0 {
-		return aadsts(http.StatusUnauthorized, "invalid_client", 700213, "No matching federated identity record found for presented assertion subject '%s'. %s", c.Subject, check)
+		return aadsts(http.StatusUnauthorized, "invalid_client", 700213,
+			"No matching federated identity record found for presented assertion subject '%s'. %s", c.Subject, check)
 	}
 	matched := false
 	for _, fc := range bySubject {
@@ -356,7 +366,8 @@ func (s *Server) checkFederatedToken(app *App, p *parsedJWT) *entraError {
 	}
 	if !matched {
 		return aadsts(http.StatusUnauthorized, "invalid_client", 700212,
-			"No matching federated identity record found for presented assertion audience '%s'. Please note that the matching is done using a case-sensitive comparison. %s", strings.Join(c.Audience, "', '"), check)
+			"No matching federated identity record found for presented assertion audience '%s'. Please note that the matching is done using a "+
+				"case-sensitive comparison. %s", strings.Join(c.Audience, "', '"), check)
 	}
 	key, err := s.issuerKey(c.Issuer, p.header.Kid)
 	if err != nil {
@@ -398,7 +409,7 @@ func (s *Server) getJSON(url string, v any) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
@@ -421,7 +432,8 @@ func (s *Server) checkBearer(header string) *apiError {
 	}
 	token, ok := strings.CutPrefix(header, "Bearer ")
 	if !ok {
-		return newError(http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is provided in an invalid format.")
+		return newError(http.StatusUnauthorized, "AuthenticationFailed",
+			"Authentication failed. The 'Authorization' header is provided in an invalid format.")
 	}
 	p, err := parseJWT(token)
 	if err != nil || p.verify(&s.tokenKey.PublicKey) != nil {
@@ -445,7 +457,8 @@ func (s *Server) checkBearer(header string) *apiError {
 	}
 	if !strings.EqualFold(p.claims.TenantID, s.opts.TenantID) {
 		return newError(http.StatusUnauthorized, "InvalidAuthenticationTokenTenant",
-			"The access token is from the wrong issuer '%s'. It must match the tenant '%s/%s' associated with this subscription.", p.claims.Issuer, s.url, s.opts.TenantID)
+			"The access token is from the wrong issuer '%s'. It must match the tenant '%s/%s' associated with this subscription.", p.claims.Issuer, s.url,
+			s.opts.TenantID)
 	}
 	return nil
 }

@@ -74,10 +74,14 @@ func TestFederatedCredential(t *testing.T) {
 	for _, tt := range []struct {
 		name, clientID, token, want string
 	}{
-		{"wrong audience", app.ClientID, wrong(tfcSubject, "api://SomethingElse", time.Minute), "AADSTS700212: No matching federated identity record found for presented assertion audience 'api://SomethingElse'"},
-		{"wrong subject", app.ClientID, wrong(strings.Replace(tfcSubject, "apply", "plan", 1), TokenExchangeAudience, time.Minute), "AADSTS700213: No matching federated identity record found for presented assertion subject"},
-		{"untrusted issuer", other.ClientID, good, "AADSTS700211: No matching federated identity record found for presented assertion issuer '" + issuer.URL() + "'"},
-		{"expired", app.ClientID, wrong(tfcSubject, TokenExchangeAudience, -10*time.Minute), "AADSTS700024: Client assertion is not within its valid time range"},
+		{"wrong audience", app.ClientID, wrong(tfcSubject, "api://SomethingElse", time.Minute),
+			"AADSTS700212: No matching federated identity record found for presented assertion audience 'api://SomethingElse'"},
+		{"wrong subject", app.ClientID, wrong(strings.Replace(tfcSubject, "apply", "plan", 1), TokenExchangeAudience, time.Minute),
+			"AADSTS700213: No matching federated identity record found for presented assertion subject"},
+		{"untrusted issuer", other.ClientID, good,
+			"AADSTS700211: No matching federated identity record found for presented assertion issuer '" + issuer.URL() + "'"},
+		{"expired", app.ClientID, wrong(tfcSubject, TokenExchangeAudience, -10*time.Minute),
+			"AADSTS700024: Client assertion is not within its valid time range"},
 		{"bad signature", app.ClientID, tampered, "AADSTS700027: Client assertion failed signature validation"},
 		{"unknown app", "00000000-0000-0000-0000-000000000001", good, "AADSTS700016"},
 	} {
@@ -114,7 +118,11 @@ func selfSignedCertificate(t *testing.T) ([]*x509.Certificate, *rsa.PrivateKey) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return certs, pk.(*rsa.PrivateKey)
+	rsaKey, ok := pk.(*rsa.PrivateKey)
+	if !ok {
+		t.Fatalf("ParseCertificates returned a %T key, not the RSA key it was given", pk)
+	}
+	return certs, rsaKey
 }
 
 func TestClientCertificateCredential(t *testing.T) {
@@ -135,7 +143,8 @@ func TestClientCertificateCredential(t *testing.T) {
 	}
 	otherCerts, otherKey := selfSignedCertificate(t)
 	err := f.listScaleSets(ctx, newCred(otherCerts, otherKey))
-	if err == nil || !strings.Contains(err.Error(), "AADSTS700027: The certificate with identifier used to sign the client assertion is not registered") {
+	if err == nil || !strings.Contains(err.Error(),
+		"AADSTS700027: The certificate with identifier used to sign the client assertion is not registered") {
 		t.Fatalf("unregistered certificate: %v", err)
 	}
 }
@@ -173,7 +182,8 @@ func TestClientSecret(t *testing.T) {
 func TestARMRequiresAValidToken(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := testContext(t)
-	path := f.s.URL() + "/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Compute/virtualMachineScaleSets?api-version=" + ComputeAPIVersion
+	path := f.s.URL() + "/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup +
+		"/providers/Microsoft.Compute/virtualMachineScaleSets?api-version=" + ComputeAPIVersion
 	tok, err := f.cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{ManagementAudience + ".default"}})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +218,7 @@ func TestARMRequiresAValidToken(t *testing.T) {
 			Error struct{ Code, Message string } `json:"error"`
 		}
 		err = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusUnauthorized || body.Error.Code != tt.code || resp.Header.Get("WWW-Authenticate") == "" {
 			t.Errorf("Authorization %.20q: %d %+v, want 401 %s with WWW-Authenticate", tt.auth, resp.StatusCode, body, tt.code)
 		}
@@ -221,7 +231,7 @@ func TestMetadataDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var md map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&md); err != nil {
 		t.Fatal(err)
@@ -240,7 +250,7 @@ func TestMetadataDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("an unsupported metadata api-version: %d", resp.StatusCode)
 	}
@@ -255,13 +265,14 @@ func TestCAFileThroughSSLCertFile(t *testing.T) {
 			fmt.Println(err)
 			os.Exit(1)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		fmt.Println(resp.Status)
 		os.Exit(0)
 	}
 	f := newFixture(t, Options{})
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCAFileThroughSSLCertFile$")
-	cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+f.s.CAFile(), "ARMTEST_CHILD_GET=https://"+f.s.MetadataHost()+"/metadata/endpoints?api-version="+MetadataAPIVersion)
+	cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+f.s.CAFile(),
+		"ARMTEST_CHILD_GET=https://"+f.s.MetadataHost()+"/metadata/endpoints?api-version="+MetadataAPIVersion)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "200 OK") {
 		t.Fatalf("GET with SSL_CERT_FILE=%s: %v\n%s", f.s.CAFile(), err, out)

@@ -80,11 +80,13 @@ func errParentNotFound(childType, parentID string) *apiError {
 
 func errResourceNotFound(typ, name, group string) *apiError {
 	return newError(http.StatusNotFound, "ResourceNotFound",
-		"The Resource '%s/%s' under resource group '%s' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix", typ, name, group)
+		"The Resource '%s/%s' under resource group '%s' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix", typ, name,
+		group)
 }
 
 // errReference is the answer to a reference to a missing resource or one in another region.
 func errReference(referenced, by string) *apiError {
 	return newError(http.StatusBadRequest, "InvalidResourceReference",
-		"Resource %s referenced by resource %s was not found. Please make sure that the referenced resource exists, and that both resources are in the same region.", referenced, by)
+		"Resource %s referenced by resource %s was not found. Please make sure that the referenced resource exists, and that both resources are in "+
+			"the same region.", referenced, by)
 }

@@ -19,7 +19,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 
 	vnet, _ := s.AddVirtualNetwork(armtest.VirtualNetwork{
 		ResourceGroup: "kubewin", Name: "vnet", AddressPrefixes: []string{"10.0.0.0/16"},
@@ -48,7 +48,7 @@ func ExampleIssuer_Mint() {
 	if err != nil {
 		panic(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	subject := "organization:acme:project:default:workspace:nodes:run_phase:apply"
 	app := s.RegisterApp(armtest.App{Federated: []armtest.FederatedCredential{{Issuer: s.Issuer().URL(), Subject: subject}}})
 	token, _ := s.Issuer().Mint(subject, armtest.TokenExchangeAudience, 10*time.Minute)

@@ -51,7 +51,8 @@ type Fault struct {
 func (s *Server) Throttle(m Match, retryAfter time.Duration) *Fault {
 	secs := int((retryAfter + time.Second - 1) / time.Second)
 	e := newError(http.StatusTooManyRequests, "SubscriptionRequestsThrottled",
-		"Number of 'write' requests for subscription '%s' actually exceeded the limit of '1200' for time interval '01:00:00'. Please try again after '%d' seconds.",
+		"Number of 'write' requests for subscription '%s' actually exceeded the limit of '1200' for time interval '01:00:00'. Please try again after "+
+			"'%d' seconds.",
 		s.opts.SubscriptionID, secs)
 	e.retryAfter = retryAfter
 	return s.addFault(m, faultAnswer, e)

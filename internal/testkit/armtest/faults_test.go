@@ -81,7 +81,8 @@ func TestServerErrorsAndResetsAreRetried(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := testContext(t)
 	f.createScaleSet(t, "win", f.windowsScaleSet(1, "cfg"))
-	unavailable := f.s.FailRequests(Match{Method: http.MethodGet, Path: `/virtualMachineScaleSets/win$`, Times: 2}, http.StatusServiceUnavailable, "ServiceUnavailable", "try later")
+	unavailable := f.s.FailRequests(Match{Method: http.MethodGet, Path: `/virtualMachineScaleSets/win$`, Times: 2}, http.StatusServiceUnavailable,
+		"ServiceUnavailable", "try later")
 	if _, err := f.compute.NewVirtualMachineScaleSetsClient().Get(ctx, testGroup, "win", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,8 @@ func TestConflictIsSurfaced(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := testContext(t)
 	f.createScaleSet(t, "win", f.windowsScaleSet(1, "cfg"))
-	f.s.FailRequests(Match{Method: http.MethodPatch, Times: 1}, http.StatusConflict, "AnotherOperationInProgress", "Another operation on this or dependent resource is in progress.")
+	f.s.FailRequests(Match{Method: http.MethodPatch, Times: 1}, http.StatusConflict, "AnotherOperationInProgress",
+		"Another operation on this or dependent resource is in progress.")
 	_, err := f.compute.NewVirtualMachineScaleSetsClient().BeginUpdate(ctx, testGroup, "win", capacity(2), nil)
 	if re := responseError(t, err); re.StatusCode != http.StatusConflict || re.ErrorCode != "AnotherOperationInProgress" {
 		t.Fatalf("got %v", err)
@@ -121,7 +123,8 @@ func TestWritesDuringAnOperationAreRefused(t *testing.T) {
 		t.Fatalf("update during a create: %v", err)
 	}
 	// Network: 429 RetryableError, retried by azcore until its retries run out.
-	if _, err := f.network.NewRouteTablesClient().BeginCreateOrUpdate(ctx, testGroup, "pods", armnetwork.RouteTable{Location: to.Ptr(f.s.Location())}, nil); err != nil {
+	if _, err := f.network.NewRouteTablesClient().BeginCreateOrUpdate(ctx, testGroup, "pods",
+		armnetwork.RouteTable{Location: to.Ptr(f.s.Location())}, nil); err != nil {
 		t.Fatal(err)
 	}
 	hold.Remove()
@@ -250,7 +253,8 @@ func TestWriteCountsAndLog(t *testing.T) {
 		}
 	}
 	patches := requestsTo(f.s, http.MethodPatch, "/virtualMachineScaleSets/win")
-	if len(patches) != 1 || patches[0].APIVersion != ComputeAPIVersion || patches[0].Status != http.StatusOK || !strings.Contains(string(patches[0].Body), `"capacity":3`) {
+	if len(patches) != 1 || patches[0].APIVersion != ComputeAPIVersion || patches[0].Status != http.StatusOK ||
+		!strings.Contains(string(patches[0].Body), `"capacity":3`) {
 		t.Fatalf("logged PATCH %+v", patches)
 	}
 	f.s.Reset()

@@ -30,7 +30,8 @@ const (
 	testGroup        = "kubewin-test"
 	testPassword     = "Kw-test-Passw0rd!"
 	testSubscription = "00000000-0000-0000-0000-000000000000"
-	testImage        = "/subscriptions/" + testSubscription + "/resourceGroups/images/providers/Microsoft.Compute/galleries/kubewin/images/ws2022/versions/1.0.0"
+	testImage        = "/subscriptions/" + testSubscription +
+		"/resourceGroups/images/providers/Microsoft.Compute/galleries/kubewin/images/ws2022/versions/1.0.0"
 )
 
 // fixture is a server with a resource group, a virtual network (subnet "nodes", 10.0.1.0/24), a
@@ -115,7 +116,7 @@ func cloudFromMetadata(t *testing.T, s *Server) cloud.Configuration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var md struct {
 		Name           string `json:"name"`
 		Authentication struct {
@@ -246,7 +247,7 @@ func (f *fixture) rawRequest(t *testing.T, method, path, body string) (int, []by
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)

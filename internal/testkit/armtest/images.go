@@ -41,7 +41,8 @@ func (s *Server) AddImage(id string, tags map[string]string) error {
 	} else if m := managedImageID.FindStringSubmatch(id); m != nil {
 		group = m[1]
 	} else {
-		return fmt.Errorf("armtest: %q is neither a managed image ID (.../providers/Microsoft.Compute/images/NAME) nor a gallery image version ID (.../galleries/G/images/I/versions/X.Y.Z)", id)
+		return fmt.Errorf("armtest: %q is neither a managed image ID (.../providers/Microsoft.Compute/images/NAME) nor a gallery image version ID "+
+			"(.../galleries/G/images/I/versions/X.Y.Z)", id)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -91,7 +92,8 @@ func (s *Server) imageOf(ref *armcompute.ImageReference) (string, *apiError) {
 		return s.resolveImage(*ref.ID)
 	}
 	if ref.Publisher == nil || ref.Offer == nil || ref.SKU == nil || ref.Version == nil {
-		return "", invalidParameter("imageReference", "storageProfile.imageReference needs an id (a managed or gallery image), or publisher, offer, sku and version (a marketplace image).")
+		return "", invalidParameter("imageReference",
+			"storageProfile.imageReference needs an id (a managed or gallery image), or publisher, offer, sku and version (a marketplace image).")
 	}
 	for _, m := range marketplaceImages {
 		if strings.EqualFold(m.publisher, *ref.Publisher) && strings.EqualFold(m.offer, *ref.Offer) && strings.EqualFold(m.sku, *ref.SKU) {
@@ -99,18 +101,19 @@ func (s *Server) imageOf(ref *armcompute.ImageReference) (string, *apiError) {
 		}
 	}
 	return "", newError(http.StatusNotFound, "PlatformImageNotFound",
-		"The platform image '%s:%s:%s:%s' is not available. Verify that all fields in the storage profile are correct (armtest knows %v).", *ref.Publisher, *ref.Offer, *ref.SKU, *ref.Version, marketplaceImages)
+		"The platform image '%s:%s:%s:%s' is not available. Verify that all fields in the storage profile are correct (armtest knows %v).",
+		*ref.Publisher, *ref.Offer, *ref.SKU, *ref.Version, marketplaceImages)
 }
 
 // The image kinds are read-only: images are seeded by AddImage.
 var managedImageKind = kind{
 	typ: typeImage, path: groupPath + "Microsoft.Compute/images/{}", version: ComputeAPIVersion,
-	find: findImage, view: func(_ *Server, r any, _ string) any { return r.(*image).view() },
+	find: findImage, view: func(_ *Server, r any, _ string) any { return as[*image](r).view() },
 }
 
 var imageVersionKind = kind{
 	typ: typeImageVersion, path: groupPath + "Microsoft.Compute/galleries/{}/images/{}/versions/{}", version: GalleryAPIVersion,
-	find: findImage, view: func(_ *Server, r any, _ string) any { return r.(*image).view() },
+	find: findImage, view: func(_ *Server, r any, _ string) any { return as[*image](r).view() },
 }
 
 func findImage(s *Server, id string) any { return found(s.images[strings.ToLower(id)]) }

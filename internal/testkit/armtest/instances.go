@@ -313,7 +313,8 @@ func (s *Server) instance(q *armRequest) (*scaleSet, *vmInstance, *apiError) {
 	n, err := strconv.Atoi(q.name(3))
 	in := ss.instances[n]
 	if err != nil || in == nil {
-		return ss, nil, newError(http.StatusNotFound, "NotFound", "The entity was not found in this Azure location: instance %s of scale set %s.", q.name(3), ss.id)
+		return ss, nil, newError(http.StatusNotFound, "NotFound", "The entity was not found in this Azure location: instance %s of scale set %s.",
+			q.name(3), ss.id)
 	}
 	return ss, in, nil
 }
@@ -391,7 +392,8 @@ func instanceView(ss *scaleSet, in *vmInstance, withInstanceView bool) armcomput
 	osType := armcompute.OperatingSystemTypesWindows
 	osp := &armcompute.OSProfile{ComputerName: to.Ptr(in.info.ComputerName)}
 	if p.OSProfile != nil {
-		osp.AdminUsername, osp.WindowsConfiguration, osp.LinuxConfiguration = p.OSProfile.AdminUsername, p.OSProfile.WindowsConfiguration, p.OSProfile.LinuxConfiguration
+		osp.AdminUsername, osp.WindowsConfiguration, osp.LinuxConfiguration = p.OSProfile.AdminUsername, p.OSProfile.WindowsConfiguration,
+			p.OSProfile.LinuxConfiguration
 		osp.Secrets, osp.AllowExtensionOperations = p.OSProfile.Secrets, p.OSProfile.AllowExtensionOperations
 		if p.OSProfile.LinuxConfiguration != nil {
 			osType = armcompute.OperatingSystemTypesLinux

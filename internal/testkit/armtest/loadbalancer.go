@@ -20,14 +20,14 @@ var loadBalancerKind = netObjectRules{
 	model: func() json.Unmarshaler { return &armnetwork.LoadBalancer{} },
 	check: checkLoadBalancer,
 	build: func(s *Server, q *armRequest, m any, old *netObject) (*netObject, *apiError) {
-		return s.buildLoadBalancer(q, m.(*armnetwork.LoadBalancer), old)
+		return s.buildLoadBalancer(q, as[*armnetwork.LoadBalancer](m), old)
 	},
 	view: loadBalancerView,
 }.kind()
 
 // checkLoadBalancer checks a load balancer body before the store is read.
 func checkLoadBalancer(_ *Server, q *armRequest, v any) *apiError {
-	m := v.(*armnetwork.LoadBalancer)
+	m := as[*armnetwork.LoadBalancer](v)
 	id := q.resourceID()
 	if _, e := locationOf(m.Location); e != nil {
 		return e
@@ -38,7 +38,8 @@ func checkLoadBalancer(_ *Server, q *armRequest, v any) *apiError {
 	}
 	p := m.Properties
 	if p == nil || len(p.FrontendIPConfigurations) == 0 {
-		return newError(http.StatusBadRequest, "LoadBalancerMustHaveFrontendIPConfiguration", "Load balancer %s needs at least one frontend IP configuration.", id)
+		return newError(http.StatusBadRequest, "LoadBalancerMustHaveFrontendIPConfiguration",
+			"Load balancer %s needs at least one frontend IP configuration.", id)
 	}
 	frontends, e := childNames(p.FrontendIPConfigurations, func(f *armnetwork.FrontendIPConfiguration) *string { return f.Name })
 	if e != nil {
@@ -69,7 +70,8 @@ func checkLoadBalancer(_ *Server, q *armRequest, v any) *apiError {
 	for _, r := range p.LoadBalancingRules {
 		rp := r.Properties
 		if rp == nil || rp.Protocol == nil || rp.FrontendPort == nil || rp.BackendPort == nil {
-			return newError(http.StatusBadRequest, "InvalidRequestFormat", "Load balancing rule %s of %s needs a protocol, a frontend port and a backend port.", *r.Name, id)
+			return newError(http.StatusBadRequest, "InvalidRequestFormat",
+				"Load balancing rule %s of %s needs a protocol, a frontend port and a backend port.", *r.Name, id)
 		}
 		if _, e := subResourceRef(id, "frontendIPConfigurations", rp.FrontendIPConfiguration, frontends); e != nil {
 			return e
@@ -91,7 +93,8 @@ func checkLoadBalancer(_ *Server, q *armRequest, v any) *apiError {
 	for _, r := range p.OutboundRules {
 		rp := r.Properties
 		if rp == nil || rp.Protocol == nil || len(rp.FrontendIPConfigurations) == 0 {
-			return newError(http.StatusBadRequest, "InvalidRequestFormat", "Outbound rule %s of %s needs a protocol and frontend IP configurations.", *r.Name, id)
+			return newError(http.StatusBadRequest, "InvalidRequestFormat", "Outbound rule %s of %s needs a protocol and frontend IP configurations.",
+				*r.Name, id)
 		}
 		for _, f := range rp.FrontendIPConfigurations {
 			if _, e := subResourceRef(id, "frontendIPConfigurations", f, frontends); e != nil {
@@ -175,7 +178,7 @@ func (s *Server) buildLoadBalancer(q *armRequest, m *armnetwork.LoadBalancer, ol
 // poolsInUse lists the backend pools of a load balancer some NIC or scale set is in; s.mu is held.
 func (s *Server) poolsInUse(lb *netObject) []string {
 	var out []string
-	for _, b := range lb.model.(*armnetwork.LoadBalancer).Properties.BackendAddressPools {
+	for _, b := range as[*armnetwork.LoadBalancer](lb.model).Properties.BackendAddressPools {
 		if len(s.usersOf(deref(b.ID))) > 0 {
 			out = append(out, deref(b.ID))
 		}
@@ -249,7 +252,7 @@ func (s *Server) poolMembers(pool string) []string {
 // both as backendIPConfigurations and as loadBalancerBackendAddresses naming their IP
 // configuration.
 func loadBalancerView(s *Server, o *netObject) any {
-	out := *clone(o.model.(*armnetwork.LoadBalancer))
+	out := *clone(as[*armnetwork.LoadBalancer](o.model))
 	out.ID, out.Name, out.Type, out.Location = to.Ptr(o.id), to.Ptr(lastSegment(o.id)), to.Ptr(o.typ), to.Ptr(o.location)
 	out.Properties.ProvisioningState = to.Ptr(o.state)
 	for _, b := range out.Properties.BackendAddressPools {

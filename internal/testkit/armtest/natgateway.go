@@ -18,14 +18,14 @@ var natGatewayKind = netObjectRules{
 	model: func() json.Unmarshaler { return &armnetwork.NatGateway{} },
 	check: checkNatGateway,
 	build: func(s *Server, q *armRequest, m any, _ *netObject) (*netObject, *apiError) {
-		return s.buildNatGateway(q, m.(*armnetwork.NatGateway))
+		return s.buildNatGateway(q, as[*armnetwork.NatGateway](m))
 	},
 	view: natGatewayView,
 }.kind()
 
 // checkNatGateway checks a NAT gateway body before the store is read.
 func checkNatGateway(_ *Server, q *armRequest, v any) *apiError {
-	m := v.(*armnetwork.NatGateway)
+	m := as[*armnetwork.NatGateway](v)
 	if _, e := locationOf(m.Location); e != nil {
 		return e
 	}
@@ -61,7 +61,7 @@ func (s *Server) buildNatGateway(q *armRequest, m *armnetwork.NatGateway) (*netO
 
 // natGatewayView is a NAT gateway as GET returns it, with the subnets associated with it.
 func natGatewayView(s *Server, o *netObject) any {
-	out := *clone(o.model.(*armnetwork.NatGateway))
+	out := *clone(as[*armnetwork.NatGateway](o.model))
 	out.ID, out.Name, out.Type, out.Location = to.Ptr(o.id), to.Ptr(lastSegment(o.id)), to.Ptr(o.typ), to.Ptr(o.location)
 	out.Properties.ProvisioningState = to.Ptr(o.state)
 	for _, v := range s.vnets {

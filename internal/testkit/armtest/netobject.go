@@ -75,7 +75,7 @@ func (s *Server) backendPool(id string) string {
 		return ""
 	}
 	name := id[i+len("/backendaddresspools/"):]
-	for _, p := range lb.model.(*armnetwork.LoadBalancer).Properties.BackendAddressPools {
+	for _, p := range as[*armnetwork.LoadBalancer](lb.model).Properties.BackendAddressPools {
 		if strings.EqualFold(deref(p.Name), name) {
 			return lb.id
 		}
@@ -201,7 +201,7 @@ func (r netObjectRules) kind() kind {
 			return s.storeObject(o, prev, r.view), nil
 		},
 		inUse: func(s *Server, q *armRequest, v any) *apiError {
-			o := v.(*netObject)
+			o := as[*netObject](v)
 			if e := o.reserved(); e != nil {
 				return e
 			}
@@ -215,13 +215,13 @@ func (r netObjectRules) kind() kind {
 			}
 			return nil
 		},
-		remove: func(s *Server, _ *armRequest, v any) *change { return s.removeObject(v.(*netObject)) },
-		view:   func(s *Server, v any, _ string) any { return r.view(s, v.(*netObject)) },
+		remove: func(s *Server, _ *armRequest, v any) *change { return s.removeObject(as[*netObject](v)) },
+		view:   func(s *Server, v any, _ string) any { return r.view(s, as[*netObject](v)) },
 	}
 	if r.updateTags {
 		k.noun = "a " + lastSegment(r.typ) + " tags body"
 		k.patch = func() json.Unmarshaler { return &armnetwork.TagsObject{} }
-		k.current = func(v any) any { return v.(*netObject).model }
+		k.current = func(v any) any { return as[*netObject](v).model }
 	}
 	return k
 }

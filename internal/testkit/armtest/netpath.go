@@ -84,7 +84,8 @@ func (s *Server) Reach(from string, to netip.AddrPort) error {
 	hop, prefix := s.route(src.subnet, dst)
 	switch hop {
 	case armnetwork.RouteNextHopTypeNone:
-		return fmt.Errorf("%s cannot reach %s: subnet %s routes %s to None (Azure drops it): no route to the destination", src.id, to, src.subnet.id, prefix)
+		return fmt.Errorf("%s cannot reach %s: subnet %s routes %s to None (Azure drops it): no route to the destination", src.id, to, src.subnet.id,
+			prefix)
 	case armnetwork.RouteNextHopTypeInternet:
 		_, err := s.outbound(src)
 		return err
@@ -118,7 +119,7 @@ func (s *Server) endpointOf(id string) (endpoint, error) {
 }
 
 func (s *Server) nicEndpoint(nic *netObject) (endpoint, error) {
-	m := nic.model.(*armnetwork.Interface)
+	m := as[*armnetwork.Interface](nic.model)
 	e := endpoint{id: nic.id}
 	if m.Properties.NetworkSecurityGroup != nil {
 		e.nsg = deref(m.Properties.NetworkSecurityGroup.ID)
@@ -201,7 +202,7 @@ func (s *Server) route(sn *subnet, dst netip.Addr) (armnetwork.RouteNextHopType,
 // outbound is the public address a source's Internet traffic leaves with; s.mu is held.
 func (s *Server) outbound(src endpoint) (netip.Addr, error) {
 	if nat := s.object(src.subnet.nat, typeNatGateway); nat != nil {
-		for _, ref := range nat.model.(*armnetwork.NatGateway).Properties.PublicIPAddresses {
+		for _, ref := range as[*armnetwork.NatGateway](nat.model).Properties.PublicIPAddresses {
 			if pip := s.object(deref(ref.ID), typePublicIP); pip != nil {
 				return pip.address, nil
 			}
@@ -217,7 +218,7 @@ func (s *Server) outbound(src endpoint) (netip.Addr, error) {
 		if o.typ != typeLoadBalancer {
 			continue
 		}
-		p := o.model.(*armnetwork.LoadBalancer).Properties
+		p := as[*armnetwork.LoadBalancer](o.model).Properties
 		for _, r := range p.OutboundRules {
 			if slices.Contains(src.pools, strings.ToLower(deref(r.Properties.BackendAddressPool.ID))) && len(r.Properties.FrontendIPConfigurations) > 0 {
 				if a := s.frontendPublicAddress(p, deref(r.Properties.FrontendIPConfigurations[0].ID)); a.IsValid() {
@@ -261,7 +262,7 @@ func (s *Server) frontendAt(a netip.Addr) (*netObject, *armnetwork.FrontendIPCon
 		if o.typ != typeLoadBalancer {
 			continue
 		}
-		p := o.model.(*armnetwork.LoadBalancer).Properties
+		p := as[*armnetwork.LoadBalancer](o.model).Properties
 		for _, f := range p.FrontendIPConfigurations {
 			if f.Properties.PrivateIPAddress != nil && f.Properties.Subnet != nil && deref(f.Properties.PrivateIPAddress) == a.String() {
 				return o, f
@@ -277,14 +278,15 @@ func (s *Server) frontendAt(a netip.Addr) (*netObject, *armnetwork.FrontendIPCon
 // reachFrontend is a connection to a load balancer frontend; s.mu is held.
 func (s *Server) reachFrontend(src endpoint, lb *netObject, f *armnetwork.FrontendIPConfiguration, to netip.AddrPort) error {
 	var rule *armnetwork.LoadBalancingRule
-	for _, r := range lb.model.(*armnetwork.LoadBalancer).Properties.LoadBalancingRules {
+	for _, r := range as[*armnetwork.LoadBalancer](lb.model).Properties.LoadBalancingRules {
 		rp := r.Properties
 		if strings.EqualFold(deref(rp.FrontendIPConfiguration.ID), deref(f.ID)) && rp.FrontendPort != nil && int(*rp.FrontendPort) == int(to.Port()) {
 			rule = r
 		}
 	}
 	if rule == nil || rule.Properties.BackendAddressPool == nil {
-		return fmt.Errorf("%s cannot reach %s: load balancer %s has no load-balancing rule for port %d of frontend %s", src.id, to, lb.id, to.Port(), deref(f.Name))
+		return fmt.Errorf("%s cannot reach %s: load balancer %s has no load-balancing rule for port %d of frontend %s", src.id, to, lb.id, to.Port(),
+			deref(f.Name))
 	}
 	pool := strings.ToLower(deref(rule.Properties.BackendAddressPool.ID))
 	source := src.addr
@@ -338,7 +340,7 @@ func (s *Server) allows(nsgID string, source netip.Addr, v *virtualNetwork, port
 		return true
 	}
 	inVNet := slices.ContainsFunc(v.prefixes, func(p netip.Prefix) bool { return p.Contains(source) })
-	rules := slices.Clone(nsg.model.(*armnetwork.SecurityGroup).Properties.SecurityRules)
+	rules := slices.Clone(as[*armnetwork.SecurityGroup](nsg.model).Properties.SecurityRules)
 	slices.SortFunc(rules, func(a, b *armnetwork.SecurityRule) int { return int(*a.Properties.Priority - *b.Properties.Priority) })
 	for _, r := range rules {
 		p := r.Properties

@@ -55,7 +55,8 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("route table %+v", rt.Properties)
 	}
 	for i := range 3 {
-		if err := f.putRoute(t, "pods", fmt.Sprintf("kwwin00000%d", i), podRoute(fmt.Sprintf("10.244.%d.0/24", i), fmt.Sprintf("10.0.1.%d", 4+i))); err != nil {
+		if err := f.putRoute(t, "pods", fmt.Sprintf("kwwin00000%d", i), podRoute(fmt.Sprintf("10.244.%d.0/24", i), fmt.Sprintf("10.0.1.%d",
+			4+i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,7 +64,8 @@ func TestRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *got.Properties.AddressPrefix != "10.244.1.0/24" || *got.Properties.NextHopIPAddress != "10.0.1.5" || *got.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
+	if *got.Properties.AddressPrefix != "10.244.1.0/24" || *got.Properties.NextHopIPAddress != "10.0.1.5" ||
+		*got.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
 		t.Fatalf("route %+v", got.Properties)
 	}
 	var listed []string
@@ -114,8 +116,10 @@ func TestRoutes(t *testing.T) {
 		msg   string
 	}{
 		{podRoute("10.244.1.1/24", "10.0.1.4"), "canonical form"},
-		{armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("10.244.1.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance)}}, "needs properties.nextHopIpAddress"},
-		{armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("10.244.1.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeInternet), NextHopIPAddress: to.Ptr("10.0.1.4")}}, "only allowed with VirtualAppliance"},
+		{armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("10.244.1.0/24"),
+			NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance)}}, "needs properties.nextHopIpAddress"},
+		{armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("10.244.1.0/24"),
+			NextHopType: to.Ptr(armnetwork.RouteNextHopTypeInternet), NextHopIPAddress: to.Ptr("10.0.1.4")}}, "only allowed with VirtualAppliance"},
 	} {
 		err := f.putRoute(t, "pods", "bad", bad.route)
 		if re := responseError(t, err); re.StatusCode != http.StatusBadRequest || !strings.Contains(err.Error(), bad.msg) {
@@ -140,7 +144,8 @@ func TestRouteTableLimit(t *testing.T) {
 	_, err := f.network.NewRouteTablesClient().BeginCreateOrUpdate(ctx, testGroup, "big", armnetwork.RouteTable{
 		Location: to.Ptr(f.s.Location()), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes},
 	}, nil)
-	if re := responseError(t, err); re.StatusCode != http.StatusBadRequest || re.ErrorCode != CodeRouteLimit || !strings.Contains(err.Error(), "at most 400 user-defined routes") {
+	if re := responseError(t, err); re.StatusCode != http.StatusBadRequest || re.ErrorCode != CodeRouteLimit || !strings.Contains(err.Error(),
+		"at most 400 user-defined routes") {
 		t.Fatalf("401 routes in one table: %v", err)
 	}
 	f.createRouteTable(t, "full", routes[:400]...)
@@ -220,7 +225,8 @@ func TestVirtualNetworks(t *testing.T) {
 			Properties: &armnetwork.VirtualNetworkPropertiesFormat{AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: to.SliceOfPtrs(prefixes...)}},
 		}
 		for _, n := range sortedKeys(subnets) {
-			v.Properties.Subnets = append(v.Properties.Subnets, &armnetwork.Subnet{Name: to.Ptr(n), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr(subnets[n])}})
+			v.Properties.Subnets = append(v.Properties.Subnets, &armnetwork.Subnet{Name: to.Ptr(n),
+				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr(subnets[n])}})
 		}
 		p, err := vnets.BeginCreateOrUpdate(ctx, testGroup, "cluster", v, nil)
 		if err != nil {

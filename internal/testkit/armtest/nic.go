@@ -19,14 +19,14 @@ var nicKind = netObjectRules{
 	model: func() json.Unmarshaler { return &armnetwork.Interface{} },
 	check: checkNIC,
 	build: func(s *Server, q *armRequest, m any, old *netObject) (*netObject, *apiError) {
-		return s.buildNIC(q, m.(*armnetwork.Interface), old)
+		return s.buildNIC(q, as[*armnetwork.Interface](m), old)
 	},
 	view: nicObjectView,
 }.kind()
 
 // checkNIC checks a network interface body before the store is read.
 func checkNIC(_ *Server, q *armRequest, v any) *apiError {
-	m := v.(*armnetwork.Interface)
+	m := as[*armnetwork.Interface](v)
 	id := q.resourceID()
 	if _, e := locationOf(m.Location); e != nil {
 		return e
@@ -107,7 +107,7 @@ func (s *Server) buildNIC(q *armRequest, m *armnetwork.Interface, old *netObject
 
 // nicAddress is the primary address of a NIC and whether it forwards IP; s.mu is held.
 func nicAddress(o *netObject) (netip.Addr, bool) {
-	m := o.model.(*armnetwork.Interface)
+	m := as[*armnetwork.Interface](o.model)
 	forward := m.Properties.EnableIPForwarding != nil && *m.Properties.EnableIPForwarding
 	for _, c := range m.Properties.IPConfigurations {
 		if c.Properties.Primary != nil && *c.Properties.Primary {
@@ -120,7 +120,7 @@ func nicAddress(o *netObject) (netip.Addr, bool) {
 
 // nicObjectView is a network interface as GET returns it, with the virtual machine it is attached to.
 func nicObjectView(s *Server, o *netObject) any {
-	out := *clone(o.model.(*armnetwork.Interface))
+	out := *clone(as[*armnetwork.Interface](o.model))
 	out.ID, out.Name, out.Type, out.Location = to.Ptr(o.id), to.Ptr(lastSegment(o.id)), to.Ptr(o.typ), to.Ptr(o.location)
 	out.Properties.ProvisioningState = to.Ptr(o.state)
 	out.Properties.VirtualMachine = nil
@@ -141,6 +141,7 @@ func (o *netObject) reserved() *apiError {
 	}
 	left := int((time.Until(o.reservedUntil) + time.Second - 1) / time.Second)
 	return newError(http.StatusBadRequest, "NicReservedForAnotherVm",
-		"Nic(s) in request is reserved for another Virtual Machine for %d seconds. Please provide another nic(s) or retry after %d seconds. Reserved VM: %s",
+		"Nic(s) in request is reserved for another Virtual Machine for %d seconds. Please provide another nic(s) or retry after %d seconds. Reserved "+
+			"VM: %s",
 		left, left, o.reservedFor)
 }

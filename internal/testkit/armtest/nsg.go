@@ -18,14 +18,14 @@ var nsgKind = netObjectRules{
 	model: func() json.Unmarshaler { return &armnetwork.SecurityGroup{} },
 	check: checkNSG,
 	build: func(s *Server, q *armRequest, m any, old *netObject) (*netObject, *apiError) {
-		return s.buildNSG(q, m.(*armnetwork.SecurityGroup), old)
+		return s.buildNSG(q, as[*armnetwork.SecurityGroup](m), old)
 	},
 	view: nsgView,
 }.kind()
 
 // checkNSG checks a network security group body before the store is read.
 func checkNSG(_ *Server, q *armRequest, v any) *apiError {
-	m := v.(*armnetwork.SecurityGroup)
+	m := as[*armnetwork.SecurityGroup](v)
 	id := q.resourceID()
 	if _, e := locationOf(m.Location); e != nil {
 		return e
@@ -66,7 +66,7 @@ func (s *Server) buildNSG(q *armRequest, m *armnetwork.SecurityGroup, old *netOb
 
 // nsgView is a network security group as GET returns it, with the subnets it is associated with.
 func nsgView(s *Server, o *netObject) any {
-	out := *clone(o.model.(*armnetwork.SecurityGroup))
+	out := *clone(as[*armnetwork.SecurityGroup](o.model))
 	out.ID, out.Name, out.Type, out.Location = to.Ptr(o.id), to.Ptr(lastSegment(o.id)), to.Ptr(o.typ), to.Ptr(o.location)
 	out.Properties.ProvisioningState = to.Ptr(o.state)
 	out.Properties.Subnets = nil

@@ -22,10 +22,12 @@ const (
 )
 
 var (
-	prefixChars        = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
-	allDigits          = regexp.MustCompile(`^[0-9]+$`)
-	disallowedAdmins   = strings.Fields("administrator admin user user1 test user2 test1 user3 admin1 1 123 a actuser adm admin2 aspnet backup console david guest john owner root server sql support support_388945a0 sys test2 test3 user4 user5")
-	disallowedPassword = []string{"abc@123", "P@$$w0rd", "P@ssw0rd", "P@ssword123", "Pa$$word", "pass@word1", "Password!", "Password1", "Password22", "iloveyou!"}
+	prefixChars      = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
+	allDigits        = regexp.MustCompile(`^[0-9]+$`)
+	disallowedAdmins = strings.Fields("administrator admin user user1 test user2 test1 user3 admin1 1 123 a actuser adm admin2 aspnet backup " +
+		"console david guest john owner root server sql support support_388945a0 sys test2 test3 user4 user5")
+	disallowedPassword = []string{"abc@123", "P@$$w0rd", "P@ssw0rd", "P@ssword123", "Pa$$word", "pass@word1", "Password!", "Password1", "Password22",
+		"iloveyou!"}
 )
 
 // checkOSProfile checks the OS profile; on an update, an omitted adminPassword or customData keeps
@@ -44,9 +46,11 @@ func (s *Server) checkOSProfile(vmp *armcompute.VirtualMachineScaleSetVMProfile,
 	switch {
 	case prefix == "" || len(prefix) > maxPrefix:
 		return invalidParameter("computerNamePrefix",
-			"computerNamePrefix %q is %d characters long; it must be 1 to %d characters (Windows computer names hold 15 characters, of which the instance suffix takes 6).", prefix, len(prefix), maxPrefix)
+			"computerNamePrefix %q is %d characters long; it must be 1 to %d characters (Windows computer names hold 15 characters, of which the "+
+				"instance suffix takes 6).", prefix, len(prefix), maxPrefix)
 	case !prefixChars.MatchString(prefix) || allDigits.MatchString(prefix):
-		return invalidParameter("computerNamePrefix", "computerNamePrefix %q may hold only letters, digits and '-', and cannot be entirely numeric.", prefix)
+		return invalidParameter("computerNamePrefix", "computerNamePrefix %q may hold only letters, digits and '-', and cannot be entirely numeric.",
+			prefix)
 	}
 	if old != nil {
 		oldOS := old.model.Properties.VirtualMachineProfile.OSProfile
@@ -82,7 +86,8 @@ func checkAdmin(user string, password *string, linux *armcompute.LinuxConfigurat
 		if linux.SSH != nil {
 			for _, k := range linux.SSH.PublicKeys {
 				if k == nil || k.KeyData == nil || !strings.HasPrefix(*k.KeyData, "ssh-") || k.Path == nil {
-					return invalidParameter("linuxConfiguration.ssh.publicKeys", "An SSH public key needs keyData (an OpenSSH public key, \"ssh-ed25519 AAAA...\") and path.")
+					return invalidParameter("linuxConfiguration.ssh.publicKeys",
+						"An SSH public key needs keyData (an OpenSSH public key, \"ssh-ed25519 AAAA...\") and path.")
 				}
 				if *k.Path != "/home/"+user+"/.ssh/authorized_keys" {
 					return invalidParameter("linuxConfiguration.ssh.publicKeys.path", "The SSH key path %q must be /home/%s/.ssh/authorized_keys.", *k.Path, user)
@@ -97,7 +102,8 @@ func checkAdmin(user string, password *string, linux *armcompute.LinuxConfigurat
 		case noPassword && keys == 0:
 			return invalidParameter("linuxConfiguration.ssh.publicKeys", "Password authentication is disabled: give at least one SSH public key.")
 		case !noPassword && password == nil:
-			return invalidParameter("adminPassword", "Required parameter 'adminPassword' is missing (null): give one, or disable password authentication and give an SSH key.")
+			return invalidParameter("adminPassword",
+				"Required parameter 'adminPassword' is missing (null): give one, or disable password authentication and give an SSH key.")
 		}
 		return nil
 	}
@@ -113,7 +119,9 @@ func checkAdmin(user string, password *string, linux *armcompute.LinuxConfigurat
 	}
 	if !goodPassword(*password) {
 		return invalidParameter("adminPassword",
-			"The supplied password must be between 8-123 characters long and must satisfy at least 3 of password complexity requirements from the following: 1) Contains an uppercase character 2) Contains a lowercase character 3) Contains a numeric digit 4) Contains a special character 5) Control characters are not allowed")
+			"The supplied password must be between 8-123 characters long and must satisfy at least 3 of password complexity requirements from the "+
+				"following: 1) Contains an uppercase character 2) Contains a lowercase character 3) Contains a numeric digit 4) Contains a special "+
+				"character 5) Control characters are not allowed")
 	}
 	return nil
 }

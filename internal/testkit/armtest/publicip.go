@@ -23,7 +23,8 @@ func (s *Server) allocatePublicIP() (netip.Addr, *apiError) {
 			return a, nil
 		}
 	}
-	return netip.Addr{}, newError(http.StatusBadRequest, "PublicIPCountLimitReached", "Cannot create more than 254 public IP addresses in this subscription in this region.")
+	return netip.Addr{}, newError(http.StatusBadRequest, "PublicIPCountLimitReached",
+		"Cannot create more than 254 public IP addresses in this subscription in this region.")
 }
 
 // publicIPKind: Standard and static only; the address is allocated on create and kept.
@@ -32,14 +33,14 @@ var publicIPKind = netObjectRules{
 	model: func() json.Unmarshaler { return &armnetwork.PublicIPAddress{} },
 	check: checkPublicIP,
 	build: func(s *Server, q *armRequest, m any, old *netObject) (*netObject, *apiError) {
-		return s.buildPublicIP(q, m.(*armnetwork.PublicIPAddress), old)
+		return s.buildPublicIP(q, as[*armnetwork.PublicIPAddress](m), old)
 	},
 	view: publicIPView,
 }.kind()
 
 // checkPublicIP checks a public IP address body before the store is read.
 func checkPublicIP(_ *Server, _ *armRequest, v any) *apiError {
-	m := v.(*armnetwork.PublicIPAddress)
+	m := as[*armnetwork.PublicIPAddress](v)
 	if _, e := locationOf(m.Location); e != nil {
 		return e
 	}
@@ -53,7 +54,8 @@ func checkPublicIP(_ *Server, _ *armRequest, v any) *apiError {
 		return newError(http.StatusBadRequest, "BasicSkuPublicIPRetired", "Basic SKU public IP addresses are retired: set sku.name to Standard.")
 	}
 	if p.PublicIPAllocationMethod == nil || *p.PublicIPAllocationMethod != armnetwork.IPAllocationMethodStatic {
-		return newError(http.StatusBadRequest, "StandardSkuPublicIPAddressesCanOnlyUseStaticAllocation", "Standard SKU public IP addresses need publicIPAllocationMethod Static.")
+		return newError(http.StatusBadRequest, "StandardSkuPublicIPAddressesCanOnlyUseStaticAllocation",
+			"Standard SKU public IP addresses need publicIPAllocationMethod Static.")
 	}
 	return nil
 }
@@ -67,7 +69,7 @@ func (s *Server) buildPublicIP(q *armRequest, m *armnetwork.PublicIPAddress, old
 		fqdn := strings.ToLower(*dns.DomainNameLabel + "." + loc + ".cloudapp.azure.com")
 		for _, other := range s.objects {
 			if other != old && other.typ == typePublicIP {
-				if od := other.model.(*armnetwork.PublicIPAddress).Properties.DNSSettings; od != nil && strings.EqualFold(deref(od.Fqdn), fqdn) {
+				if od := as[*armnetwork.PublicIPAddress](other.model).Properties.DNSSettings; od != nil && strings.EqualFold(deref(od.Fqdn), fqdn) {
 					return nil, newError(http.StatusBadRequest, "DnsRecordInUse", "DNS record %s is already used by another public IP.", fqdn)
 				}
 			}
@@ -76,7 +78,7 @@ func (s *Server) buildPublicIP(q *armRequest, m *armnetwork.PublicIPAddress, old
 	}
 	o := &netObject{id: id, typ: typePublicIP, location: loc, model: m}
 	if old != nil {
-		if oldSKU := old.model.(*armnetwork.PublicIPAddress).SKU.Name; oldSKU == nil || *oldSKU != *m.SKU.Name {
+		if oldSKU := as[*armnetwork.PublicIPAddress](old.model).SKU.Name; oldSKU == nil || *oldSKU != *m.SKU.Name {
 			return nil, changeNotAllowed("sku")
 		}
 		o.address = old.address
@@ -95,7 +97,7 @@ func (s *Server) buildPublicIP(q *armRequest, m *armnetwork.PublicIPAddress, old
 
 // publicIPView is a public IP address as GET returns it, with the configuration using it.
 func publicIPView(s *Server, o *netObject) any {
-	out := *clone(o.model.(*armnetwork.PublicIPAddress))
+	out := *clone(as[*armnetwork.PublicIPAddress](o.model))
 	out.ID, out.Name, out.Type, out.Location = to.Ptr(o.id), to.Ptr(lastSegment(o.id)), to.Ptr(o.typ), to.Ptr(o.location)
 	out.Properties.ProvisioningState = to.Ptr(o.state)
 	for _, u := range s.usersOf(o.id) {

@@ -48,7 +48,8 @@ func decodeStrict(body []byte, v json.Unmarshaler) *apiError {
 	}
 	if p := unknownMember(sent, kept, ""); p != "" {
 		return newError(http.StatusBadRequest, "InvalidRequestContent",
-			"The request content was invalid and could not be deserialized: could not find member '%s' of a %s body (JSON pointer %s); remove it or check its spelling.",
+			"The request content was invalid and could not be deserialized: could not find member '%s' of a %s body (JSON pointer %s); remove it or "+
+				"check its spelling.",
 			p[strings.LastIndex(p, "/")+1:], typeName, p)
 	}
 	return nil

@@ -34,14 +34,14 @@ var routeTableKind = kind{
 	typ: typeRouteTable, path: tablePath, version: NetworkAPIVersion,
 	model: func() json.Unmarshaler { return &armnetwork.RouteTable{} },
 	check: func(s *Server, q *armRequest, m any) *apiError {
-		return s.checkRouteTable(q.resourceID(), m.(*armnetwork.RouteTable))
+		return s.checkRouteTable(q.resourceID(), as[*armnetwork.RouteTable](m))
 	},
 	find: func(s *Server, id string) any { return found(s.tables[strings.ToLower(id)]) },
 	write: func(s *Server, q *armRequest, m, old any) (*change, *apiError) {
-		return s.writeRouteTable(q.resourceID(), *m.(*armnetwork.RouteTable), old == nil), nil
+		return s.writeRouteTable(q.resourceID(), *as[*armnetwork.RouteTable](m), old == nil), nil
 	},
 	inUse: func(s *Server, q *armRequest, r any) *apiError {
-		if subnets := s.subnetsOf(r.(*routeTable).id); len(subnets) > 0 {
+		if subnets := s.subnetsOf(as[*routeTable](r).id); len(subnets) > 0 {
 			return newError(http.StatusBadRequest, "InUseRouteTableCannotBeDeleted",
 				"Route table %s is in use by subnet(s) %s and cannot be deleted. Dissociate it from the subnets first.",
 				q.resourceID(), strings.Join(subnets, ", "))
@@ -49,7 +49,7 @@ var routeTableKind = kind{
 		return nil
 	},
 	remove: func(s *Server, _ *armRequest, r any) *change {
-		rt := r.(*routeTable)
+		rt := as[*routeTable](r)
 		rt.state = armnetwork.ProvisioningStateDeleting
 		return &change{commit: func(failure *apiError) func() {
 			if failure != nil {
@@ -60,7 +60,7 @@ var routeTableKind = kind{
 			return nil
 		}}
 	},
-	view: func(s *Server, r any, _ string) any { return s.tableView(r.(*routeTable)) },
+	view: func(s *Server, r any, _ string) any { return s.tableView(as[*routeTable](r)) },
 }
 
 // checkRouteTable checks a route table body and its routes.
@@ -128,7 +128,7 @@ var routeKind = kind{
 	typ: typeRoute, path: tablePath + "/routes/{}", version: NetworkAPIVersion, parent: &routeTableKind, list: true,
 	model: func() json.Unmarshaler { return &armnetwork.Route{} },
 	check: func(_ *Server, q *armRequest, m any) *apiError {
-		return checkRoute(q.resourceID(), m.(*armnetwork.Route).Properties)
+		return checkRoute(q.resourceID(), as[*armnetwork.Route](m).Properties)
 	},
 	find: func(s *Server, id string) any {
 		i := strings.LastIndex(strings.ToLower(id), "/routes/")
@@ -138,10 +138,10 @@ var routeKind = kind{
 		return nil
 	},
 	write: func(s *Server, q *armRequest, m, _ any) (*change, *apiError) {
-		return s.writeRoute(q, *m.(*armnetwork.Route))
+		return s.writeRoute(q, *as[*armnetwork.Route](m))
 	},
 	remove: func(s *Server, q *armRequest, r any) *change {
-		rt, key, rr := s.tables[strings.ToLower(q.id(8))], strings.ToLower(q.name(3)), r.(*route)
+		rt, key, rr := s.tables[strings.ToLower(q.id(8))], strings.ToLower(q.name(3)), as[*route](r)
 		rr.state = armnetwork.ProvisioningStateDeleting
 		return &change{commit: func(failure *apiError) func() {
 			if failure != nil {
@@ -152,7 +152,7 @@ var routeKind = kind{
 			return nil
 		}}
 	},
-	view: func(_ *Server, r any, _ string) any { return routeView(r.(*route)) },
+	view: func(_ *Server, r any, _ string) any { return routeView(as[*route](r)) },
 	items: func(s *Server, q *armRequest) []any {
 		rt := s.tables[strings.ToLower(q.id(8))]
 		var out []any
@@ -192,7 +192,8 @@ const CodeRouteLimit = "RoutesPerRouteTableLimitReached"
 
 func (s *Server) errRouteLimit(table string, n int) *apiError {
 	return newError(http.StatusBadRequest, CodeRouteLimit,
-		"Route table %s would have %d routes; a route table holds at most %d user-defined routes. Spread the routes over more route tables (one per subnet) or aggregate prefixes.",
+		"Route table %s would have %d routes; a route table holds at most %d user-defined routes. Spread the routes over more route tables (one per "+
+			"subnet) or aggregate prefixes.",
 		table, n, s.opts.MaxRoutesPerTable)
 }
 
@@ -207,14 +208,16 @@ func checkRoute(id string, p *armnetwork.RoutePropertiesFormat) *apiError {
 			"The address prefix %s of route %s is not a CIDR in canonical form (no host bits set), e.g. 10.244.1.0/24.", *p.AddressPrefix, id)
 	}
 	if p.NextHopType == nil {
-		return newError(http.StatusBadRequest, "InvalidRequestFormat", "Route %s needs properties.nextHopType, one of %v.", id, armnetwork.PossibleRouteNextHopTypeValues())
+		return newError(http.StatusBadRequest, "InvalidRequestFormat", "Route %s needs properties.nextHopType, one of %v.", id,
+			armnetwork.PossibleRouteNextHopTypeValues())
 	}
 	valid := false
 	for _, t := range armnetwork.PossibleRouteNextHopTypeValues() {
 		valid = valid || t == *p.NextHopType
 	}
 	if !valid {
-		return newError(http.StatusBadRequest, "InvalidRequestFormat", "Route %s has nextHopType %q; use one of %v.", id, *p.NextHopType, armnetwork.PossibleRouteNextHopTypeValues())
+		return newError(http.StatusBadRequest, "InvalidRequestFormat", "Route %s has nextHopType %q; use one of %v.", id, *p.NextHopType,
+			armnetwork.PossibleRouteNextHopTypeValues())
 	}
 	hasIP := p.NextHopIPAddress != nil && *p.NextHopIPAddress != ""
 	switch {
@@ -226,7 +229,8 @@ func checkRoute(id string, p *armnetwork.RoutePropertiesFormat) *apiError {
 			"Route %s has nextHopType %s: nextHopIpAddress is only allowed with VirtualAppliance; remove it.", id, *p.NextHopType)
 	case hasIP:
 		if _, err := netip.ParseAddr(*p.NextHopIPAddress); err != nil {
-			return newError(http.StatusBadRequest, "InvalidRequestFormat", "Route %s has nextHopIpAddress %q, which is not an IP address.", id, *p.NextHopIPAddress)
+			return newError(http.StatusBadRequest, "InvalidRequestFormat", "Route %s has nextHopIpAddress %q, which is not an IP address.", id,
+				*p.NextHopIPAddress)
 		}
 	}
 	return nil

@@ -190,7 +190,8 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 	}
 	q := &armRequest{r: r, body: body, route: route, segs: segs, apiVersion: r.URL.Query().Get("api-version")}
 	if q.apiVersion == "" {
-		writeError(w, newError(http.StatusBadRequest, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests."))
+		writeError(w, newError(http.StatusBadRequest, "MissingApiVersionParameter",
+			"The api-version query parameter (?api-version=) is required for all requests."))
 		return
 	}
 	if len(route.versions) > 0 && !contains(route.versions, q.apiVersion) {

@@ -65,7 +65,8 @@ func (s *Server) runCommand(w http.ResponseWriter, q *armRequest) *apiError {
 		case err != nil:
 			code, message = "ProvisioningState/failed", fmt.Sprintf("Enable failed: %v\n", err)
 		case exit != 0:
-			code, message = fmt.Sprintf("ProvisioningState/failed/%d", exit), fmt.Sprintf("Enable failed: failed to execute command: command terminated with exit status=%d\n", exit)
+			code, message = fmt.Sprintf("ProvisioningState/failed/%d",
+				exit), fmt.Sprintf("Enable failed: failed to execute command: command terminated with exit status=%d\n", exit)
 		}
 		message += "[stdout]\n" + lastBytes(stdout) + "\n[stderr]\n" + lastBytes(stderr) + "\n"
 		s.mu.Lock()

@@ -80,14 +80,14 @@ var scaleSetKind = kind{
 	typ: typeScaleSet, path: scaleSetPath, version: ComputeAPIVersion, list: true, expand: []string{"userData"}, noun: "a scale set",
 	model:   func() json.Unmarshaler { return &armcompute.VirtualMachineScaleSet{} },
 	patch:   func() json.Unmarshaler { return &armcompute.VirtualMachineScaleSetUpdate{} },
-	current: func(r any) any { return &r.(*scaleSet).model },
+	current: func(r any) any { return &as[*scaleSet](r).model },
 	find:    func(s *Server, id string) any { return found(s.scaleSets[strings.ToLower(id)]) },
 	write: func(s *Server, q *armRequest, m, old any) (*change, *apiError) {
 		o, _ := old.(*scaleSet)
-		return s.writeScaleSet(q, *m.(*armcompute.VirtualMachineScaleSet), o)
+		return s.writeScaleSet(q, *as[*armcompute.VirtualMachineScaleSet](m), o)
 	},
-	remove: func(s *Server, _ *armRequest, r any) *change { return s.removeScaleSet(r.(*scaleSet)) },
-	view:   func(_ *Server, r any, exp string) any { return r.(*scaleSet).view(exp == "userData") },
+	remove: func(s *Server, _ *armRequest, r any) *change { return s.removeScaleSet(as[*scaleSet](r)) },
+	view:   func(_ *Server, r any, exp string) any { return as[*scaleSet](r).view(exp == "userData") },
 	items: func(s *Server, q *armRequest) []any {
 		return topLevelItems(q, s.scaleSets, func(ss *scaleSet) any { return ss.view(false) })
 	},
@@ -268,7 +268,8 @@ func (s *Server) checkScaleSet(id string, m *armcompute.VirtualMachineScaleSet, 
 		return nil, changeNotAllowed("location")
 	}
 	if m.SKU == nil || m.SKU.Name == nil || m.SKU.Capacity == nil {
-		return nil, invalidParameter("sku", "Required parameters 'sku.name' and 'sku.capacity' are missing: give the VM size (e.g. Standard_D4s_v5) and the number of instances.")
+		return nil, invalidParameter("sku",
+			"Required parameters 'sku.name' and 'sku.capacity' are missing: give the VM size (e.g. Standard_D4s_v5) and the number of instances.")
 	}
 	capacity := *m.SKU.Capacity
 	if capacity < 0 || capacity > maxCapacity {
@@ -295,21 +296,24 @@ func (s *Server) checkScaleSet(id string, m *armcompute.VirtualMachineScaleSet, 
 	}
 	if *p.OrchestrationMode != armcompute.OrchestrationModeUniform {
 		return nil, invalidParameter("properties.orchestrationMode",
-			"orchestrationMode is %q: armtest serves Uniform scale sets only (instance IDs and computer names are Uniform's); set it to Uniform.", *p.OrchestrationMode)
+			"orchestrationMode is %q: armtest serves Uniform scale sets only (instance IDs and computer names are Uniform's); set it to Uniform.",
+			*p.OrchestrationMode)
 	}
 	if old != nil && *old.model.Properties.OrchestrationMode != *p.OrchestrationMode {
 		return nil, changeNotAllowed("orchestrationMode")
 	}
 	if p.Overprovision == nil || *p.Overprovision {
 		return nil, invalidParameter("properties.overprovision",
-			"properties.overprovision is true or unset (Azure then overprovisions): overprovisioned VMs boot with the same custom data and could join the cluster before Azure deletes them. Set properties.overprovision to false.")
+			"properties.overprovision is true or unset (Azure then overprovisions): overprovisioned VMs boot with the same custom data and could join "+
+				"the cluster before Azure deletes them. Set properties.overprovision to false.")
 	}
 	if p.UpgradePolicy == nil || p.UpgradePolicy.Mode == nil {
 		p.UpgradePolicy = &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)}
 	}
 	if *p.UpgradePolicy.Mode != armcompute.UpgradeModeManual {
 		return nil, invalidParameter("properties.upgradePolicy.mode",
-			"upgradePolicy.mode is %q: armtest implements the Manual upgrade policy only (existing instances keep their model); set it to Manual.", *p.UpgradePolicy.Mode)
+			"upgradePolicy.mode is %q: armtest implements the Manual upgrade policy only (existing instances keep their model); set it to Manual.",
+			*p.UpgradePolicy.Mode)
 	}
 	plan := &scaleSetPlan{capacity: int(capacity)}
 	vmp := p.VirtualMachineProfile
@@ -430,7 +434,8 @@ func (s *Server) checkImage(vmp *armcompute.VirtualMachineScaleSetVMProfile, pla
 func (s *Server) checkNetworkProfile(id, location string, vmp *armcompute.VirtualMachineScaleSetVMProfile, plan *scaleSetPlan) *apiError {
 	np := vmp.NetworkProfile
 	if np == nil || len(np.NetworkInterfaceConfigurations) == 0 {
-		return invalidParameter("networkProfile.networkInterfaceConfigurations", "A scale set needs at least one networkProfile.networkInterfaceConfigurations entry.")
+		return invalidParameter("networkProfile.networkInterfaceConfigurations",
+			"A scale set needs at least one networkProfile.networkInterfaceConfigurations entry.")
 	}
 	primaries := 0
 	for i, c := range np.NetworkInterfaceConfigurations {
@@ -449,7 +454,8 @@ func (s *Server) checkNetworkProfile(id, location string, vmp *armcompute.Virtua
 		primaryIPs := 0
 		for j, ipc := range c.Properties.IPConfigurations {
 			if ipc == nil || ipc.Name == nil || ipc.Properties == nil || ipc.Properties.Subnet == nil || ipc.Properties.Subnet.ID == nil {
-				return invalidParameter("ipConfigurations", "IP configuration %d of network interface configuration %q needs a name and properties.subnet.id.", j, n.name)
+				return invalidParameter("ipConfigurations",
+					"IP configuration %d of network interface configuration %q needs a name and properties.subnet.id.", j, n.name)
 			}
 			sn := s.findSubnet(*ipc.Properties.Subnet.ID)
 			if sn == nil || !strings.EqualFold(sn.vnet.location, location) {
@@ -471,7 +477,8 @@ func (s *Server) checkNetworkProfile(id, location string, vmp *armcompute.Virtua
 			n.ipConfigs = append(n.ipConfigs, cp)
 		}
 		if primaryIPs != 1 {
-			return invalidParameter("ipConfigurations", "Exactly one IP configuration of network interface configuration %q must be primary; %d are.", n.name, primaryIPs)
+			return invalidParameter("ipConfigurations", "Exactly one IP configuration of network interface configuration %q must be primary; %d are.",
+				n.name, primaryIPs)
 		}
 		plan.nics = append(plan.nics, n)
 	}

@@ -97,7 +97,8 @@ func compileSchemas(dir string, partial bool) (map[string]*jsonschema.Schema, er
 		return nil, err
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("armtest: no *.json schema files in %s (%s): give the directory of the ARM template schemas (Microsoft.Compute.%s.json, Microsoft.Network.NRP.%s.json, common-definitions.json)",
+		return nil, fmt.Errorf("armtest: no *.json schema files in %s (%s): give the directory of the ARM template schemas "+
+			"(Microsoft.Compute.%s.json, Microsoft.Network.NRP.%s.json, common-definitions.json)",
 			dir, EnvSchemas, ComputeAPIVersion, NetworkAPIVersion)
 	}
 	c := jsonschema.NewCompiler()

@@ -70,7 +70,8 @@ func TestSchemaContract(t *testing.T) {
 			"/properties", "/type"},
 		{"missing required member", http.MethodPut, route, `{"properties":{"addressPrefix":"10.244.2.0/24"}}`,
 			"/properties", "RoutePropertiesFormat/required"},
-		{"wrong type in a route", http.MethodPut, route, `{"properties":{"addressPrefix":"10.244.2.0/24","nextHopType":"VirtualAppliance","nextHopIpAddress":10}}`,
+		{"wrong type in a route", http.MethodPut, route,
+			`{"properties":{"addressPrefix":"10.244.2.0/24","nextHopType":"VirtualAppliance","nextHopIpAddress":10}}`,
 			"/properties/nextHopIpAddress", "/type"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,17 +87,20 @@ func TestSchemaContract(t *testing.T) {
 
 func TestUnknownAndIllTypedMembers(t *testing.T) {
 	f := newFixture(t, Options{})
-	path := "/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Network/routeTables/pods?api-version=" + NetworkAPIVersion
+	path := "/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup +
+		"/providers/Microsoft.Network/routeTables/pods?api-version=" + NetworkAPIVersion
 	// Under make arm-contract the JSON Schemas see the ill-typed bodies first; either check names
 	// the member.
 	for _, tt := range []struct{ body, want string }{
-		{`{"location":"westeurope","properties":{"disableBgpRoutePropagaton":true}}`, "could not find member 'disableBgpRoutePropagaton' of a RouteTable body (JSON pointer /properties/disableBgpRoutePropagaton)"},
+		{`{"location":"westeurope","properties":{"disableBgpRoutePropagaton":true}}`,
+			"could not find member 'disableBgpRoutePropagaton' of a RouteTable body (JSON pointer /properties/disableBgpRoutePropagaton)"},
 		{`{"location":"westeurope","properties":{"disableBgpRoutePropagation":"yes"}}`, "disablebgproutepropagation"},
 		{`[]`, "invalidrequestcontent"},
 		{``, "the body is empty"},
 	} {
 		status, body := f.rawRequest(t, http.MethodPut, path, tt.body)
-		if status != http.StatusBadRequest || !strings.Contains(string(body), "InvalidRequestContent") || !strings.Contains(string(body), tt.want) && !strings.Contains(strings.ToLower(string(body)), tt.want) {
+		if status != http.StatusBadRequest || !strings.Contains(string(body), "InvalidRequestContent") || !strings.Contains(string(body),
+			tt.want) && !strings.Contains(strings.ToLower(string(body)), tt.want) {
 			t.Errorf("PUT %s: %d %s; want 400 InvalidRequestContent with %q", tt.body, status, body, tt.want)
 		}
 	}
@@ -105,11 +109,16 @@ func TestUnknownAndIllTypedMembers(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Network/routeTables/pods?api-version=2023-09-01", http.StatusBadRequest, "InvalidApiVersionParameter"},
-		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Network/routeTables/pods", http.StatusBadRequest, "MissingApiVersionParameter"},
-		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/nope/providers/Microsoft.Network/routeTables/pods?api-version=" + NetworkAPIVersion, http.StatusNotFound, "ResourceGroupNotFound"},
-		{"/subscriptions/00000000-0000-0000-0000-00000000000f/resourceGroups/" + testGroup + "/providers/Microsoft.Network/routeTables/pods?api-version=" + NetworkAPIVersion, http.StatusNotFound, "SubscriptionNotFound"},
-		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Network/applicationGateways/agw?api-version=" + NetworkAPIVersion, http.StatusNotFound, "InvalidResourceType"},
+		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup +
+			"/providers/Microsoft.Network/routeTables/pods?api-version=2023-09-01", http.StatusBadRequest, "InvalidApiVersionParameter"},
+		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup + "/providers/Microsoft.Network/routeTables/pods",
+			http.StatusBadRequest, "MissingApiVersionParameter"},
+		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/nope/providers/Microsoft.Network/routeTables/pods?api-version=" +
+			NetworkAPIVersion, http.StatusNotFound, "ResourceGroupNotFound"},
+		{"/subscriptions/00000000-0000-0000-0000-00000000000f/resourceGroups/" + testGroup +
+			"/providers/Microsoft.Network/routeTables/pods?api-version=" + NetworkAPIVersion, http.StatusNotFound, "SubscriptionNotFound"},
+		{"/subscriptions/" + f.s.SubscriptionID() + "/resourceGroups/" + testGroup +
+			"/providers/Microsoft.Network/applicationGateways/agw?api-version=" + NetworkAPIVersion, http.StatusNotFound, "InvalidResourceType"},
 	} {
 		status, body := f.rawRequest(t, http.MethodGet, tt.path, "")
 		if status != tt.status || !strings.Contains(string(body), `"code":"`+tt.code+`"`) {

@@ -270,12 +270,12 @@ func New(opts Options) (*Server, error) {
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.ca.Pool, MinVersion: tls.VersionTLS12}},
 	}
 	if s.issuer, err = newIssuer(s.url + "/oidc"); err != nil {
-		ln.Close()
+		_ = ln.Close()
 		s.removeTmp()
 		return nil, err
 	}
 	if err := s.startIMDS(); err != nil {
-		ln.Close()
+		_ = ln.Close()
 		s.removeTmp()
 		return nil, err
 	}

@@ -96,9 +96,9 @@ var subnetKind = kind{
 	model: func() json.Unmarshaler { return &armnetwork.Subnet{} },
 	find:  func(s *Server, id string) any { return found(s.findSubnet(id)) },
 	write: func(s *Server, q *armRequest, m, _ any) (*change, *apiError) {
-		return s.writeSubnet(q, *m.(*armnetwork.Subnet))
+		return s.writeSubnet(q, *as[*armnetwork.Subnet](m))
 	},
-	view: func(_ *Server, r any, _ string) any { return subnetView(r.(*subnet)) },
+	view: func(_ *Server, r any, _ string) any { return subnetView(as[*subnet](r)) },
 }
 
 // writeSubnet creates or replaces a subnet of an existing virtual network; s.mu is held.
@@ -129,7 +129,8 @@ func (s *Server) writeSubnet(q *armRequest, m armnetwork.Subnet) (*change, *apiE
 	for _, other := range v.subnets {
 		if other != sn && other.prefix.Overlaps(prefix) {
 			return nil, newError(http.StatusBadRequest, "NetcfgSubnetRangesOverlap",
-				"Subnet '%s' is not valid because its IP address range overlaps with that of an existing subnet '%s' in virtual network '%s'.", name, other.name, v.id)
+				"Subnet '%s' is not valid because its IP address range overlaps with that of an existing subnet '%s' in virtual network '%s'.", name,
+				other.name, v.id)
 		}
 	}
 	v.subnets[strings.ToLower(name)] = sn
@@ -184,13 +185,16 @@ func (s *Server) holdAddress(sn *subnet, method *armnetwork.IPAllocationMethod, 
 	}
 	a, err := netip.ParseAddr(deref(addr))
 	if err != nil {
-		return netip.Addr{}, newError(http.StatusBadRequest, "PrivateIPAddressRequired", "%s has static allocation and needs privateIPAddress (an address of %s), not %q.", owner, sn.prefix, deref(addr))
+		return netip.Addr{}, newError(http.StatusBadRequest, "PrivateIPAddressRequired",
+			"%s has static allocation and needs privateIPAddress (an address of %s), not %q.", owner, sn.prefix, deref(addr))
 	}
 	if !sn.prefix.Contains(a) {
-		return netip.Addr{}, newError(http.StatusBadRequest, "PrivateIPAddressNotInSubnet", "Private static IP address %s does not belong to the range of subnet prefix %s.", a, sn.prefix)
+		return netip.Addr{}, newError(http.StatusBadRequest, "PrivateIPAddressNotInSubnet",
+			"Private static IP address %s does not belong to the range of subnet prefix %s.", a, sn.prefix)
 	}
 	if holder, taken := sn.used[a]; taken && holder != owner {
-		return netip.Addr{}, newError(http.StatusBadRequest, "PrivateIPAddressInUse", "IP configuration %s is using the private IP address %s which is already allocated to resource %s.", owner, a, holder)
+		return netip.Addr{}, newError(http.StatusBadRequest, "PrivateIPAddressInUse",
+			"IP configuration %s is using the private IP address %s which is already allocated to resource %s.", owner, a, holder)
 	}
 	sn.used[a] = owner
 	return a, nil
@@ -200,7 +204,8 @@ func (s *Server) holdAddress(sn *subnet, method *armnetwork.IPAllocationMethod, 
 func parsePrefix(v, field, owner string) (netip.Prefix, *apiError) {
 	p, err := ipam.ParsePrefix(v)
 	if err != nil {
-		return netip.Prefix{}, newError(http.StatusBadRequest, "InvalidCIDRNotation", "The address prefix %s of %s in resource %s is invalid: %v.", v, field, owner, err)
+		return netip.Prefix{}, newError(http.StatusBadRequest, "InvalidCIDRNotation", "The address prefix %s of %s in resource %s is invalid: %v.", v,
+			field, owner, err)
 	}
 	return p, nil
 }

@@ -98,7 +98,8 @@ func (t *throttle) admit(h http.Header, method string, segs []string, subscripti
 		h.Set(b.header, "0")
 		wait := time.Duration((1 - b.tokens) / b.refill * float64(time.Second))
 		e := newError(http.StatusTooManyRequests, "SubscriptionRequestsThrottled",
-			"Number of '%s' requests for subscription '%s' actually exceeded the limit of '%d' for time interval '00:00:01'. Please try again after '%d' seconds.",
+			"Number of '%s' requests for subscription '%s' actually exceeded the limit of '%d' for time interval '00:00:01'. Please try again after "+
+				"'%d' seconds.",
 			b.kind, subscription, int(b.refill), int((wait+time.Second-1)/time.Second))
 		e.retryAfter = t.real(wait)
 		return e

@@ -28,7 +28,7 @@ func (f *fixture) get(t *testing.T, path string) (int, http.Header, *apiError) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var body struct{ Error *apiError }
 	_ = json.NewDecoder(resp.Body).Decode(&body)
 	return resp.StatusCode, resp.Header, body.Error
@@ -62,7 +62,8 @@ func TestThrottleScaleSetInstanceLists(t *testing.T) {
 		OperationGroup                            string
 		AllowedRequestCount, MeasuredRequestCount int
 	}
-	if err := json.Unmarshal([]byte(e.Details[0].Message), &detail); err != nil || detail.AllowedRequestCount != 190 || detail.MeasuredRequestCount != 191 {
+	if err := json.Unmarshal([]byte(e.Details[0].Message),
+		&detail); err != nil || detail.AllowedRequestCount != 190 || detail.MeasuredRequestCount != 191 {
 		t.Errorf("detail %s: %v", e.Details[0].Message, err)
 	}
 	// Retry-After is the rest of the 3-minute window in Azure's time (whole seconds, rounded up),
@@ -82,7 +83,8 @@ func TestThrottleScaleSetInstanceLists(t *testing.T) {
 		t.Errorf("after Retry-After: %d %v, remaining %q", status, e, h.Get("x-ms-ratelimit-remaining-resource"))
 	}
 	// Reading the scale set itself is not a high-cost list.
-	if status, h, _ := f.get(t, f.scaleSetID("win")+"?api-version="+ComputeAPIVersion); status != http.StatusOK || h.Get("x-ms-ratelimit-remaining-resource") != "" {
+	if status, h, _ := f.get(t,
+		f.scaleSetID("win")+"?api-version="+ComputeAPIVersion); status != http.StatusOK || h.Get("x-ms-ratelimit-remaining-resource") != "" {
 		t.Errorf("GET scale set: %d, remaining %q", status, h.Get("x-ms-ratelimit-remaining-resource"))
 	}
 }
@@ -94,7 +96,7 @@ func TestThrottleSubscriptionReads(t *testing.T) {
 	f := newFixture(t, Options{TimeScale: 0.001})
 	group := f.s.ResourceGroupID(testGroup) + "/providers/Microsoft.Network/virtualNetworks/vnet?api-version=" + NetworkAPIVersion
 	// The credential's first token request and the fixture's own reads come before the count.
-	f.get(t, group)
+	_, _, _ = f.get(t, group)
 	_, h, _ := f.get(t, group)
 	left, err := strconv.Atoi(h.Get("x-ms-ratelimit-remaining-subscription-reads"))
 	if err != nil || left < 200 || left > 248 {
@@ -106,7 +108,8 @@ func TestThrottleSubscriptionReads(t *testing.T) {
 		}
 	}
 	status, h, e := f.get(t, group)
-	if status != http.StatusTooManyRequests || e == nil || e.Code != "SubscriptionRequestsThrottled" || h.Get("x-ms-ratelimit-remaining-subscription-reads") != "0" {
+	if status != http.StatusTooManyRequests || e == nil || e.Code != "SubscriptionRequestsThrottled" ||
+		h.Get("x-ms-ratelimit-remaining-subscription-reads") != "0" {
 		t.Fatalf("read past the bucket: %d %+v, remaining %q", status, e, h.Get("x-ms-ratelimit-remaining-subscription-reads"))
 	}
 	// 1/25 s of Azure's time is 40 s of the wall clock at this scale.

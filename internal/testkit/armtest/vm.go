@@ -45,15 +45,15 @@ var vmKind = kind{
 	find:  func(s *Server, id string) any { return found(s.vms[strings.ToLower(id)]) },
 	write: func(s *Server, q *armRequest, m, old any) (*change, *apiError) {
 		vm, _ := old.(*virtualMachine)
-		return s.writeVM(q, m.(*armcompute.VirtualMachine), vm)
+		return s.writeVM(q, as[*armcompute.VirtualMachine](m), vm)
 	},
-	remove: func(s *Server, _ *armRequest, r any) *change { return s.removeVM(r.(*virtualMachine)) },
-	view:   func(s *Server, r any, exp string) any { return s.vmView(r.(*virtualMachine), exp == "instanceView") },
+	remove: func(s *Server, _ *armRequest, r any) *change { return s.removeVM(as[*virtualMachine](r)) },
+	view:   func(s *Server, r any, exp string) any { return s.vmView(as[*virtualMachine](r), exp == "instanceView") },
 }
 
 // checkVM checks a virtual machine body before the store is read.
 func checkVM(_ *Server, _ *armRequest, v any) *apiError {
-	m := v.(*armcompute.VirtualMachine)
+	m := as[*armcompute.VirtualMachine](v)
 	if _, e := locationOf(m.Location); e != nil {
 		return e
 	}
@@ -61,7 +61,8 @@ func checkVM(_ *Server, _ *armRequest, v any) *apiError {
 	p := m.Properties
 	if p == nil || p.HardwareProfile == nil || p.HardwareProfile.VMSize == nil || p.StorageProfile == nil || p.StorageProfile.ImageReference == nil ||
 		p.OSProfile == nil || p.NetworkProfile == nil || len(p.NetworkProfile.NetworkInterfaces) == 0 {
-		return invalidParameter("properties", "A virtual machine needs hardwareProfile.vmSize, storageProfile.imageReference, osProfile and networkProfile.networkInterfaces.")
+		return invalidParameter("properties",
+			"A virtual machine needs hardwareProfile.vmSize, storageProfile.imageReference, osProfile and networkProfile.networkInterfaces.")
 	}
 	p.ProvisioningState, p.VMID, p.TimeCreated, p.InstanceView = nil, nil, nil, nil
 	return nil
@@ -72,8 +73,10 @@ func (s *Server) writeVM(q *armRequest, m *armcompute.VirtualMachine, old *virtu
 	id, loc, p := q.resourceID(), *m.Location, m.Properties
 	if old != nil {
 		// Only tags change in place here: the machine is made of the rest.
-		if !sameJSON(old.model.Properties.OSProfile.ComputerName, p.OSProfile.ComputerName) || !sameJSON(old.model.Properties.StorageProfile.ImageReference, p.StorageProfile.ImageReference) ||
-			!sameJSON(old.model.Properties.NetworkProfile, p.NetworkProfile) || (p.OSProfile.CustomData != nil && !sameJSON(old.model.Properties.OSProfile.CustomData, p.OSProfile.CustomData)) {
+		if !sameJSON(old.model.Properties.OSProfile.ComputerName,
+			p.OSProfile.ComputerName) || !sameJSON(old.model.Properties.StorageProfile.ImageReference, p.StorageProfile.ImageReference) ||
+			!sameJSON(old.model.Properties.NetworkProfile,
+				p.NetworkProfile) || (p.OSProfile.CustomData != nil && !sameJSON(old.model.Properties.OSProfile.CustomData, p.OSProfile.CustomData)) {
 			return nil, changeNotAllowed("osProfile, storageProfile.imageReference or networkProfile")
 		}
 		old.model.Tags = m.Tags
@@ -83,7 +86,8 @@ func (s *Server) writeVM(q *armRequest, m *armcompute.VirtualMachine, old *virtu
 	name := deref(osp.ComputerName)
 	linux := osp.LinuxConfiguration != nil
 	if !computerName.MatchString(name) || allDigits.MatchString(name) || (!linux && len(name) > 15) {
-		return nil, invalidParameter("osProfile.computerName", "The computer name %q must be 1 to 64 letters, digits and '-' (15 on Windows), not only digits.", name)
+		return nil, invalidParameter("osProfile.computerName",
+			"The computer name %q must be 1 to 64 letters, digits and '-' (15 on Windows), not only digits.", name)
 	}
 	if e := checkAdmin(deref(osp.AdminUsername), osp.AdminPassword, osp.LinuxConfiguration); e != nil {
 		return nil, e

@@ -42,16 +42,18 @@ func TestClusterResources(t *testing.T) {
 
 	p1, err := f.network.NewSecurityGroupsClient().BeginCreateOrUpdate(ctx, testGroup, "masters", armnetwork.SecurityGroup{
 		Location: to.Ptr(f.s.Location()),
-		Properties: &armnetwork.SecurityGroupPropertiesFormat{SecurityRules: []*armnetwork.SecurityRule{{Name: to.Ptr("apiserver"), Properties: &armnetwork.SecurityRulePropertiesFormat{
-			Access: to.Ptr(armnetwork.SecurityRuleAccessAllow), Direction: to.Ptr(armnetwork.SecurityRuleDirectionInbound), Priority: to.Ptr[int32](100),
-			Protocol: to.Ptr(armnetwork.SecurityRuleProtocolTCP), SourceAddressPrefix: to.Ptr("*"), SourcePortRange: to.Ptr("*"),
-			DestinationAddressPrefix: to.Ptr("*"), DestinationPortRange: to.Ptr("6443"),
-		}}}},
+		Properties: &armnetwork.SecurityGroupPropertiesFormat{SecurityRules: []*armnetwork.SecurityRule{{Name: to.Ptr("apiserver"),
+			Properties: &armnetwork.SecurityRulePropertiesFormat{
+				Access: to.Ptr(armnetwork.SecurityRuleAccessAllow), Direction: to.Ptr(armnetwork.SecurityRuleDirectionInbound), Priority: to.Ptr[int32](100),
+				Protocol: to.Ptr(armnetwork.SecurityRuleProtocolTCP), SourceAddressPrefix: to.Ptr("*"), SourcePortRange: to.Ptr("*"),
+				DestinationAddressPrefix: to.Ptr("*"), DestinationPortRange: to.Ptr("6443"),
+			}}}},
 	}, nil)
 	nsg := done(t, p1, err)
-	p2, err := f.network.NewSubnetsClient().BeginCreateOrUpdate(ctx, testGroup, "vnet", "masters", armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{
-		AddressPrefix: to.Ptr("10.0.255.0/24"), NetworkSecurityGroup: &armnetwork.SecurityGroup{ID: nsg.ID},
-	}}, nil)
+	p2, err := f.network.NewSubnetsClient().BeginCreateOrUpdate(ctx, testGroup, "vnet", "masters",
+		armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{
+			AddressPrefix: to.Ptr("10.0.255.0/24"), NetworkSecurityGroup: &armnetwork.SecurityGroup{ID: nsg.ID},
+		}}, nil)
 	subnet := done(t, p2, err)
 	if subnet.Properties.NetworkSecurityGroup == nil || !strings.EqualFold(*subnet.Properties.NetworkSecurityGroup.ID, *nsg.ID) {
 		t.Errorf("subnet %+v lacks its security group", subnet.Properties)
@@ -80,15 +82,20 @@ func TestClusterResources(t *testing.T) {
 	lb := armnetwork.LoadBalancer{
 		Location: to.Ptr(f.s.Location()), SKU: &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
 		Properties: &armnetwork.LoadBalancerPropertiesFormat{
-			FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{Name: to.Ptr("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{PublicIPAddress: &armnetwork.PublicIPAddress{ID: pip.ID}}}},
-			BackendAddressPools:      []*armnetwork.BackendAddressPool{{Name: to.Ptr("masters")}},
-			Probes:                   []*armnetwork.Probe{{Name: to.Ptr("p"), Properties: &armnetwork.ProbePropertiesFormat{Protocol: to.Ptr(armnetwork.ProbeProtocolTCP), Port: to.Ptr[int32](6443)}}},
+			FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{Name: to.Ptr("fe"),
+				Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{PublicIPAddress: &armnetwork.PublicIPAddress{ID: pip.ID}}}},
+			BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("masters")}},
+			Probes: []*armnetwork.Probe{{Name: to.Ptr("p"),
+				Properties: &armnetwork.ProbePropertiesFormat{Protocol: to.Ptr(armnetwork.ProbeProtocolTCP), Port: to.Ptr[int32](6443)}}},
 			LoadBalancingRules: []*armnetwork.LoadBalancingRule{{Name: to.Ptr("r"), Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
-				FrontendIPConfiguration: sub("frontendIPConfigurations", "fe"), BackendAddressPool: sub("backendAddressPools", "masters"), Probe: sub("probes", "p"),
-				Protocol: to.Ptr(armnetwork.TransportProtocolTCP), FrontendPort: to.Ptr[int32](6443), BackendPort: to.Ptr[int32](6443), DisableOutboundSnat: to.Ptr(true),
+				FrontendIPConfiguration: sub("frontendIPConfigurations", "fe"), BackendAddressPool: sub("backendAddressPools",
+					"masters"), Probe: sub("probes", "p"),
+				Protocol: to.Ptr(armnetwork.TransportProtocolTCP), FrontendPort: to.Ptr[int32](6443), BackendPort: to.Ptr[int32](6443),
+				DisableOutboundSnat: to.Ptr(true),
 			}}},
 			OutboundRules: []*armnetwork.OutboundRule{{Name: to.Ptr("o"), Properties: &armnetwork.OutboundRulePropertiesFormat{
-				FrontendIPConfigurations: []*armnetwork.SubResource{sub("frontendIPConfigurations", "fe")}, BackendAddressPool: sub("backendAddressPools", "masters"),
+				FrontendIPConfigurations: []*armnetwork.SubResource{sub("frontendIPConfigurations", "fe")}, BackendAddressPool: sub("backendAddressPools",
+					"masters"),
 				Protocol: to.Ptr(armnetwork.LoadBalancerOutboundRuleProtocolAll),
 			}}},
 		},
@@ -99,7 +106,8 @@ func TestClusterResources(t *testing.T) {
 			FrontendIPConfiguration: sub("frontendIPConfigurations", "fe"), BackendAddressPool: sub("backendAddressPools", "nope"),
 			Protocol: to.Ptr(armnetwork.TransportProtocolTCP), FrontendPort: to.Ptr[int32](6443), BackendPort: to.Ptr[int32](6443),
 		}}}}
-	if _, err := lbs.BeginCreateOrUpdate(ctx, testGroup, "apiserver", bad, nil); err == nil || responseError(t, err).ErrorCode != "InvalidResourceReference" {
+	if _, err := lbs.BeginCreateOrUpdate(ctx, testGroup, "apiserver", bad, nil); err == nil || responseError(t,
+		err).ErrorCode != "InvalidResourceReference" {
 		t.Errorf("a rule naming a missing pool: %v", err)
 	}
 	p4, err := lbs.BeginCreateOrUpdate(ctx, testGroup, "apiserver", lb, nil)
@@ -107,17 +115,21 @@ func TestClusterResources(t *testing.T) {
 
 	p5, err := nics.BeginCreateOrUpdate(ctx, testGroup, "master-0-nic", armnetwork.Interface{
 		Location: to.Ptr(f.s.Location()),
-		Properties: &armnetwork.InterfacePropertiesFormat{IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: to.Ptr("ip"), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-			Subnet: &armnetwork.Subnet{ID: subnet.ID}, PrivateIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic), PrivateIPAddress: to.Ptr("10.0.255.5"),
-			LoadBalancerBackendAddressPools: []*armnetwork.BackendAddressPool{{ID: to.Ptr(lbID + "/backendAddressPools/masters")}},
-		}}}},
+		Properties: &armnetwork.InterfacePropertiesFormat{IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: to.Ptr("ip"),
+			Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+				Subnet: &armnetwork.Subnet{ID: subnet.ID}, PrivateIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic),
+				PrivateIPAddress:                to.Ptr("10.0.255.5"),
+				LoadBalancerBackendAddressPools: []*armnetwork.BackendAddressPool{{ID: to.Ptr(lbID + "/backendAddressPools/masters")}},
+			}}}},
 	}, nil)
 	nic := done(t, p5, err)
 	if _, err := nics.BeginCreateOrUpdate(ctx, testGroup, "master-1-nic", armnetwork.Interface{
 		Location: to.Ptr(f.s.Location()),
-		Properties: &armnetwork.InterfacePropertiesFormat{IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: to.Ptr("ip"), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-			Subnet: &armnetwork.Subnet{ID: subnet.ID}, PrivateIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic), PrivateIPAddress: to.Ptr("10.0.255.5"),
-		}}}},
+		Properties: &armnetwork.InterfacePropertiesFormat{IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: to.Ptr("ip"),
+			Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+				Subnet: &armnetwork.Subnet{ID: subnet.ID}, PrivateIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic),
+				PrivateIPAddress: to.Ptr("10.0.255.5"),
+			}}}},
 	}, nil); err == nil || responseError(t, err).ErrorCode != "PrivateIPAddressInUse" {
 		t.Errorf("a second NIC at the same address: %v", err)
 	}
@@ -127,21 +139,29 @@ func TestClusterResources(t *testing.T) {
 		Properties: &armcompute.VirtualMachineProperties{
 			HardwareProfile: &armcompute.HardwareProfile{VMSize: to.Ptr(armcompute.VirtualMachineSizeTypesStandardD2SV3)},
 			StorageProfile: &armcompute.StorageProfile{
-				ImageReference: &armcompute.ImageReference{Publisher: to.Ptr("Canonical"), Offer: to.Ptr("ubuntu-24_04-lts"), SKU: to.Ptr("server"), Version: to.Ptr("latest")},
-				OSDisk:         &armcompute.OSDisk{CreateOption: to.Ptr(armcompute.DiskCreateOptionTypesFromImage), DeleteOption: to.Ptr(armcompute.DiskDeleteOptionTypesDelete)},
+				ImageReference: &armcompute.ImageReference{Publisher: to.Ptr("Canonical"), Offer: to.Ptr("ubuntu-24_04-lts"), SKU: to.Ptr("server"),
+					Version: to.Ptr("latest")},
+				OSDisk: &armcompute.OSDisk{CreateOption: to.Ptr(armcompute.DiskCreateOptionTypesFromImage),
+					DeleteOption: to.Ptr(armcompute.DiskDeleteOptionTypesDelete)},
 			},
-			OSProfile: &armcompute.OSProfile{ComputerName: to.Ptr("master-0"), AdminUsername: to.Ptr("azureuser"), CustomData: to.Ptr(base64.StdEncoding.EncodeToString([]byte("#cloud-config\n"))),
-				LinuxConfiguration: &armcompute.LinuxConfiguration{DisablePasswordAuthentication: to.Ptr(true), SSH: &armcompute.SSHConfiguration{PublicKeys: []*armcompute.SSHPublicKey{{
-					Path: to.Ptr("/home/azureuser/.ssh/authorized_keys"), KeyData: to.Ptr("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB2HFqTTtm0ay9ddLsbbWcmXu8VPQh1jp4qZ/mX0nBBE"),
-				}}}}},
+			OSProfile: &armcompute.OSProfile{ComputerName: to.Ptr("master-0"), AdminUsername: to.Ptr("azureuser"),
+				CustomData: to.Ptr(base64.StdEncoding.EncodeToString([]byte("#cloud-config\n"))),
+				LinuxConfiguration: &armcompute.LinuxConfiguration{DisablePasswordAuthentication: to.Ptr(true),
+					SSH: &armcompute.SSHConfiguration{PublicKeys: []*armcompute.SSHPublicKey{{
+						Path: to.Ptr("/home/azureuser/.ssh/authorized_keys"), KeyData: to.Ptr("ssh-ed25519 " +
+							"AAAAC3NzaC1lZDI1NTE5AAAAIB2HFqTTtm0ay9ddLsbbWcmXu8VPQh1jp4qZ/mX0nBBE"),
+					}}}}},
 			NetworkProfile:     &armcompute.NetworkProfile{NetworkInterfaces: []*armcompute.NetworkInterfaceReference{{ID: nic.ID}}},
 			DiagnosticsProfile: &armcompute.DiagnosticsProfile{BootDiagnostics: &armcompute.BootDiagnostics{Enabled: to.Ptr(true)}},
 		},
 	}
 	unknownImage := vm
-	unknownImage.Properties = &armcompute.VirtualMachineProperties{HardwareProfile: vm.Properties.HardwareProfile, OSProfile: vm.Properties.OSProfile, NetworkProfile: vm.Properties.NetworkProfile,
-		StorageProfile: &armcompute.StorageProfile{ImageReference: &armcompute.ImageReference{Publisher: to.Ptr("Nobody"), Offer: to.Ptr("x"), SKU: to.Ptr("y"), Version: to.Ptr("latest")}}}
-	if _, err := vms.BeginCreateOrUpdate(ctx, testGroup, "master-0", unknownImage, nil); err == nil || responseError(t, err).ErrorCode != "PlatformImageNotFound" {
+	unknownImage.Properties = &armcompute.VirtualMachineProperties{HardwareProfile: vm.Properties.HardwareProfile,
+		OSProfile: vm.Properties.OSProfile, NetworkProfile: vm.Properties.NetworkProfile,
+		StorageProfile: &armcompute.StorageProfile{ImageReference: &armcompute.ImageReference{Publisher: to.Ptr("Nobody"), Offer: to.Ptr("x"),
+			SKU: to.Ptr("y"), Version: to.Ptr("latest")}}}
+	if _, err := vms.BeginCreateOrUpdate(ctx, testGroup, "master-0", unknownImage, nil); err == nil || responseError(t,
+		err).ErrorCode != "PlatformImageNotFound" {
 		t.Errorf("an unknown marketplace image: %v", err)
 	}
 	p6, err := vms.BeginCreateOrUpdate(ctx, testGroup, "master-0", vm, nil)
@@ -159,9 +179,11 @@ func TestClusterResources(t *testing.T) {
 		t.Errorf("booted %+v", in)
 	}
 
-	p7, err := vms.BeginRunCommand(ctx, testGroup, "master-0", armcompute.RunCommandInput{CommandID: to.Ptr("RunShellScript"), Script: []*string{to.Ptr("echo hi")}}, nil)
+	p7, err := vms.BeginRunCommand(ctx, testGroup, "master-0", armcompute.RunCommandInput{CommandID: to.Ptr("RunShellScript"),
+		Script: []*string{to.Ptr("echo hi")}}, nil)
 	res := done(t, p7, err)
-	if len(res.Value) != 1 || !strings.Contains(*res.Value[0].Code, "failed/127") || !strings.Contains(*res.Value[0].Message, "[stderr]\nsh: not found") {
+	if len(res.Value) != 1 || !strings.Contains(*res.Value[0].Code, "failed/127") || !strings.Contains(*res.Value[0].Message,
+		"[stderr]\nsh: not found") {
 		t.Errorf("run command result %+v", res.Value)
 	}
 	diag, err := vms.RetrieveBootDiagnosticsData(ctx, testGroup, "master-0", nil)
@@ -172,7 +194,7 @@ func TestClusterResources(t *testing.T) {
 	if err != nil || serial.StatusCode != http.StatusOK {
 		t.Fatalf("serial console: %v %v", serial, err)
 	}
-	serial.Body.Close()
+	_ = serial.Body.Close()
 
 	inUse := func(what string, err error, code string) {
 		t.Helper()
@@ -223,7 +245,8 @@ func TestClusterResources(t *testing.T) {
 	done(t, p10, err)
 	p11, err := pips.BeginDelete(ctx, testGroup, "apiserver-ip", nil)
 	done(t, p11, err)
-	p12, err := f.network.NewSubnetsClient().BeginCreateOrUpdate(ctx, testGroup, "vnet", "masters", armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.0.255.0/24")}}, nil)
+	p12, err := f.network.NewSubnetsClient().BeginCreateOrUpdate(ctx, testGroup, "vnet", "masters",
+		armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.0.255.0/24")}}, nil)
 	done(t, p12, err)
 	p13, err := f.network.NewSecurityGroupsClient().BeginDelete(ctx, testGroup, "masters", nil)
 	done(t, p13, err)

@@ -163,10 +163,10 @@ var vnetKind = kind{
 	model: func() json.Unmarshaler { return &armnetwork.VirtualNetwork{} },
 	find:  func(s *Server, id string) any { return found(s.vnets[strings.ToLower(id)]) },
 	write: func(s *Server, q *armRequest, m, old any) (*change, *apiError) {
-		return s.writeVirtualNetwork(q, *m.(*armnetwork.VirtualNetwork), old == nil)
+		return s.writeVirtualNetwork(q, *as[*armnetwork.VirtualNetwork](m), old == nil)
 	},
 	inUse: func(_ *Server, _ *armRequest, r any) *apiError {
-		for _, sn := range r.(*virtualNetwork).subnets {
+		for _, sn := range as[*virtualNetwork](r).subnets {
 			if len(sn.used) > 0 {
 				return errSubnetInUse(sn, "deleted")
 			}
@@ -174,7 +174,7 @@ var vnetKind = kind{
 		return nil
 	},
 	remove: func(s *Server, _ *armRequest, r any) *change {
-		v := r.(*virtualNetwork)
+		v := as[*virtualNetwork](r)
 		v.state = armnetwork.ProvisioningStateDeleting
 		return &change{commit: func(failure *apiError) func() {
 			if failure != nil {
@@ -185,7 +185,7 @@ var vnetKind = kind{
 			return nil
 		}}
 	},
-	view: func(s *Server, r any, _ string) any { return s.vnetView(r.(*virtualNetwork)) },
+	view: func(s *Server, r any, _ string) any { return s.vnetView(as[*virtualNetwork](r)) },
 }
 
 // writeVirtualNetwork creates or replaces a virtual network and its subnets; s.mu is held.

@@ -83,7 +83,10 @@ func NewWinRM(t testing.TB, user, password string) *WinRM {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	w.CA = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
-	addr := srv.Listener.Addr().(*net.TCPAddr)
+	addr, ok := srv.Listener.Addr().(*net.TCPAddr)
+	if !ok {
+		t.Fatalf("a TCP listener at %v", srv.Listener.Addr())
+	}
 	w.Host, w.Port = addr.IP.String(), addr.Port
 	return w
 }
@@ -120,7 +123,7 @@ func (w *WinRM) answer(line string, out io.Writer) int {
 	w.commands = append(w.commands, c)
 	w.mu.Unlock()
 	stdout, exit := w.Answer(c)
-	io.WriteString(out, stdout)
+	_, _ = io.WriteString(out, stdout) // a client that left has no one to tell
 	return exit
 }
 
@@ -153,7 +156,7 @@ func (w *WinRM) serve(rw http.ResponseWriter, r *http.Request, backend string) {
 	case strings.HasSuffix(action, "shell/Send"):
 		w.receive(body)
 		rw.Header().Set("Content-Type", "application/soap+xml;charset=UTF-8")
-		io.WriteString(rw,
+		_, _ = io.WriteString(rw,
 			`<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:rsp="http://schemas.microsoft.com/wbem/wsman/1/windows/shell"><s:Body><rsp:SendResponse/></s:Body></s:Envelope>`)
 		return
 	case strings.HasSuffix(action, "shell/Command"):
@@ -166,7 +169,7 @@ func (w *WinRM) serve(rw http.ResponseWriter, r *http.Request, backend string) {
 		http.Error(rw, err.Error(), http.StatusBadGateway)
 		return
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	out, _ := io.ReadAll(resp.Body)
 	if answer, ok := answerActions[action]; ok {
 		i := bytes.Index(out, []byte("<env:Envelope"))
@@ -179,7 +182,7 @@ func (w *WinRM) serve(rw http.ResponseWriter, r *http.Request, backend string) {
 	}
 	rw.Header().Del("Content-Length")
 	rw.WriteHeader(resp.StatusCode)
-	rw.Write(out)
+	_, _ = rw.Write(out) // a client that left has no one to tell
 }
 
 // receive takes a Send's standard input.

@@ -123,7 +123,7 @@ func Available() error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	m := Machine{Root: dir, Hostname: "check"}
 	if err := m.Prepare(); err != nil {
 		return err

@@ -48,8 +48,12 @@ func StartSSHD(t testing.TB, dir string, key ed25519.PublicKey) *SSHD {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		t.Fatalf("a TCP listener at %v", l.Addr())
+	}
+	port := addr.Port
+	_ = l.Close()
 	conf := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %[2]s/host_key
@@ -82,11 +86,11 @@ Subsystem sftp internal-sftp
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		log.Close()
+		_ = log.Close()
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
-			c.Close()
+			_ = c.Close()
 			return s
 		}
 		if time.Now().After(deadline) {

@@ -81,7 +81,7 @@ func Main(m *testing.M, cp **controlplane.ControlPlane) int {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	ctx := context.Background()
 	*cp, err = controlplane.Start(ctx, controlplane.Config{Dir: dir, BinDir: bin, Progress: os.Stderr})
 	if err != nil {

@@ -44,7 +44,7 @@ func NewKeyring(t testing.TB) *Keyring {
 		kill := exec.Command("gpgconf", "--kill", "gpg-agent")
 		kill.Env = k.Env()
 		_ = kill.Run()
-		os.RemoveAll(home)
+		_ = os.RemoveAll(home)
 	})
 	return k
 }

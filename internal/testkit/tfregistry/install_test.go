@@ -73,8 +73,12 @@ func buildRelease(t *testing.T, keyring *tfregistry.Keyring, key tfregistry.Key)
 		t.Fatal(".goreleaser.yml has no builds")
 	}
 	for _, b := range builds {
-		b.(map[string]any)["goos"] = []string{runtime.GOOS}
-		b.(map[string]any)["goarch"] = []string{runtime.GOARCH}
+		build, ok := b.(map[string]any)
+		if !ok {
+			t.Fatalf(".goreleaser.yml: a build is %v, not a map", b)
+		}
+		build["goos"] = []string{runtime.GOOS}
+		build["goarch"] = []string{runtime.GOARCH}
 	}
 	derived, err := yaml.Marshal(conf)
 	if err != nil {
@@ -94,7 +98,11 @@ func buildRelease(t *testing.T, keyring *tfregistry.Keyring, key tfregistry.Key)
 	}
 	t.Logf("goreleaser release --snapshot for %s/%s: %s", runtime.GOOS, runtime.GOARCH, time.Since(start).Round(time.Millisecond))
 
-	r := providerRelease{dir: conf["dist"].(string), platform: runtime.GOOS + "_" + runtime.GOARCH}
+	dist, ok := conf["dist"].(string)
+	if !ok {
+		t.Fatalf(".goreleaser.yml: dist is %v, not a string", conf["dist"])
+	}
+	r := providerRelease{dir: dist, platform: runtime.GOOS + "_" + runtime.GOARCH}
 	sums, _ := filepath.Glob(filepath.Join(r.dir, "terraform-provider-kubewin_*_SHA256SUMS"))
 	if len(sums) != 1 {
 		t.Fatalf("goreleaser wrote %d terraform-provider-kubewin_<version>_SHA256SUMS files, want 1:\n%s", len(sums), out)
@@ -123,7 +131,7 @@ func buildRelease(t *testing.T, keyring *tfregistry.Keyring, key tfregistry.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer z.Close()
+	defer func() { _ = z.Close() }()
 	binary := r.binary()
 	var names []string
 	for _, f := range z.File {
@@ -142,7 +150,11 @@ func publishExtraFiles(t *testing.T, conf map[string]any, root string, r provide
 	t.Helper()
 	release, _ := conf["release"].(map[string]any)
 	extra, _ := release["extra_files"].([]any)
-	name := strings.NewReplacer("{{ .ProjectName }}", conf["project_name"].(string), "{{ .Version }}", r.version)
+	project, ok := conf["project_name"].(string)
+	if !ok {
+		t.Fatalf(".goreleaser.yml: project_name is %v, not a string", conf["project_name"])
+	}
+	name := strings.NewReplacer("{{ .ProjectName }}", project, "{{ .Version }}", r.version)
 	for _, e := range extra {
 		e, _ := e.(map[string]any)
 		glob, _ := e["glob"].(string)

@@ -53,7 +53,8 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	fmt.Fprintf(o.Out, "[bake] payload: %d files verified, %d bytes downloaded, %d bytes already present, in %s\n", st.Files, st.Downloaded, st.Reused,
+	_, _ = fmt.Fprintf(o.Out, "[bake] payload: %d files verified, %d bytes downloaded, %d bytes already present, in %s\n", st.Files, st.Downloaded,
+		st.Reused,
 		st.Elapsed.Round(1e6))
 	if o.PullPause != "" {
 		if o.Manifest, err = pullPause(ctx, o, m); err != nil {
@@ -68,7 +69,7 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 		if err != nil {
 			return st, fmt.Errorf("unpack payload file %s: %w", f.Path, err)
 		}
-		fmt.Fprintf(o.Out, "[bake] %s: %d files unpacked into %s\n", f.Path, n, o.Paths.Payload(f.Unpack))
+		_, _ = fmt.Fprintf(o.Out, "[bake] %s: %d files unpacked into %s\n", f.Path, n, o.Paths.Payload(f.Unpack))
 	}
 	for _, dir := range []string{o.Paths.LogDir, o.Paths.KubeletCertDir, o.Paths.CNIConfDir, o.Paths.CNIBinDir, o.Paths.NodebootDir,
 		`C:\etc\kubernetes\pki`} {
@@ -90,7 +91,7 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	if defender, err := o.Machine.ExcludeFromScanning(ctx, o.Paths.ScanExclusions()); err != nil {
 		return st, err
 	} else if !defender {
-		fmt.Fprintln(o.Out, "[bake] Microsoft Defender is not installed: no scan exclusions to add")
+		_, _ = fmt.Fprintln(o.Out, "[bake] Microsoft Defender is not installed: no scan exclusions to add")
 	}
 	if err := configureRuntime(ctx, o, m); err != nil {
 		return st, err
@@ -104,7 +105,7 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	if err := o.Machine.Services().Ensure(ctx, svc); err != nil {
 		return st, fmt.Errorf("register the nodeboot service: %w", err)
 	}
-	fmt.Fprintf(o.Out, "[bake] image ready: Windows Server %s, Kubernetes %s, %s %s; nodeboot starts at boot\n",
+	_, _ = fmt.Fprintf(o.Out, "[bake] image ready: Windows Server %s, Kubernetes %s, %s %s; nodeboot starts at boot\n",
 		m.WindowsBuild.Release(), m.KubernetesVersion, m.Runtime.Name, m.Runtime.Version)
 	return st, nil
 }
@@ -137,7 +138,7 @@ func pullPause(ctx context.Context, o Options, m *v1alpha1.ImageManifest) ([]byt
 	m.Files = slices.DeleteFunc(m.Files, func(f v1alpha1.File) bool { return f.Path == o.PullPause })
 	m.Files = append(m.Files, v1alpha1.File{Path: o.PullPause, SHA256: sum, Size: size})
 	m.PauseImage.Archive = o.PullPause
-	fmt.Fprintf(o.Out, "[bake] pause image %s@%s pulled into %s (%d bytes)\n", m.PauseImage.Reference, m.PauseImage.Digest, o.PullPause, size)
+	_, _ = fmt.Fprintf(o.Out, "[bake] pause image %s@%s pulled into %s (%d bytes)\n", m.PauseImage.Reference, m.PauseImage.Digest, o.PullPause, size)
 	return api.EncodeJSON(m)
 }
 
@@ -182,7 +183,7 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 		if err := o.Machine.ImportImage(ctx, m.Runtime.Name, o.Paths.Payload(a)); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.Out, "[bake] pause image %s imported into %s\n", m.PauseImage.Reference, m.Runtime.Name)
+		_, _ = fmt.Fprintf(o.Out, "[bake] pause image %s imported into %s\n", m.PauseImage.Reference, m.Runtime.Name)
 	}
 	return nil
 }

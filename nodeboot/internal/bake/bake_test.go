@@ -117,7 +117,8 @@ func TestBakeWithoutDefender(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, plan(srv.URL, files)), Out: &out}); err != nil {
+	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, plan(srv.URL, files)),
+		Out: &out}); err != nil {
 		t.Fatalf("bake: %v\n%s", err, out.String())
 	}
 	if st := state(t, m); len(st.Exclusions) != 0 || !strings.Contains(out.String(), "Microsoft Defender is not installed") {

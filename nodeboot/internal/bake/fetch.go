@@ -124,7 +124,7 @@ func sourceURL(f v1alpha1.File, mirror string) string {
 func fetchFile(ctx context.Context, f v1alpha1.File, o FetchOptions) (int64, int64, error) {
 	dst := o.Local(f.Path)
 	if sum, size, err := filesum.File(dst); err == nil && sum == f.SHA256 && size == f.Size {
-		fmt.Fprintf(o.Progress, "[bake] %s: present and verified\n", f.Path)
+		_, _ = fmt.Fprintf(o.Progress, "[bake] %s: present and verified\n", f.Path)
 		return 0, size, nil
 	}
 	url := sourceURL(f, o.Mirror)
@@ -147,7 +147,7 @@ func fetchFile(ctx context.Context, f v1alpha1.File, o FetchOptions) (int64, int
 		if err == nil || ctx.Err() != nil {
 			break
 		}
-		fmt.Fprintf(o.Progress, "[bake] %s: attempt %d: %v\n", f.Path, attempt, err)
+		_, _ = fmt.Fprintf(o.Progress, "[bake] %s: attempt %d: %v\n", f.Path, attempt, err)
 		time.Sleep(time.Duration(attempt) * 500 * time.Millisecond)
 	}
 	if err != nil {
@@ -158,13 +158,13 @@ func fetchFile(ctx context.Context, f v1alpha1.File, o FetchOptions) (int64, int
 		return downloaded, reused, err
 	}
 	if sum != f.SHA256 || size != f.Size {
-		os.Remove(part)
+		_ = os.Remove(part)
 		return downloaded, reused, &MismatchError{Path: f.Path, URL: url, Got: sum, Want: f.SHA256, GotSize: size, WantSize: f.Size}
 	}
 	if err := os.Rename(part, dst); err != nil {
 		return downloaded, reused, err
 	}
-	fmt.Fprintf(o.Progress, "[bake] %s: downloaded and verified (%d bytes)\n", f.Path, size)
+	_, _ = fmt.Fprintf(o.Progress, "[bake] %s: downloaded and verified (%d bytes)\n", f.Path, size)
 	return downloaded, reused, nil
 }
 
@@ -186,7 +186,7 @@ func download(ctx context.Context, c *http.Client, url, part string) (int64, int
 	if err != nil {
 		return 0, 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	flags := os.O_CREATE | os.O_WRONLY
 	switch {
 	case resp.StatusCode == http.StatusPartialContent && have > 0:

@@ -21,7 +21,7 @@ func unpack(archive, dir string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	gz, err := gzip.NewReader(f)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", filepath.Base(archive), err)
@@ -55,7 +55,7 @@ func unzip(archive, dir string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", filepath.Base(archive), err)
 	}
-	defer zr.Close()
+	defer func() { _ = zr.Close() }()
 	n := 0
 	for _, f := range zr.File {
 		if f.FileInfo().IsDir() {
@@ -66,7 +66,7 @@ func unzip(archive, dir string) (int, error) {
 			return n, err
 		}
 		err = extract(dir, f.Name, rc)
-		rc.Close()
+		_ = rc.Close()
 		if err != nil {
 			return n, err
 		}
@@ -97,7 +97,7 @@ func extract(dir, entry string, r io.Reader) error {
 		return err
 	}
 	if _, err := io.Copy(out, r); err != nil {
-		out.Close()
+		_ = out.Close()
 		return err
 	}
 	return out.Close()

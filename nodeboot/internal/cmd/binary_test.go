@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	nodeboot = filepath.Join(dir, "nodeboot")
 	// Built as it is released, so that figures such as its memory are the released binary's.
 	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", nodeboot, "../..")
@@ -206,9 +206,11 @@ func waitNodeReady(t *testing.T, name string) {
 	t.Helper()
 	cfg, _ := cp.AdminRESTConfig()
 	c := kubernetes.NewForConfigOrDie(cfg)
+	var readErr error // the last failed read, retried until the timeout
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
+			readErr = err
 			return false, nil
 		}
 		for _, cond := range n.Status.Conditions {
@@ -220,6 +222,6 @@ func waitNodeReady(t *testing.T, name string) {
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("node %s not Ready: %v", name, err)
+		t.Fatalf("node %s not Ready: %v (last failed read: %v)", name, err, readErr)
 	}
 }

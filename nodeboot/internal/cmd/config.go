@@ -78,7 +78,7 @@ the two fit together (runtime, version skew).`,
 			if _, _, err := f.load(); err != nil {
 				return err
 			}
-			fmt.Fprintln(c.OutOrStdout(), "valid")
+			_, _ = fmt.Fprintln(c.OutOrStdout(), "valid")
 			return nil
 		},
 	}
@@ -151,7 +151,7 @@ func writePlan(dir string, p *nodefiles.Plan, c *cobra.Command) error {
 		if err := os.WriteFile(local, p.Files[win], 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.OutOrStdout(), "wrote %s\n", win)
+		_, _ = fmt.Fprintf(c.OutOrStdout(), "wrote %s\n", win)
 	}
 	var services strings.Builder
 	names := make([]string, 0, len(p.Services))
@@ -165,7 +165,7 @@ func writePlan(dir string, p *nodefiles.Plan, c *cobra.Command) error {
 	if err := os.WriteFile(filepath.Join(dir, "services.txt"), []byte(services.String()), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.OutOrStdout(), "wrote %s\n", filepath.Join(dir, "services.txt"))
+	_, _ = fmt.Fprintf(c.OutOrStdout(), "wrote %s\n", filepath.Join(dir, "services.txt"))
 	return nil
 }
 

@@ -37,7 +37,7 @@ func waitFirstBoot(ctx context.Context, p platform.Platform, out io.Writer, conf
 	logged := ""
 	say := func(s string) {
 		if s != logged {
-			fmt.Fprintln(out, "[first-boot] "+s)
+			_, _ = fmt.Fprintln(out, "[first-boot] "+s)
 			logged = s
 		}
 	}
@@ -84,7 +84,7 @@ func nodeName(ctx context.Context, p platform.Platform, out io.Writer) (string, 
 		if errors.As(err, &status) || ctx.Err() != nil {
 			return "", fmt.Errorf("name the node: %w", err)
 		}
-		fmt.Fprintf(out, "[first-boot] the instance metadata service did not answer (%v): the node is named after the computer\n", err)
+		_, _ = fmt.Fprintf(out, "[first-boot] the instance metadata service did not answer (%v): the node is named after the computer\n", err)
 	}
 	h, err := p.ComputerName()
 	if err != nil {

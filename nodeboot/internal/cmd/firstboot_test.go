@@ -21,7 +21,7 @@ func TestBinaryFirstBoot(t *testing.T) {
 			http.Error(w, `{"error":"Bad request"}`, http.StatusBadRequest)
 			return
 		}
-		fmt.Fprintf(w, `{"compute":{"name":"fbpool_1","osProfile":{"computerName":%q}}}`, strings.ToUpper(name))
+		_, _ = fmt.Fprintf(w, `{"compute":{"name":"fbpool_1","osProfile":{"computerName":%q}}}`, strings.ToUpper(name))
 	}))
 	defer metadata.Close()
 	root, customData := provision(t, "fbpool", name, "", func(m *simmachine.Machine) {

@@ -135,18 +135,18 @@ func newStatus(f *machineFlags) *cobra.Command {
 				return writeJSON(c.OutOrStdout(), r)
 			}
 			out := c.OutOrStdout()
-			fmt.Fprintf(out, "node %s: %s\n", r.Node, r.State)
+			_, _ = fmt.Fprintf(out, "node %s: %s\n", r.Node, r.State)
 			for _, name := range join.PhaseNames() {
 				rec := n.State().Phase(name)
 				if rec == nil {
-					fmt.Fprintf(out, "  %-15s not run\n", name)
+					_, _ = fmt.Fprintf(out, "  %-15s not run\n", name)
 					continue
 				}
 				line := fmt.Sprintf("  %-15s %-8s %s", name, rec.State, rec.Duration.Round(1e6))
 				if rec.Code != "" {
 					line += fmt.Sprintf("  %s: %s", rec.Code, rec.Message)
 				}
-				fmt.Fprintln(out, line)
+				_, _ = fmt.Fprintln(out, line)
 			}
 			return nil
 		},

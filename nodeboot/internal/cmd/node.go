@@ -22,11 +22,6 @@ type machineFlags struct {
 	platform string
 	root     string
 	config   string
-	joinTimeouts
-}
-
-type joinTimeouts struct {
-	discovery, csr, podCIDR string
 }
 
 func (f *machineFlags) add(c *cobra.Command) {

@@ -36,7 +36,7 @@ func newVersion() *cobra.Command {
 		Short: "Print nodeboot's version",
 		Args:  cobra.NoArgs,
 		Run: func(c *cobra.Command, _ []string) {
-			fmt.Fprintln(c.OutOrStdout(), version.Version)
+			_, _ = fmt.Fprintln(c.OutOrStdout(), version.Version)
 		},
 	}
 }

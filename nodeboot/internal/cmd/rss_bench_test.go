@@ -52,7 +52,7 @@ func vmRSS(pid int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	rss := -1.0
 	s := bufio.NewScanner(f)
 	for s.Scan() {

@@ -41,7 +41,7 @@ func host(ctx context.Context, logFile string, rotation logfile.Policy, program 
 	if err != nil {
 		return err
 	}
-	defer log.Close()
+	defer func() { _ = log.Close() }() // the program's exit, not its log, is what the service manager acts on
 	cmd := exec.CommandContext(ctx, program, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	err = cmd.Run()

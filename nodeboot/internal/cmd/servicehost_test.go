@@ -25,7 +25,8 @@ func TestServiceHost(t *testing.T) {
 		t.Errorf("log %q", b)
 	}
 	// Past the policy's size, the log is set aside and a new one begun.
-	err = host(context.Background(), log, logfile.Policy{MaxSize: 30, MaxAge: time.Hour}, "sh", []string{"-c", "echo serving CRI; sleep 0.1; echo next; exit 3"})
+	err = host(context.Background(), log, logfile.Policy{MaxSize: 30, MaxAge: time.Hour}, "sh", []string{"-c",
+		"echo serving CRI; sleep 0.1; echo next; exit 3"})
 	if err == nil {
 		t.Error("a program that exits: no error")
 	}

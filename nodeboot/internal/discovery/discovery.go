@@ -96,8 +96,8 @@ func Discover(ctx context.Context, o Options) (*Result, error) {
 			return false, ctx.Err() // keep the last real answer, not the deadline's
 		}
 		cm, lastErr = got, err
-		if lastErr != nil {
-			return nodestatus.CodeOf(lastErr) != nodestatus.CodeAPIServerUnreachable, nil
+		if err != nil {
+			return nodestatus.CodeOf(err) != nodestatus.CodeAPIServerUnreachable, nil
 		}
 		if _, signed := cm.Data[bootstrapapi.JWSSignatureKeyPrefix+id]; !signed {
 			lastErr = nodestatus.Errorf(nodestatus.CodeTokenNotFound,

@@ -74,7 +74,7 @@ func (c Client) Instance(ctx context.Context) (Instance, error) {
 	if err != nil {
 		return in, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return in, err

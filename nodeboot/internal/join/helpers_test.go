@@ -28,6 +28,6 @@ func closedPort(t testing.TB) string {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	_ = l.Close()
 	return addr
 }

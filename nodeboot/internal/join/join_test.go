@@ -165,7 +165,8 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 	}
 	ip := netip.AddrFrom4([4]byte{127, 1, byte(seq >> 8), byte(seq)})
 	out := &syncBuffer{}
-	p, err := sim.New(sim.Machine{Root: root, ComputerName: name, Build: 20348, Adapter: "Ethernet", Address: ip, Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: o.runtime})
+	p, err := sim.New(sim.Machine{Root: root, ComputerName: name, Build: 20348, Adapter: "Ethernet", Address: ip,
+		Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: o.runtime})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,8 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 // reopen is the same machine after nodeboot restarts: only what is on disk survives.
 func reopen(t testing.TB, n *Node) *Node {
 	t.Helper()
-	m := &Node{Config: n.Config, Manifest: n.Manifest, Name: n.Name, Paths: n.Paths, Platform: n.Platform, Timeouts: n.Timeouts, Clock: n.Clock, Out: n.Out}
+	m := &Node{Config: n.Config, Manifest: n.Manifest, Name: n.Name, Paths: n.Paths, Platform: n.Platform, Timeouts: n.Timeouts, Clock: n.Clock,
+		Out: n.Out}
 	if err := m.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -232,12 +234,14 @@ func TestJoinGoesReady(t *testing.T) {
 	// The services phase started the kubelet service: on this machine, the simulated kubelet,
 	// which runs from the command line and files written for kubelet.exe.
 	node := waitReady(t, n.Name)
-	for k, v := range map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348", nodeaccess.PoolLabel: n.Config.Node.Labels[nodeaccess.PoolLabel], "kubewin.io/simulated": "true"} {
+	for k, v := range map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348",
+		nodeaccess.PoolLabel: n.Config.Node.Labels[nodeaccess.PoolLabel], "kubewin.io/simulated": "true"} {
 		if node.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, node.Labels[k], v)
 		}
 	}
-	if !strings.Contains(node.Annotations["kubewin.io/simulated"], "simulated Windows machine") || !strings.HasSuffix(node.Status.NodeInfo.OSImage, "(simulated)") {
+	if !strings.Contains(node.Annotations["kubewin.io/simulated"], "simulated Windows machine") || !strings.HasSuffix(node.Status.NodeInfo.OSImage,
+		"(simulated)") {
 		t.Errorf("the node does not say it is simulated: annotations %v, OS image %q", node.Annotations, node.Status.NodeInfo.OSImage)
 	}
 	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != "os" || node.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
@@ -260,16 +264,17 @@ func TestJoinGoesReady(t *testing.T) {
 	}
 	// The kubelet's memory reservations are sized from the machine's memory (the simulated
 	// machine has 8 GiB): AKS's kube-reserved rate, 2Gi for Windows, eviction under 750Mi.
-	if conf, err := os.ReadFile(n.Platform.Path(n.Paths.KubeletConfig)); err != nil || !strings.Contains(string(conf), "kubeReserved:\n  memory: 1843Mi") ||
+	if conf, err := os.ReadFile(n.Platform.Path(n.Paths.KubeletConfig)); err != nil || !strings.Contains(string(conf),
+		"kubeReserved:\n  memory: 1843Mi") ||
 		!strings.Contains(string(conf), "systemReserved:\n  memory: 2Gi") || !strings.Contains(string(conf), "memory.available: 750Mi") {
 		t.Errorf("kubelet config lacks the memory reservations of an 8 GiB machine: %v\n%s", err, conf)
 	}
 	// The simulated kubelet says it is Ready once its first status and lease are written.
 	ready := "[simulated-kubelet] node " + n.Name + " registered and Ready"
 	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return strings.Contains(n.Out.(*syncBuffer).String(), ready), nil
+		return strings.Contains(output(t, n), ready), nil
 	})
-	out := n.Out.(*syncBuffer).String()
+	out := output(t, n)
 	if strings.Contains(out, n.Config.Cluster.BootstrapToken) || strings.Contains(out, strings.SplitN(n.Config.Cluster.BootstrapToken, ".", 2)[1]) {
 		t.Error("the bootstrap token was printed")
 	}
@@ -373,7 +378,8 @@ func TestJoinFailures(t *testing.T) {
 	}{
 		{"wrong CA pin", func(*testing.T) nodeOpts { return nodeOpts{pins: []string{wrongPin}} }, PhaseDiscovery, nodestatus.CodeCAPinMismatch},
 		{"expired token", func(t *testing.T) nodeOpts { return nodeOpts{token: expiredToken(t)} }, PhaseDiscovery, nodestatus.CodeTokenNotFound},
-		{"token of another cluster", func(*testing.T) nodeOpts { return nodeOpts{token: "zzzzzz.0123456789abcdef", pins: []string{pin}} }, PhaseDiscovery, nodestatus.CodeTokenNotFound},
+		{"token of another cluster", func(*testing.T) nodeOpts { return nodeOpts{token: "zzzzzz.0123456789abcdef", pins: []string{pin}} },
+			PhaseDiscovery, nodestatus.CodeTokenNotFound},
 		{"unreachable endpoint", func(*testing.T) nodeOpts { return nodeOpts{endpoint: closed} }, PhaseDiscovery, nodestatus.CodeAPIServerUnreachable},
 		{"clock skew", func(*testing.T) nodeOpts { return nodeOpts{clockSkew: 10 * time.Minute} }, PhaseDiscovery, nodestatus.CodeClockSkew},
 	}
@@ -533,9 +539,29 @@ func expiredToken(t *testing.T) string {
 // windowsState is the node's simulated Windows machine's state.
 func windowsState(t testing.TB, n *Node) winfake.State {
 	t.Helper()
-	st, err := n.Platform.(*sim.Platform).Windows().State()
+	st, err := simWindows(t, n).State()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// simWindows is the node's simulated Windows machine: newNode's nodes run on the sim platform.
+func simWindows(t testing.TB, n *Node) *winfake.Machine {
+	t.Helper()
+	p, ok := n.Platform.(*sim.Platform)
+	if !ok {
+		t.Fatalf("node %s runs on a %T, not the sim platform", n.Name, n.Platform)
+	}
+	return p.Windows()
+}
+
+// output is what the node wrote: newNode's nodes write to a *syncBuffer.
+func output(t testing.TB, n *Node) string {
+	t.Helper()
+	b, ok := n.Out.(*syncBuffer)
+	if !ok {
+		t.Fatalf("node %s writes to a %T, not the test's buffer", n.Name, n.Out)
+	}
+	return b.String()
 }

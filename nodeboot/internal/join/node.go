@@ -113,7 +113,7 @@ func (n *Node) Join(ctx context.Context) error {
 	if err := n.runner.Run(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(n.Out, "[join] node %s joined the cluster at %s\n", n.Name, n.state.Data.Server)
+	_, _ = fmt.Fprintf(n.Out, "[join] node %s joined the cluster at %s\n", n.Name, n.state.Data.Server)
 	return nil
 }
 

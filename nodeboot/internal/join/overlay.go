@@ -93,7 +93,7 @@ func publishVTEP(ctx context.Context, d networkData, vtepMAC string) error {
 	if _, err := c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("publish the VTEP on Node %s: %w", name, err)
 	}
-	fmt.Fprintf(d.out(), "[network] VTEP %s at %s published on Node %s\n", vtepMAC, want[AnnotationPublicIP], name)
+	_, _ = fmt.Fprintf(d.out(), "[network] VTEP %s at %s published on Node %s\n", vtepMAC, want[AnnotationPublicIP], name)
 	return nil
 }
 

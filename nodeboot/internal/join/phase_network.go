@@ -105,9 +105,11 @@ func waitPodCIDR(ctx context.Context, d networkData) (netip.Prefix, error) {
 	}
 	name, timeout := d.nodeName(), d.timeouts().PodCIDR
 	var cidr string
+	var readErr error // the last failed read, retried until the timeout
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		node, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
+			readErr = err
 			return false, nil
 		}
 		cidr = node.Spec.PodCIDR
@@ -116,6 +118,10 @@ func waitPodCIDR(ctx context.Context, d networkData) (netip.Prefix, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return netip.Prefix{}, ctx.Err()
+		}
+		if readErr != nil {
+			return netip.Prefix{}, nodestatus.Errorf(nodestatus.CodePodCIDRTimeout, "node %s got no pod CIDR within %s (last read: %v)", name, timeout,
+				readErr)
 		}
 		return netip.Prefix{}, nodestatus.Errorf(nodestatus.CodePodCIDRTimeout, "node %s got no pod CIDR within %s", name, timeout)
 	}

@@ -32,7 +32,7 @@ func runRoutes(ctx context.Context, d routesData) error {
 	switch mode {
 	case v1alpha1.NetworkModeHostGateway, v1alpha1.NetworkModeOverlay:
 	default:
-		fmt.Fprintf(d.out(), "[%s] nothing to program in network mode %s\n", PhaseRoutes, mode)
+		_, _ = fmt.Fprintf(d.out(), "[%s] nothing to program in network mode %s\n", PhaseRoutes, mode)
 		return nil
 	}
 	c, err := d.NodeClient()

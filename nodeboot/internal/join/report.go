@@ -131,9 +131,10 @@ func (n *Node) writeReport() {
 	if !r.warned {
 		r.warned = true
 		if errors.Is(err, nodestatus.ErrNotPrepared) {
-			fmt.Fprintf(n.Out, "[report] no report object %s/%s: progress is recorded locally only\n", nodestatus.Namespace, nodestatus.ObjectName(n.Name))
+			_, _ = fmt.Fprintf(n.Out, "[report] no report object %s/%s: progress is recorded locally only\n", nodestatus.Namespace,
+				nodestatus.ObjectName(n.Name))
 			return
 		}
-		fmt.Fprintf(n.Out, "[report] cannot write the report: %v\n", err)
+		_, _ = fmt.Fprintf(n.Out, "[report] cannot write the report: %v\n", err)
 	}
 }

@@ -109,15 +109,21 @@ func TestOverlayPeers(t *testing.T) {
 			Spec: corev1.NodeSpec{PodCIDR: cidr, PodCIDRs: []string{cidr}},
 		}
 	}
-	linux, err := admin(t).CoreV1().Nodes().Create(ctx, flannel("linux-flannel-"+a.Name, "10.244.250.0/24", 4096, "5a:1e:ab:cd:00:01", "127.9.9.9"), metav1.CreateOptions{})
+	linux, err := admin(t).CoreV1().Nodes().Create(ctx, flannel("linux-flannel-"+a.Name, "10.244.250.0/24", 4096, "5a:1e:ab:cd:00:01", "127.9.9.9"),
+		metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vni1, err := admin(t).CoreV1().Nodes().Create(ctx, flannel("linux-vni1-"+a.Name, "10.244.251.0/24", 1, "5a:1e:ab:cd:00:02", "127.9.9.8"), metav1.CreateOptions{})
+	vni1, err := admin(t).CoreV1().Nodes().Create(ctx, flannel("linux-vni1-"+a.Name, "10.244.251.0/24", 1, "5a:1e:ab:cd:00:02", "127.9.9.8"),
+		metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin(t).CoreV1().Nodes().Delete(context.Background(), vni1.Name, metav1.DeleteOptions{})
+	defer func() {
+		if err := admin(t).CoreV1().Nodes().Delete(context.Background(), vni1.Name, metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	}()
 
 	// routesOf are n's remote subnet routes: pod CIDR → provider address and VTEP MAC (as
 	// net.HardwareAddr prints it: HNS reports it in its own form).
@@ -162,7 +168,10 @@ func TestOverlayPeers(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return cond(),
+				nil
+		}); err != nil {
 			t.Fatalf("%s: %v\nA: %v\nB: %v", what, err, routesOf(a), routesOf(b))
 		}
 	}

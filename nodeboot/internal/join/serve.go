@@ -34,7 +34,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	if err := runServices(ctx, n); err != nil {
 		return err
 	}
-	fmt.Fprintf(n.Out, "[run] node %s is up\n", n.Name)
+	_, _ = fmt.Fprintf(n.Out, "[run] node %s is up\n", n.Name)
 	if n.Config.Runtime.Name == v1alpha1.RuntimeContainerd {
 		go n.rotateContainerdLog(ctx)
 	}
@@ -79,7 +79,7 @@ func (n *Node) rotateContainerdLog(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := logfile.CopyTruncate(n.Platform.Path(n.Paths.ContainerdLog()), logfile.Default, time.Now()); err != nil {
-			fmt.Fprintf(n.Out, "[run] rotate %s: %v\n", n.Paths.ContainerdLog(), err)
+			_, _ = fmt.Fprintf(n.Out, "[run] rotate %s: %v\n", n.Paths.ContainerdLog(), err)
 		}
 		select {
 		case <-ctx.Done():
@@ -134,7 +134,9 @@ func (n *Node) reconcilePeers(ctx context.Context, vtepMAC string) error {
 		retry = nil
 		var nodes []corev1.Node
 		for _, obj := range informer.GetStore().List() {
-			nodes = append(nodes, *obj.(*corev1.Node))
+			if node, ok := obj.(*corev1.Node); ok { // the informer lists Nodes only
+				nodes = append(nodes, *node)
+			}
 		}
 		err := publishVTEP(ctx, n, vtepMAC)
 		if err == nil {
@@ -142,9 +144,9 @@ func (n *Node) reconcilePeers(ctx context.Context, vtepMAC string) error {
 		}
 		switch {
 		case err == nil:
-			fmt.Fprintf(n.Out, "[routes] in step with %d nodes\n", len(nodes))
+			_, _ = fmt.Fprintf(n.Out, "[routes] in step with %d nodes\n", len(nodes))
 		case ctx.Err() == nil:
-			fmt.Fprintf(n.Out, "[routes] %v (retrying in %s)\n", err, peerRetry)
+			_, _ = fmt.Fprintf(n.Out, "[routes] %v (retrying in %s)\n", err, peerRetry)
 			retry = time.After(peerRetry)
 		}
 	}

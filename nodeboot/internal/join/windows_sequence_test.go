@@ -33,7 +33,7 @@ type kubeletWatch struct {
 
 func watchKubelet(t *testing.T, n *Node) *kubeletWatch {
 	t.Helper()
-	fake := n.Platform.(*sim.Platform).Windows()
+	fake := simWindows(t, n)
 	w := &kubeletWatch{}
 	run := fake.OnStart
 	fake.OnStart = func(name string, argv []string) error {
@@ -128,7 +128,7 @@ func serve(t *testing.T, n *Node) (stop func()) {
 	if n.Config.Network.Mode == v1alpha1.NetworkModeHostGateway || n.Config.Network.Mode == v1alpha1.NetworkModeOverlay {
 		up = "[routes] in step with"
 	}
-	seen := strings.Count(n.Out.(*syncBuffer).String(), up)
+	seen := strings.Count(output(t, n), up)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- n.Serve(ctx) }()
@@ -138,7 +138,7 @@ func serve(t *testing.T, n *Node) (stop func()) {
 			return false, err
 		default:
 		}
-		return strings.Count(n.Out.(*syncBuffer).String(), up) > seen, nil
+		return strings.Count(output(t, n), up) > seen, nil
 	})
 	if err != nil {
 		cancel()
@@ -172,8 +172,8 @@ func machineFiles(t *testing.T, n *Node) []string {
 	return out
 }
 
-// comparable is the state with the HNS object counter left out.
-func comparable(t *testing.T, st winfake.State) string {
+// comparableState is the state with the HNS object counter left out.
+func comparableState(t *testing.T, st winfake.State) string {
 	t.Helper()
 	st.NextID = 0
 	b, err := json.MarshalIndent(st, "", " ")
@@ -250,7 +250,7 @@ func TestWindowsRequestSequences(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			baseState, baseFiles := comparable(t, windowsState(t, n)), machineFiles(t, n)
+			baseState, baseFiles := comparableState(t, windowsState(t, n)), machineFiles(t, n)
 			kubelet := watchKubelet(t, n)
 			network := n.Config.Network.Name
 			podNetwork := func(o winfake.Op) bool {
@@ -348,7 +348,7 @@ func TestWindowsRequestSequences(t *testing.T) {
 			if err := reopen(t, n).Reset(ctx); err != nil {
 				t.Fatalf("reset: %v", err)
 			}
-			if got := comparable(t, windowsState(t, n)); got != baseState {
+			if got := comparableState(t, windowsState(t, n)); got != baseState {
 				t.Errorf("reset left the machine changed:\n%s\nwant\n%s", got, baseState)
 			}
 			if got := machineFiles(t, n); !slices.Equal(got, baseFiles) {
@@ -382,7 +382,7 @@ func TestDockerServices(t *testing.T) {
 	if k := st.Service("kubelet"); k == nil || !slices.Equal(k.Config.Dependencies, []string{"cri-dockerd"}) {
 		t.Errorf("kubelet service: %+v", k)
 	}
-	if !before(n.Platform.(*sim.Platform).Windows().Log(), call("scm", "Start", "cri-dockerd"), call("scm", "Start", "kubelet")) {
+	if !before(simWindows(t, n).Log(), call("scm", "Start", "cri-dockerd"), call("scm", "Start", "kubelet")) {
 		t.Error("the kubelet started before cri-dockerd")
 	}
 }

@@ -54,7 +54,7 @@ func (w *Writer) open() error {
 	}
 	info, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return err
 	}
 	w.file, w.size = f, info.Size()
@@ -107,7 +107,7 @@ func CopyTruncate(path string, p Policy, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }()
 	dst, err := os.OpenFile(rotatedName(path, now), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err

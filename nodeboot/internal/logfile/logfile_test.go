@@ -52,7 +52,7 @@ func TestCopyTruncate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if _, err := f.WriteString(strings.Repeat("x", 20)); err != nil {
 		t.Fatal(err)
 	}

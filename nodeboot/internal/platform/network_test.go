@@ -15,7 +15,8 @@ func TestNetworkSpecFor(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if s.Type != L2Bridge || s.Name != "cbr0" || s.Gateway.String() != "10.244.3.1" || s.HostEndpoint.String() != "10.244.3.2" || s.Adapter != "Ethernet" || s.VNI != 0 {
+	if s.Type != L2Bridge || s.Name != "cbr0" || s.Gateway.String() != "10.244.3.1" || s.HostEndpoint.String() != "10.244.3.2" ||
+		s.Adapter != "Ethernet" || s.VNI != 0 {
 		t.Errorf("l2bridge spec = %+v", s)
 	}
 	if s.Bootstrap.Subnet.String() != "192.168.255.0/30" || s.Bootstrap.VSID != 0 {
@@ -34,7 +35,8 @@ func TestNetworkSpecFor(t *testing.T) {
 	if _, ok, err := NetworkSpecFor(c, pod); ok || err != nil {
 		t.Errorf("external mode made a network: %v %v", ok, err)
 	}
-	if _, _, err := NetworkSpecFor(&v1alpha1.NodeConfig{Network: v1alpha1.Network{Mode: v1alpha1.NetworkModeL2Bridge}}, netip.MustParsePrefix("10.0.0.0/30")); err == nil {
+	if _, _, err := NetworkSpecFor(&v1alpha1.NodeConfig{Network: v1alpha1.Network{Mode: v1alpha1.NetworkModeL2Bridge}},
+		netip.MustParsePrefix("10.0.0.0/30")); err == nil {
 		t.Error("tiny pod CIDR accepted")
 	}
 }

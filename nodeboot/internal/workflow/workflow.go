@@ -115,7 +115,7 @@ func (r *Runner[D]) Names() []string {
 func (r *Runner[D]) Run(ctx context.Context) error {
 	for _, p := range r.Phases {
 		if r.State.Done(p.Name) {
-			fmt.Fprintf(r.Out, "[%s] already done\n", p.Name)
+			_, _ = fmt.Fprintf(r.Out, "[%s] already done\n", p.Name)
 			continue
 		}
 		if err := r.run(ctx, p); err != nil {
@@ -144,19 +144,19 @@ func (r *Runner[D]) run(ctx context.Context, p Phase) error {
 	if err := r.record(rec); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.Out, "[%s] %s\n", p.Name, p.Short)
+	_, _ = fmt.Fprintf(r.Out, "[%s] %s\n", p.Name, p.Short)
 	err := p.Run(ctx)
 	rec.Duration = now().Sub(start)
 	if err != nil {
 		rec.State, rec.Code, rec.Message = nodestatus.StateFailed, nodestatus.CodeOf(err), err.Error()
-		fmt.Fprintf(r.Out, "[%s] failed after %s: %v\n", p.Name, rec.Duration.Round(time.Millisecond), err)
+		_, _ = fmt.Fprintf(r.Out, "[%s] failed after %s: %v\n", p.Name, rec.Duration.Round(time.Millisecond), err)
 		if recErr := r.record(rec); recErr != nil {
 			return errors.Join(err, recErr)
 		}
 		return &PhaseError{Phase: p.Name, Err: err}
 	}
 	rec.State = nodestatus.StateDone
-	fmt.Fprintf(r.Out, "[%s] done in %s\n", p.Name, rec.Duration.Round(time.Millisecond))
+	_, _ = fmt.Fprintf(r.Out, "[%s] done in %s\n", p.Name, rec.Duration.Round(time.Millisecond))
 	return r.record(rec)
 }
 

@@ -66,7 +66,11 @@ func TestResume(t *testing.T) {
 	if !r.State.Done("a", "b", "c") {
 		t.Errorf("state not done: %+v", r.State.Phases)
 	}
-	out := r.Out.(*bytes.Buffer).String()
+	buf, ok := r.Out.(*bytes.Buffer)
+	if !ok {
+		t.Fatalf("the runner writes to a %T, not newRunner's buffer", r.Out)
+	}
+	out := buf.String()
 	for _, want := range []string{"[a] already done", "[b] doing b", "[c] done in"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

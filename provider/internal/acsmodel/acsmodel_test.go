@@ -136,7 +136,8 @@ func TestGuidesModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := res.Cluster
-	if c.Name != "kubernetes-windows" || c.DNSPrefix != "kubernetes-windows" || c.ControlPlanes.Count != 3 || c.ControlPlanes.VMSize != "Standard_D2_v3" ||
+	if c.Name != "kubernetes-windows" || c.DNSPrefix != "kubernetes-windows" || c.ControlPlanes.Count != 3 ||
+		c.ControlPlanes.VMSize != "Standard_D2_v3" ||
 		c.KubernetesVersion != "" || c.OrchestratorVersion != "1.11.1" || c.AdminUsername != "azure" {
 		t.Errorf("cluster %+v", c)
 	}

@@ -158,8 +158,8 @@ func (c *Cluster) remove(ctx context.Context, o object) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", id, err)
 	}
-	if c.ours(id, tags) != nil {
-		tflog.Warn(ctx, "not deleting a resource the cluster did not create", map[string]any{"resource": id})
+	if notOurs := c.ours(id, tags); notOurs != nil {
+		tflog.Warn(ctx, "not deleting a resource the cluster did not create", map[string]any{"resource": id, "reason": notOurs.Error()})
 		return nil
 	}
 	tflog.Info(ctx, "deleting", map[string]any{"resource": id})

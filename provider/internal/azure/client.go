@@ -75,7 +75,8 @@ func newClient(ctx context.Context, c Config, httpClient *http.Client) (*Client,
 	if err != nil {
 		return nil, err
 	}
-	return &Client{SubscriptionID: c.SubscriptionID, http: httpClient, cred: cred, armOptions: armOpts, compute: compute, network: network, poll: 10 * time.Second}, nil
+	return &Client{SubscriptionID: c.SubscriptionID, http: httpClient, cred: cred, armOptions: armOpts, compute: compute, network: network,
+		poll: 10 * time.Second}, nil
 }
 
 // retryOptions retry what ARM says to retry: throttling (429, after its Retry-After), server
@@ -178,7 +179,7 @@ func errorCode(resp *http.Response) string {
 		return c
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil {
 		return ""

@@ -155,7 +155,8 @@ func (c *Cluster) tags(extra ...string) map[string]*string {
 // ours checks that an existing resource is this cluster's.
 func (c *Cluster) ours(id string, tags map[string]*string) error {
 	if v := tags[TagCluster]; v == nil || *v != c.Spec.Name {
-		return fmt.Errorf("%s exists and is not kubewin cluster %s's (its %s tag is not %q): kubewin does not take over resources it did not create; name the cluster differently or remove it", id, c.Spec.Name, TagCluster, c.Spec.Name)
+		return fmt.Errorf("%s exists and is not kubewin cluster %s's (its %s tag is not %q): kubewin does not take over resources it did not create; "+
+			"name the cluster differently or remove it", id, c.Spec.Name, TagCluster, c.Spec.Name)
 	}
 	return nil
 }

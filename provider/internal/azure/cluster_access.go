@@ -55,12 +55,14 @@ func (c *Cluster) Access(ctx context.Context, endpoint string, masters int) (*Ac
 	if err != nil {
 		return nil, err
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "kubewin", Organization: []string{AdminGroup}}}, key)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "kubewin",
+		Organization: []string{AdminGroup}}}, key)
 	if err != nil {
 		return nil, err
 	}
 	name := "kubewin-admin-" + randomHex(6)
-	script, err := kubeadmboot.AdminCertificateScript(name, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), int(adminValidity/time.Second))
+	script, err := kubeadmboot.AdminCertificateScript(name, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+		int(adminValidity/time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +76,8 @@ func (c *Cluster) Access(ctx context.Context, endpoint string, masters int) (*Ac
 		if err == nil {
 			var cert, ca []byte
 			if cert, ca, err = kubeadmboot.ParseAdminCertificate(out); err == nil {
-				return &Access{Endpoint: endpoint, CACert: ca, Cert: cert, Key: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), Expires: time.Now().Add(adminValidity)}, nil
+				return &Access{Endpoint: endpoint, CACert: ca, Cert: cert, Key: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+					Expires: time.Now().Add(adminValidity)}, nil
 			}
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", c.masterName(i), err))

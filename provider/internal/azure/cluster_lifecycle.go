@@ -87,7 +87,8 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 		return nil, err
 	}
 	certKey := randomHex(32)
-	if err := c.createControlPlanes(ctx, subnet, cluster, 0, 1, kubeadmboot.Machine{Role: kubeadmboot.RoleInit, Token: token, TokenTTL: joinTokenTTL, CertificateKey: certKey}); err != nil {
+	if err := c.createControlPlanes(ctx, subnet, cluster, 0, 1, kubeadmboot.Machine{Role: kubeadmboot.RoleInit, Token: token, TokenTTL: joinTokenTTL,
+		CertificateKey: certKey}); err != nil {
 		return nil, err
 	}
 	ca, err := c.waitBoot(ctx, 0)
@@ -99,7 +100,8 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 		return nil, fmt.Errorf("the CA certificate %s reported: %w", c.masterName(0), err)
 	}
 	state := &ClusterState{Endpoint: endpoint, FQDN: fqdn, CACert: ca, CAHash: pin}
-	if err := c.createControlPlanes(ctx, subnet, cluster, 1, c.Spec.ControlPlanes.Count, kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: pin}); err != nil {
+	if err := c.createControlPlanes(ctx, subnet, cluster, 1, c.Spec.ControlPlanes.Count, kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane,
+		Token: token, CertificateKey: certKey, CAHash: pin}); err != nil {
 		return state, err
 	}
 	access, err := c.Access(ctx, endpoint, c.Spec.ControlPlanes.Count)
@@ -119,7 +121,8 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 
 // createMasters creates control planes from..to-1 (NICs and VMs, in parallel) and waits for each
 // to report its bootstrap done.
-func (c *Cluster) createControlPlanes(ctx context.Context, subnet netip.Prefix, cluster kubeadmboot.Cluster, from, to int, m kubeadmboot.Machine) error {
+func (c *Cluster) createControlPlanes(ctx context.Context, subnet netip.Prefix, cluster kubeadmboot.Cluster, from, to int,
+	m kubeadmboot.Machine) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for i := from; i < to; i++ {
 		g.Go(func() error {
@@ -302,6 +305,7 @@ func (c *Cluster) waitAgentsReady(ctx context.Context, client kubernetes.Interfa
 		if round%5 == 0 {
 			for _, name := range waiting {
 				if log := agents.serialLog(ctx, name); kubeadmboot.ReadSerial(log).Failed {
+					//nolint:staticcheck // ST1005: the message starts with a proper noun.
 					return nil, fmt.Errorf("Linux agent %s failed to join; the end of its serial console:\n%s", name, tailLines(log, 25))
 				}
 			}
@@ -313,7 +317,9 @@ func (c *Cluster) waitAgentsReady(ctx context.Context, client kubernetes.Interfa
 			for _, name := range waiting {
 				fmt.Fprintf(&logs, "\n--- %s:\n%s", name, tailLines(agents.serialLog(context.WithoutCancel(ctx), name), 15))
 			}
-			return nil, fmt.Errorf("Linux agents %v are not Ready nodes with a pod CIDR after %s: %w; the end of their serial consoles:%s", waiting, agentTimeout, ctx.Err(), logs.String())
+			//nolint:staticcheck // ST1005: the message starts with a proper noun.
+			return nil, fmt.Errorf("Linux agents %v are not Ready nodes with a pod CIDR after %s: %w; the end of their serial consoles:%s", waiting,
+				agentTimeout, ctx.Err(), logs.String())
 		case <-time.After(time.Second):
 		}
 	}

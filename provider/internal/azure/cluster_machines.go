@@ -41,9 +41,11 @@ func (c *Cluster) linuxConfiguration() (*armcompute.LinuxConfiguration, error) {
 		}
 		keys = []string{strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))}
 	}
-	cfg := &armcompute.LinuxConfiguration{DisablePasswordAuthentication: to.Ptr(true), ProvisionVMAgent: to.Ptr(true), SSH: &armcompute.SSHConfiguration{}}
+	cfg := &armcompute.LinuxConfiguration{DisablePasswordAuthentication: to.Ptr(true), ProvisionVMAgent: to.Ptr(true),
+		SSH: &armcompute.SSHConfiguration{}}
 	for _, k := range keys {
-		cfg.SSH.PublicKeys = append(cfg.SSH.PublicKeys, &armcompute.SSHPublicKey{Path: to.Ptr("/home/" + c.Spec.AdminUsername + "/.ssh/authorized_keys"), KeyData: to.Ptr(k)})
+		cfg.SSH.PublicKeys = append(cfg.SSH.PublicKeys,
+			&armcompute.SSHPublicKey{Path: to.Ptr("/home/" + c.Spec.AdminUsername + "/.ssh/authorized_keys"), KeyData: to.Ptr(k)})
 	}
 	return cfg, nil
 }
@@ -134,7 +136,8 @@ func (c *Cluster) waitBoot(ctx context.Context, i int) ([]byte, error) {
 			case b.Ready:
 				return b.CACert, nil
 			case b.Failed:
-				return nil, fmt.Errorf("the bootstrap of %s failed in phase %s (exit %s); the end of its serial console:\n%s", name, b.Phase, b.Exit, tailLines(log, 25))
+				return nil, fmt.Errorf("the bootstrap of %s failed in phase %s (exit %s); the end of its serial console:\n%s", name, b.Phase, b.Exit,
+					tailLines(log, 25))
 			}
 		}
 		select {
@@ -156,7 +159,7 @@ func (c *Client) readBlob(ctx context.Context, uri string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET serial console log: %s", resp.Status)
 	}
@@ -180,7 +183,8 @@ func randomHex(n int) string {
 // agentScaleSetBody is the Linux agents' scale set with capacity machines.
 func (c *Cluster) agentScaleSetBody(capacity int, linux *armcompute.LinuxConfiguration, userData []byte) armcompute.VirtualMachineScaleSet {
 	disk := c.osDisk(c.Spec.Agents)
-	ipc := &armcompute.VirtualMachineScaleSetIPConfigurationProperties{Primary: to.Ptr(true), Subnet: &armcompute.APIEntityReference{ID: to.Ptr(c.AgentSubnetID())}}
+	ipc := &armcompute.VirtualMachineScaleSetIPConfigurationProperties{Primary: to.Ptr(true),
+		Subnet: &armcompute.APIEntityReference{ID: to.Ptr(c.AgentSubnetID())}}
 	if c.Spec.Network.PublicAPIServer {
 		ipc.LoadBalancerBackendAddressPools = []*armcompute.SubResource{{ID: c.pool("agents").ID}}
 	}

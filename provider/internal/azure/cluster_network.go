@@ -190,7 +190,8 @@ func (c *Cluster) masterSubnet(ctx context.Context) (netip.Prefix, error) {
 func (c *Cluster) outboundIPBody() armnetwork.PublicIPAddress {
 	return armnetwork.PublicIPAddress{
 		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
-		SKU: &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard), Tier: to.Ptr(armnetwork.PublicIPAddressSKUTierRegional)},
+		SKU: &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard),
+			Tier: to.Ptr(armnetwork.PublicIPAddressSKUTierRegional)},
 		Properties: &armnetwork.PublicIPAddressPropertiesFormat{
 			PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic),
 			PublicIPAddressVersion:   to.Ptr(armnetwork.IPVersionIPv4),
@@ -322,12 +323,13 @@ func (c *Cluster) controlPlaneNICBody(addr netip.Addr) armnetwork.Interface {
 	return armnetwork.Interface{
 		Location: to.Ptr(c.Spec.Location), Tags: c.tags(),
 		Properties: &armnetwork.InterfacePropertiesFormat{
-			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: to.Ptr("ipconfig"), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-				Primary: to.Ptr(true), Subnet: &armnetwork.Subnet{ID: to.Ptr(c.ControlPlaneSubnetID())},
-				PrivateIPAllocationMethod:       to.Ptr(armnetwork.IPAllocationMethodStatic),
-				PrivateIPAddress:                to.Ptr(addr.String()),
-				LoadBalancerBackendAddressPools: []*armnetwork.BackendAddressPool{c.pool("masters")},
-			}}},
+			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: to.Ptr("ipconfig"),
+				Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+					Primary: to.Ptr(true), Subnet: &armnetwork.Subnet{ID: to.Ptr(c.ControlPlaneSubnetID())},
+					PrivateIPAllocationMethod:       to.Ptr(armnetwork.IPAllocationMethodStatic),
+					PrivateIPAddress:                to.Ptr(addr.String()),
+					LoadBalancerBackendAddressPools: []*armnetwork.BackendAddressPool{c.pool("masters")},
+				}}},
 		},
 	}
 }

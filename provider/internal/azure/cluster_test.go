@@ -67,7 +67,8 @@ func TestAzureClusterLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pin, _ := capin.HashPEM(state.CACert); pin != state.CAHash || !strings.HasPrefix(state.Endpoint, "127.") || !strings.HasSuffix(state.FQDN, ".cloudapp.azure.com") {
+	if pin, _ := capin.HashPEM(state.CACert); pin != state.CAHash || !strings.HasPrefix(state.Endpoint, "127.") || !strings.HasSuffix(state.FQDN,
+		".cloudapp.azure.com") {
 		t.Fatalf("state = %+v", state)
 	}
 	access, err := c.Access(ctx, state.Endpoint, 1)
@@ -110,7 +111,8 @@ func TestAzureClusterLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rt.Routes) != want || len(subnets) != 2 || !strings.HasSuffix(subnets[0], "/subnets/agents") || !strings.HasSuffix(subnets[1], "/subnets/masters") {
+		if len(rt.Routes) != want || len(subnets) != 2 || !strings.HasSuffix(subnets[0], "/subnets/agents") || !strings.HasSuffix(subnets[1],
+			"/subnets/masters") {
 			t.Fatalf("route table: %d routes %v on %v, want %d on the agents' and the masters' subnets", len(rt.Routes), rt.Routes, subnets, want)
 		}
 	}

@@ -193,7 +193,8 @@ func (c Config) Cloud(ctx context.Context, client *http.Client) (cloud.Configura
 	case "china":
 		return cloud.AzureChina, nil
 	}
-	return cloud.Configuration{}, fmt.Errorf("environment %q is not an Azure cloud kubewin knows: use public, usgovernment or china, or metadata_host for another cloud", c.Environment)
+	return cloud.Configuration{}, fmt.Errorf("environment %q is not an Azure cloud kubewin knows: use public, usgovernment or china, or "+
+		"metadata_host for another cloud", c.Environment)
 }
 
 // metadataAPIVersion is the version of the cloud metadata document azurerm reads.
@@ -210,7 +211,7 @@ func cloudFromMetadata(ctx context.Context, client *http.Client, host string) (c
 	if err != nil {
 		return cloud.Configuration{}, fmt.Errorf("read the cloud metadata from metadata_host %s: %w", host, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
 		return cloud.Configuration{}, fmt.Errorf("read the cloud metadata from %s: %s: %s", u.String(), resp.Status, body)
@@ -222,7 +223,8 @@ func cloudFromMetadata(ctx context.Context, client *http.Client, host string) (c
 		} `json:"authentication"`
 		ResourceManager string `json:"resourceManager"`
 	}
-	if err := json.Unmarshal(body, &md); err != nil || md.Authentication.LoginEndpoint == "" || md.ResourceManager == "" || len(md.Authentication.Audiences) == 0 {
+	if err := json.Unmarshal(body,
+		&md); err != nil || md.Authentication.LoginEndpoint == "" || md.ResourceManager == "" || len(md.Authentication.Audiences) == 0 {
 		return cloud.Configuration{}, fmt.Errorf("the cloud metadata at %s names no login endpoint, resource manager and audience (%v)", u.String(), err)
 	}
 	return cloud.Configuration{
@@ -306,7 +308,8 @@ func (c Config) Credential(opts azcore.ClientOptions, customCloud bool) (azcore.
 	}
 	return nil, errors.New("no Azure credential is configured: set client_id with client_secret or client_certificate, or use_oidc with an OIDC token " +
 		"(oidc_token, oidc_token_file_path, a Terraform Cloud workspace with Azure dynamic credentials, or a CI system's token request), " +
-		"or use_msi for a managed identity, or leave use_cli on and log in with `az login`; each has an ARM_* environment variable, as for the azurerm provider")
+		"or use_msi for a managed identity, or leave use_cli on and log in with `az login`; each has an ARM_* environment variable, as for the " +
+		"azurerm provider")
 }
 
 // oidcAssertion returns a function giving the federated token to exchange, or nil when OIDC

@@ -50,13 +50,15 @@ func TestMain(m *testing.M) {
 	}
 	server = s
 	// The server's CA, as a user of a custom cloud trusts it (read once, before any TLS).
-	os.Setenv("SSL_CERT_FILE", s.CAFile())
+	if err := os.Setenv("SSL_CERT_FILE", s.CAFile()); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	if err := s.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = max(code, 1)
 	}
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -80,14 +82,16 @@ func readARM(t *testing.T, c Config) error {
 }
 
 func TestCloud(t *testing.T) {
-	for env, want := range map[string]string{"": cloud.AzurePublic.ActiveDirectoryAuthorityHost, "public": cloud.AzurePublic.ActiveDirectoryAuthorityHost,
+	for env, want := range map[string]string{"": cloud.AzurePublic.ActiveDirectoryAuthorityHost,
+		"public":       cloud.AzurePublic.ActiveDirectoryAuthorityHost,
 		"usgovernment": cloud.AzureGovernment.ActiveDirectoryAuthorityHost, "china": cloud.AzureChina.ActiveDirectoryAuthorityHost} {
 		got, err := Config{Environment: env}.Cloud(context.Background(), http.DefaultClient)
 		if err != nil || got.ActiveDirectoryAuthorityHost != want {
 			t.Errorf("environment %q: %v, %v", env, got.ActiveDirectoryAuthorityHost, err)
 		}
 	}
-	if _, err := (Config{Environment: "germany"}).Cloud(context.Background(), http.DefaultClient); err == nil || !strings.Contains(err.Error(), "use public, usgovernment or china") {
+	if _, err := (Config{Environment: "germany"}).Cloud(context.Background(), http.DefaultClient); err == nil || !strings.Contains(err.Error(),
+		"use public, usgovernment or china") {
 		t.Errorf("unknown environment: %v", err)
 	}
 	got, err := base().Cloud(context.Background(), http.DefaultClient)
@@ -123,7 +127,8 @@ func TestClientCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubewin"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubewin"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour)}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +184,8 @@ func TestOIDCFromTerraformCloud(t *testing.T) {
 		{"ARM_CLIENT_ID=" + app.ClientID, "ARM_OIDC_TOKEN=" + token, "ARM_USE_OIDC=true"},
 		{"ARM_CLIENT_ID=" + app.ClientID, "TFC_WORKLOAD_IDENTITY_TOKEN=" + token},
 	} {
-		for _, kv := range append(env, "ARM_SUBSCRIPTION_ID="+server.SubscriptionID(), "ARM_TENANT_ID="+server.TenantID(), "ARM_METADATA_HOSTNAME="+server.MetadataHost()) {
+		for _, kv := range append(env, "ARM_SUBSCRIPTION_ID="+server.SubscriptionID(), "ARM_TENANT_ID="+server.TenantID(),
+			"ARM_METADATA_HOSTNAME="+server.MetadataHost()) {
 			k, v, _ := strings.Cut(kv, "=")
 			t.Setenv(k, v)
 		}
@@ -190,9 +196,11 @@ func TestOIDCFromTerraformCloud(t *testing.T) {
 		if err := readARM(t, c); err != nil {
 			t.Fatalf("%v: %v", env, err)
 		}
-		os.Unsetenv("ARM_OIDC_TOKEN")
-		os.Unsetenv("ARM_USE_OIDC")
-		os.Unsetenv("TFC_WORKLOAD_IDENTITY_TOKEN")
+		for _, k := range []string{"ARM_OIDC_TOKEN", "ARM_USE_OIDC", "TFC_WORKLOAD_IDENTITY_TOKEN"} {
+			if err := os.Unsetenv(k); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	// A token for another audience: Entra's error text reaches the user.
 	wrong, _ := server.Issuer().Mint(subject, "api://something-else", 10*time.Minute)
@@ -281,7 +289,8 @@ func TestRetryPolicy(t *testing.T) {
 		t.Errorf("throttled %d times in %s: Retry-After not honoured", throttle.Hits(), time.Since(start))
 	}
 	throttle.Remove()
-	busy := server.FailRequests(armtest.Match{Method: "GET", Path: `/routeTables/none$`, Times: 1}, http.StatusConflict, "AnotherOperationInProgress", "Another operation on this or dependent resource is in progress.")
+	busy := server.FailRequests(armtest.Match{Method: "GET", Path: `/routeTables/none$`, Times: 1}, http.StatusConflict,
+		"AnotherOperationInProgress", "Another operation on this or dependent resource is in progress.")
 	if err := get(); err != nil || busy.Hits() != 1 {
 		t.Errorf("conflict: %v, %d hits", err, busy.Hits())
 	}

@@ -65,7 +65,7 @@ func TestPoolCreateWithinComputeBudgets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	defer func() { _ = srv.Close() }()
 	vnet, err := srv.AddVirtualNetwork(armtest.VirtualNetwork{ResourceGroup: "pool", Name: "vnet", AddressPrefixes: []string{"10.240.0.0/16"},
 		Subnets: map[string]string{"nodes": "10.240.0.0/20"}})
 	if err != nil {

@@ -37,7 +37,8 @@ func (c *Client) OpenRouteTable(id string) (*RouteTable, error) {
 func ParseRouteTableID(id string) (resourceGroup, name string, err error) {
 	r, err := arm.ParseResourceID(id)
 	if err != nil || !strings.EqualFold(r.ResourceType.String(), "Microsoft.Network/routeTables") {
-		return "", "", fmt.Errorf("%q is not a route table's resource ID (/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<name>)", id)
+		return "", "", fmt.Errorf("%q is not a route table's resource ID "+
+			"(/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<name>)", id)
 	}
 	return r.ResourceGroupName, r.Name, nil
 }
@@ -60,9 +61,13 @@ func ParseRouteID(id string) (tableID, name string, err error) {
 var tableLocks sync.Map
 
 func (t *RouteTable) lock() func() {
-	mu, _ := tableLocks.LoadOrStore(strings.ToLower(t.ID), &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	return mu.(*sync.Mutex).Unlock
+	v, _ := tableLocks.LoadOrStore(strings.ToLower(t.ID), &sync.Mutex{})
+	mu, ok := v.(*sync.Mutex)
+	if !ok {
+		panic(fmt.Sprintf("azure: tableLocks holds a %T, not a *sync.Mutex", v))
+	}
+	mu.Lock()
+	return mu.Unlock
 }
 
 func (t *RouteTable) routes() *armnetwork.RoutesClient { return t.Client.network.NewRoutesClient() }

@@ -137,7 +137,8 @@ func (s *ScaleSet) get(ctx context.Context) (*armcompute.VirtualMachineScaleSet,
 		return nil, fmt.Errorf("read scale set %s: %w", s.ID(), err)
 	}
 	if resp.Tags[TagPool] == nil || *resp.Tags[TagPool] != s.Pool {
-		return nil, fmt.Errorf("scale set %s exists but is not kubewin pool %s's (its %s tag is not %q): kubewin does not take over scale sets it did not create; name the pool differently or import it", s.ID(), s.Pool, TagPool, s.Pool)
+		return nil, fmt.Errorf("scale set %s exists but is not kubewin pool %s's (its %s tag is not %q): kubewin does not take over scale sets it "+
+			"did not create; name the pool differently or import it", s.ID(), s.Pool, TagPool, s.Pool)
 	}
 	return &resp.VirtualMachineScaleSet, nil
 }
@@ -764,7 +765,8 @@ func (s *ScaleSet) serialLog(ctx context.Context, name string) []byte {
 	if err != nil || len(ids) == 0 {
 		return nil
 	}
-	resp, err := s.vms().RetrieveBootDiagnosticsData(ctx, s.Machines.ResourceGroup, s.Name, ids[0], &armcompute.VirtualMachineScaleSetVMsClientRetrieveBootDiagnosticsDataOptions{SasURIExpirationTimeInMinutes: to.Ptr[int32](5)})
+	resp, err := s.vms().RetrieveBootDiagnosticsData(ctx, s.Machines.ResourceGroup, s.Name, ids[0],
+		&armcompute.VirtualMachineScaleSetVMsClientRetrieveBootDiagnosticsDataOptions{SasURIExpirationTimeInMinutes: to.Ptr[int32](5)})
 	if err != nil || resp.SerialConsoleLogBlobURI == nil {
 		return nil
 	}
@@ -776,7 +778,7 @@ func (s *ScaleSet) serialLog(ctx context.Context, name string) []byte {
 	if err != nil {
 		return nil
 	}
-	defer blob.Body.Close()
+	defer func() { _ = blob.Body.Close() }()
 	if blob.StatusCode != http.StatusOK {
 		return nil
 	}

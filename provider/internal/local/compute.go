@@ -90,7 +90,8 @@ func (c *Compute) checkCluster(customData []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("the local backend's simulated machines join only clusters it created (kubewin_cluster), and %s is not one of them", cfg.Cluster.APIServerEndpoint)
+	return fmt.Errorf("the local backend's simulated machines join only clusters it created (kubewin_cluster), and %s is not one of them",
+		cfg.Cluster.APIServerEndpoint)
 }
 
 func (c *Compute) Delete(ctx context.Context, names []string) error {

@@ -57,7 +57,8 @@ func (b *Backend) Binary(name string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return filepath.Abs(p)
 	}
-	return "", fmt.Errorf("%s not found in the provider's local.bin_path (%s) or PATH: run `make build testenv` and point bin_path at bin/ and .testbin/",
+	return "", fmt.Errorf("%s not found in the provider's local.bin_path (%s) or PATH: run `make build testenv` and point bin_path at bin/ and "+
+		".testbin/",
 		name, strings.Join(b.BinPath, ", "))
 }
 
@@ -70,7 +71,8 @@ func (b *Backend) ControlPlaneBinDir() (string, error) {
 	dir := filepath.Dir(p)
 	for _, other := range []string{"etcd", "kube-controller-manager", "kube-scheduler", "kubeadm"} {
 		if _, err := os.Stat(filepath.Join(dir, other)); err != nil {
-			return "", fmt.Errorf("%s is in %s but %s is not: keep the control plane's programs together (make testenv builds them into .testbin/)", "kube-apiserver", dir, other)
+			return "", fmt.Errorf("%s is in %s but %s is not: keep the control plane's programs together (make testenv builds them into .testbin/)",
+				"kube-apiserver", dir, other)
 		}
 	}
 	return dir, nil

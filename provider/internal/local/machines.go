@@ -52,7 +52,8 @@ func (b *Backend) CreateMachine(pool, name, imageDir string, nodeConfig []byte) 
 		return Machine{}, err
 	}
 	dir := b.machineDir(pool, name)
-	m := simmachine.Machine{Root: filepath.Join(dir, "drive"), ComputerName: name, Adapter: v1alpha1.DefaultInterfaceName, Address: addr, Subnet: MachineSubnet}
+	m := simmachine.Machine{Root: filepath.Join(dir, "drive"), ComputerName: name, Adapter: v1alpha1.DefaultInterfaceName, Address: addr,
+		Subnet: MachineSubnet}
 	pid, err := simmachine.Boot(m, imageDir, nodeConfig, nodeboot, filepath.Join(dir, "nodeboot.log"))
 	if err != nil {
 		return Machine{}, fmt.Errorf("machine %s: %w", name, err)

@@ -39,9 +39,13 @@ func (b *Backend) RouteTable(name string) (*routetable.Table, error) {
 
 // UpdateRouteTable applies f to a table under its lock and saves the result.
 func (b *Backend) UpdateRouteTable(name string, f func(*routetable.Table) error) error {
-	mu, _ := tableLocks.LoadOrStore(b.tablePath(name), &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+	v, _ := tableLocks.LoadOrStore(b.tablePath(name), &sync.Mutex{})
+	mu, ok := v.(*sync.Mutex)
+	if !ok {
+		panic(fmt.Sprintf("local: tableLocks holds a %T, not a *sync.Mutex", v))
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	t, err := b.RouteTable(name)
 	if err != nil {
 		return err

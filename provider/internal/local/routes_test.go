@@ -16,7 +16,8 @@ func TestRouteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	route := func(i int) routetable.Route {
-		return routetable.Route{Name: fmt.Sprintf("r%d", i), Destination: netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)), NextHop: netip.MustParseAddr("127.0.0.1")}
+		return routetable.Route{Name: fmt.Sprintf("r%d", i), Destination: netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)),
+			NextHop: netip.MustParseAddr("127.0.0.1")}
 	}
 	// Many concurrent writers, as Terraform's parallel creates.
 	var wg sync.WaitGroup

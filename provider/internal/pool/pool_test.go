@@ -148,7 +148,8 @@ func (s *scaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 				s.t.Error(err)
 			}
 		case bootFailed, bootFailedRunning:
-			m.report = &nodestatus.Report{Node: name, State: nodestatus.StateFailed, Phase: "discovery", Code: nodestatus.CodeCAPinMismatch, Message: "the cluster CA does not match"}
+			m.report = &nodestatus.Report{Node: name, State: nodestatus.StateFailed, Phase: "discovery", Code: nodestatus.CodeCAPinMismatch,
+				Message: "the cluster CA does not match"}
 			m.running = outcome == bootFailedRunning
 		case bootStopped:
 			m.running = false
@@ -245,7 +246,10 @@ func (s *scaleSet) observeReady() {
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		nodes = list.(*corev1.NodeList)
+		var ok bool
+		if nodes, ok = list.(*corev1.NodeList); !ok {
+			s.t.Fatalf("the tracker listed a %T, not a *corev1.NodeList", list)
+		}
 	} else {
 		var err error
 		if nodes, err = s.client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: nodeaccess.PoolLabel}); err != nil {
@@ -320,7 +324,8 @@ func spec(count, surge int, image string) Spec {
 		Node: v1alpha1.Node{Labels: map[string]string{"example.com/team": "web"}},
 	}
 	c.Default()
-	return Spec{Pool: "win", Count: count, Image: image, Template: c, MaxSurge: surge, TokenTTL: time.Minute, Drain: drain.Options{Timeout: 5 * time.Second}}
+	return Spec{Pool: "win", Count: count, Image: image, Template: c, MaxSurge: surge, TokenTTL: time.Minute,
+		Drain: drain.Options{Timeout: 5 * time.Second}}
 }
 
 func reconcile(t *testing.T, m *Manager, s Spec) []Node {
@@ -383,7 +388,8 @@ func TestReconcileCreatesAndScales(t *testing.T) {
 	// The NodeConfig is pool-wide, labelled with the pool and the generation, and its token is
 	// deleted once the nodes are Ready.
 	cfg := ss.machines["win000000"].config
-	if cfg.Node.Labels[nodeaccess.PoolLabel] != "win" || cfg.Node.Labels[GenerationLabel] != spec(3, 1, "a").Generation() || cfg.Node.Labels["example.com/team"] != "web" {
+	if cfg.Node.Labels[nodeaccess.PoolLabel] != "win" || cfg.Node.Labels[GenerationLabel] != spec(3, 1,
+		"a").Generation() || cfg.Node.Labels["example.com/team"] != "web" {
 		t.Errorf("labels = %v", cfg.Node.Labels)
 	}
 	secrets, _ := ss.client.CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{})
@@ -493,7 +499,8 @@ func TestReconcileMachineStops(t *testing.T) {
 		return bootReady
 	}
 	_, err := m.Reconcile(context.Background(), spec(3, 1, "a"))
-	if err == nil || !strings.Contains(err.Error(), "machine win000001 stopped before its node was Ready") || !strings.Contains(err.Error(), "log of win000001") {
+	if err == nil || !strings.Contains(err.Error(), "machine win000001 stopped before its node was Ready") || !strings.Contains(err.Error(),
+		"log of win000001") {
 		t.Fatalf("error = %v", err)
 	}
 	ss.boot = nil

@@ -32,7 +32,8 @@ func (m *Manager) watchPool(ctx context.Context, s Spec) (*poolWatch, error) {
 	f := informers.NewSharedInformerFactoryWithOptions(m.Client, 0, informers.WithNamespace(nodestatus.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = nodeaccess.PoolLabel + "=" + s.Pool }))
 	ctx, cancel := context.WithCancel(ctx)
-	w := &poolWatch{nodes: f.Core().V1().Nodes().Informer(), reports: f.Core().V1().ConfigMaps().Informer(), changed: make(chan struct{}, 1), stop: cancel}
+	w := &poolWatch{nodes: f.Core().V1().Nodes().Informer(), reports: f.Core().V1().ConfigMaps().Informer(), changed: make(chan struct{}, 1),
+		stop: cancel}
 	signal := func() {
 		select {
 		case w.changed <- struct{}{}:
@@ -77,14 +78,19 @@ func (w *poolWatch) node(name string) *corev1.Node {
 	if !ok {
 		return nil
 	}
-	return obj.(*corev1.Node)
+	n, _ := obj.(*corev1.Node) // the informer lists Nodes only
+	return n
 }
 
 // joinReports are the pool's join reports as last seen, by node.
 func (w *poolWatch) joinReports() map[string]*nodestatus.Report {
 	out := map[string]*nodestatus.Report{}
 	for _, obj := range w.reports.GetStore().List() {
-		if r := parseReport(obj.(*corev1.ConfigMap)); r != nil {
+		cm, ok := obj.(*corev1.ConfigMap) // the informer lists ConfigMaps only
+		if !ok {
+			continue
+		}
+		if r := parseReport(cm); r != nil {
 			out[r.Node] = r
 		}
 	}

@@ -58,16 +58,20 @@ func azureBlock() schema.Block {
 			"The first credential configured is used, in azurerm's order: client certificate, client secret, OIDC token (given, in a file, from AKS workload identity, " +
 			"or requested from an Azure DevOps service connection or GitHub Actions), managed identity, Azure CLI. " +
 			"A Terraform Cloud workspace with Azure dynamic credentials needs nothing here: the run's `ARM_CLIENT_ID`, `ARM_OIDC_TOKEN` and `ARM_USE_OIDC` " +
-			"are read as azurerm reads them (set `ARM_SUBSCRIPTION_ID` and `ARM_TENANT_ID` on the workspace); the generic `TFC_WORKLOAD_IDENTITY_TOKEN` works too. " +
+			"are read as azurerm reads them (set `ARM_SUBSCRIPTION_ID` and `ARM_TENANT_ID` on the workspace); the generic `TFC_WORKLOAD_IDENTITY_TOKEN` " +
+			"works too. " +
 			"No credential is stored in the state or logged.",
 		Attributes: map[string]schema.Attribute{
-			"subscription_id":             str("subscription_id", "The subscription the backend creates scale sets in and whose route tables it writes.", false),
-			"tenant_id":                   str("tenant_id", "The Entra ID tenant.", false),
-			"client_id":                   str("client_id", "The client (application) ID of a service principal, or of a user-assigned managed identity.", false),
-			"client_id_file_path":         str("client_id_file_path", "A file holding the client ID.", false),
-			"client_secret":               str("client_secret", "A client secret of the service principal.", true),
-			"client_secret_file_path":     str("client_secret_file_path", "A file holding the client secret.", false),
-			"client_certificate":          str("client_certificate", "A PKCS#12 bundle with the service principal's certificate and key, base64-encoded.", true),
+			"subscription_id": str("subscription_id", "The subscription the backend creates scale sets in and whose route tables it writes.",
+				false),
+			"tenant_id": str("tenant_id", "The Entra ID tenant.", false),
+			"client_id": str("client_id", "The client (application) ID of a service principal, or of a user-assigned managed identity.",
+				false),
+			"client_id_file_path":     str("client_id_file_path", "A file holding the client ID.", false),
+			"client_secret":           str("client_secret", "A client secret of the service principal.", true),
+			"client_secret_file_path": str("client_secret_file_path", "A file holding the client secret.", false),
+			"client_certificate": str("client_certificate", "A PKCS#12 bundle with the service principal's certificate and key, base64-encoded.",
+				true),
 			"client_certificate_path":     str("client_certificate_path", "A PKCS#12 file with the service principal's certificate and key.", false),
 			"client_certificate_password": str("client_certificate_password", "The password of the PKCS#12 bundle.", true),
 			"use_oidc":                    boolean("use_oidc", "Authenticate with an OIDC token exchanged for an Entra token (workload identity federation)."),
@@ -97,7 +101,8 @@ func azureBlock() schema.Block {
 				Validators:  []validator.String{stringvalidator.OneOf("public", "usgovernment", "china")},
 				Description: "The Azure cloud: `public`, `usgovernment` or `china`. Default `public`." + envDoc("environment"),
 			},
-			"metadata_host": str("metadata_host", "A host serving the cloud's metadata document (`/metadata/endpoints`), for custom clouds; it overrides `environment`, and instance discovery is off.", false),
+			"metadata_host": str("metadata_host", "A host serving the cloud's metadata document (`/metadata/endpoints`), for custom clouds; it "+
+				"overrides `environment`, and instance discovery is off.", false),
 		},
 	}
 }

@@ -322,14 +322,14 @@ func testAccPodRouteAzure(t *testing.T, tg *azureacc.Target) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: azureRoutesConfig(provider, f.routeTableID, five), ConfigStateChecks: []statecheck.StateCheck{checkFunc(tableHas(five))}},
+			{Config: azureRoutesConfig(provider, f.routeTableID, five), ConfigStateChecks: []statecheck.StateCheck{tableHas(five)}},
 			{
 				Config: azureRoutesConfig(provider, f.routeTableID, moved),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(`kubewin_pod_route.node["win000001"]`, plancheck.ResourceActionUpdate),
 					plancheck.ExpectResourceAction(`kubewin_pod_route.node["win000004"]`, plancheck.ResourceActionDestroy),
 				}},
-				ConfigStateChecks: []statecheck.StateCheck{checkFunc(tableHas(moved))},
+				ConfigStateChecks: []statecheck.StateCheck{tableHas(moved)},
 			},
 			{
 				Config: azureRoutesConfig(provider, f.routeTableID, tooMany), PlanOnly: true,
@@ -338,7 +338,7 @@ func testAccPodRouteAzure(t *testing.T, tg *azureacc.Target) {
 			{
 				// Every route removed from the configuration leaves the table.
 				Config:            provider,
-				ConfigStateChecks: []statecheck.StateCheck{checkFunc(tableHas(nil))},
+				ConfigStateChecks: []statecheck.StateCheck{tableHas(nil)},
 			},
 		},
 	})
@@ -360,7 +360,8 @@ func TestAccPodRoute_azureImport(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
-			{ResourceName: "kubewin_pod_route.test", ImportState: true, ImportStateVerify: true, ImportStateId: f.routeTableID + "/routes/win000000", Config: config},
+			{ResourceName: "kubewin_pod_route.test", ImportState: true, ImportStateVerify: true, ImportStateId: f.routeTableID + "/routes/win000000",
+				Config: config},
 		},
 	})
 }
@@ -417,7 +418,8 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 				PreConfig: func() {
 					faults = []*armtest.Fault{
 						armServer.Throttle(armtest.Match{Method: "PUT", Path: scaleSet, Times: 2}, 300*time.Millisecond),
-						armServer.FailRequests(armtest.Match{Method: "GET", Path: scaleSet + `|/virtualMachines$`, Times: 2}, 503, "ServiceUnavailable", "The service is temporarily unavailable."),
+						armServer.FailRequests(armtest.Match{Method: "GET", Path: scaleSet + `|/virtualMachines$`, Times: 2}, 503, "ServiceUnavailable",
+							"The service is temporarily unavailable."),
 					}
 				},
 				Config: poolConfig(provider, be, f.imageA, 2),
@@ -426,7 +428,7 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 						return fmt.Errorf("faults hit %d and %d times, want 2 each", faults[0].Hits(), faults[1].Hits())
 					}
 					return nil
-				}), checkFunc(instances(2))},
+				}), instances(2)},
 			},
 			{
 				PreConfig: func() {
@@ -439,7 +441,7 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 			},
 			{
 				Config:            poolConfig(provider, be, f.imageA, 4),
-				ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(4))},
+				ConfigStateChecks: []statecheck.StateCheck{instances(4)},
 			},
 		},
 	})

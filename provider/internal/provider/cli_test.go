@@ -56,7 +56,8 @@ func newCLI(t testing.TB, dir, config string) *cli {
 			t.Fatal(err)
 		}
 	}
-	return &cli{tf: os.Getenv("TF_ACC_TERRAFORM_PATH"), dir: dir, env: append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")}
+	return &cli{tf: os.Getenv("TF_ACC_TERRAFORM_PATH"), dir: dir, env: append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1",
+		"CHECKPOINT_DISABLE=1")}
 }
 
 // run runs a CLI command, fails the test if it fails, and returns how long it took.

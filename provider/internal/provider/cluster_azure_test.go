@@ -177,11 +177,15 @@ func TestAccClusterAzure(t *testing.T) {
 				Config: one,
 				Check:  nodes(1),
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("endpoint"), knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.\d+\.\d+\.\d+:6443$`))),
-					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("ca_cert_hash"), knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{64}$`))),
-					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("ca_certificate"), knownvalue.StringRegexp(regexp.MustCompile(`BEGIN CERTIFICATE`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("endpoint"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.\d+\.\d+\.\d+:6443$`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("ca_cert_hash"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{64}$`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("ca_certificate"),
+						knownvalue.StringRegexp(regexp.MustCompile(`BEGIN CERTIFICATE`))),
 					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("kubeconfig_path"), knownvalue.Null()),
-					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("azure").AtMapKey("api_server_fqdn"), knownvalue.StringRegexp(regexp.MustCompile(`^acc-.*\.cloudapp\.azure\.com$`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("azure").AtMapKey("api_server_fqdn"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^acc-.*\.cloudapp\.azure\.com$`))),
 					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("running"), knownvalue.Bool(true)),
 				},
 			},
@@ -218,8 +222,10 @@ provider "echo" {
 resource "echo" "admin" {}
 `,
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("client_key"), knownvalue.StringRegexp(regexp.MustCompile(`-----BEGIN EC PRIVATE KEY-----`))),
-					statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("host"), knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.\d+\.\d+\.\d+:6443$`))),
+					statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("client_key"),
+						knownvalue.StringRegexp(regexp.MustCompile(`-----BEGIN EC PRIVATE KEY-----`))),
+					statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("host"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.\d+\.\d+\.\d+:6443$`))),
 				},
 			},
 		},
@@ -230,7 +236,8 @@ resource "echo" "admin" {}
 func acsEngineExample(t *testing.T, work, _ string) ([]string, []string) {
 	g := newClusterGroup(t, filepath.Join(work, "state"))
 	acsExampleGroup = g
-	return []string{"resource_group_name=" + g.name, "location=" + armServer.Location(), "windows_image_id=" + g.image, "kubernetes_version=" + clusterVersion(t)}, armServer.Env()
+	return []string{"resource_group_name=" + g.name, "location=" + armServer.Location(), "windows_image_id=" + g.image,
+		"kubernetes_version=" + clusterVersion(t)}, armServer.Env()
 }
 
 var acsExampleGroup *clusterGroup
@@ -251,7 +258,8 @@ func checkACSEngineExample(t *testing.T, c *cli) {
 		t.Errorf("Ready nodes %v, want 2 Linux (the default pool) and 3 Windows (the model's windowspool1)", got)
 	}
 	for i := range 3 {
-		if ok, err := (&azure.Cluster{Client: azureClient(t), Spec: azure.ClusterSpec{Name: "kubernetes-windows", ResourceGroup: acsExampleGroup.name}}).ControlPlaneExists(context.Background(), i); err != nil || !ok {
+		if ok, err := (&azure.Cluster{Client: azureClient(t), Spec: azure.ClusterSpec{Name: "kubernetes-windows",
+			ResourceGroup: acsExampleGroup.name}}).ControlPlaneExists(context.Background(), i); err != nil || !ok {
 			t.Errorf("control plane %d: %v, %v", i, ok, err)
 		}
 	}
@@ -266,7 +274,8 @@ func checkACSEngineExample(t *testing.T, c *cli) {
 		t.Fatal(err)
 	}
 	kubectl := testenv.MustBinary(t, "kubectl")
-	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", filepath.Join(repoRoot, "examples/workloads/iis.yaml")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", filepath.Join(repoRoot,
+		"examples/workloads/iis.yaml")).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, out)
 	}
 	client, err := kubernetes.NewForConfig(a.REST())
@@ -291,7 +300,8 @@ func checkACSEngineExample(t *testing.T, c *cli) {
 		}
 		time.Sleep(time.Second)
 	}
-	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "delete", "-f", filepath.Join(repoRoot, "examples/workloads/iis.yaml"), "--wait=false").CombinedOutput(); err != nil {
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "delete", "-f", filepath.Join(repoRoot, "examples/workloads/iis.yaml"),
+		"--wait=false").CombinedOutput(); err != nil {
 		t.Fatalf("kubectl delete: %v\n%s", err, out)
 	}
 }

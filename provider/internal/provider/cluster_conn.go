@@ -58,7 +58,8 @@ func (d *providerData) connect(ctx context.Context, clusterID types.String) (*cl
 		}}, nil
 	}
 	if d.kube == nil {
-		return nil, fmt.Errorf("no cluster to join: set cluster_id to a kubewin_cluster, or configure the provider's kubernetes block for an existing cluster")
+		return nil, fmt.Errorf("no cluster to join: set cluster_id to a kubewin_cluster, or configure the provider's kubernetes block for an " +
+			"existing cluster")
 	}
 	return existingCluster(ctx, rest.CopyConfig(d.kube), d.kubeNetworks)
 }
@@ -156,7 +157,8 @@ func existingCluster(ctx context.Context, cfg *rest.Config, nets clusterNetworks
 			ServiceSubnet string `json:"serviceSubnet"`
 		} `json:"networking"`
 	}
-	if err := yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc); err != nil || cc.Networking.PodSubnet == "" || cc.Networking.ServiceSubnet == "" {
+	if err := yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]),
+		&cc); err != nil || cc.Networking.PodSubnet == "" || cc.Networking.ServiceSubnet == "" {
 		return nil, fmt.Errorf("kube-system/kubeadm-config names no podSubnet and serviceSubnet (%v): Windows nodes need both; set "+
 			"cluster_cidr and service_cidr in the provider's kubernetes block", err)
 	}

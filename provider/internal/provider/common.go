@@ -41,10 +41,13 @@ func timeoutsAttribute(ctx context.Context, what string, create, update, del tim
 	desc := func(op string, d time.Duration) string {
 		return fmt.Sprintf("How long %s may take, as a duration (`30s`, `45m`, `2h`). Default `%s`.", op, strings.TrimSuffix(d.String(), "0s"))
 	}
-	a := timeouts.Attributes(ctx, timeouts.Opts{
+	a, ok := timeouts.Attributes(ctx, timeouts.Opts{
 		Create: create > 0, Update: update > 0, Delete: del > 0,
 		CreateDescription: desc("creating", create), UpdateDescription: desc("an update", update), DeleteDescription: desc("destroying", del),
 	}).(schema.SingleNestedAttribute)
+	if !ok {
+		panic("terraform-plugin-framework-timeouts: the resource timeouts attribute is no longer a schema.SingleNestedAttribute")
+	}
 	a.Description = "Longest waits of the operations, " + what + "."
 	return a
 }
@@ -155,7 +158,8 @@ func (durationValidator) ValidateString(_ context.Context, req validator.StringR
 		return
 	}
 	if d, err := time.ParseDuration(req.ConfigValue.ValueString()); err != nil || d <= 0 {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%s: %q must be a positive duration such as 30s, 5m or 1h30m.", req.Path, req.ConfigValue.ValueString()))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%s: %q must be a positive duration such as 30s, 5m or 1h30m.",
+			req.Path, req.ConfigValue.ValueString()))
 	}
 }
 

@@ -22,8 +22,10 @@ func TestAccImageManifestDataSource(t *testing.T) {
 				statecheck.ExpectKnownValue("data.kubewin_image_manifest.test", tfjsonpath.New("kubernetes_version"), knownvalue.StringExact("v1.36.2")),
 				statecheck.ExpectKnownValue("data.kubewin_image_manifest.test", tfjsonpath.New("runtime"), knownvalue.StringExact("containerd")),
 				statecheck.ExpectKnownValue("data.kubewin_image_manifest.test", tfjsonpath.New("cri_dockerd_version"), knownvalue.Null()),
-				statecheck.ExpectKnownValue("data.kubewin_image_manifest.test", tfjsonpath.New("pause_image"), knownvalue.StringExact("registry.k8s.io/pause:3.10")),
-				statecheck.ExpectKnownValue("data.kubewin_image_manifest.test", tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
+				statecheck.ExpectKnownValue("data.kubewin_image_manifest.test", tfjsonpath.New("pause_image"),
+					knownvalue.StringExact("registry.k8s.io/pause:3.10")),
+				statecheck.ExpectKnownValue("data.kubewin_image_manifest.test", tfjsonpath.New("id"),
+					knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
 				statecheck.ExpectKnownValue("data.kubewin_image_manifest.test", tfjsonpath.New("files"), knownvalue.ListExact([]knownvalue.Check{
 					knownvalue.ObjectExact(map[string]knownvalue.Check{
 						"path":   knownvalue.StringExact("bin/kubelet.exe"),

@@ -42,8 +42,10 @@ provider "echo" {
 resource "echo" "admin" {}
 `,
 			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("client_key"), knownvalue.StringRegexp(regexp.MustCompile(`-----BEGIN (RSA |EC )?PRIVATE KEY-----`))),
-				statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("host"), knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.0\.0\.1:\d+$`))),
+				statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("client_key"),
+					knownvalue.StringRegexp(regexp.MustCompile(`-----BEGIN (RSA |EC )?PRIVATE KEY-----`))),
+				statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("host"),
+					knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.0\.0\.1:\d+$`))),
 			},
 		}},
 	})

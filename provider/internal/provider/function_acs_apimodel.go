@@ -76,7 +76,8 @@ func (f *acsAPIModelFunction) Definition(_ context.Context, _ function.Definitio
 			"`windowsProfile.adminPassword`, `servicePrincipalProfile.secret`, `certificateProfile`'s private keys, `etcdEncryptionKey` — are " +
 			"dropped with a warning that names each field, never its value: Terraform stores a function's result, not its arguments, and the " +
 			"result holds no secret, so a model read with `file()` converts as published and its password reaches neither plan nor state. " +
-			"Give the Windows password with the pools' write-only `azure.admin_password_wo` (a kubewin cluster needs no service principal). Values the model leaves out are null, so that kubewin's " +
+			"Give the Windows password with the pools' write-only `azure.admin_password_wo` (a kubewin cluster needs no service principal). Values the " +
+			"model leaves out are null, so that kubewin's " +
 			"defaults apply; a Kubernetes version kubewin does not support (acs-engine's were 1.6 to 1.15) is null with a warning: set " +
 			"`kubernetes_version` yourself.",
 		Parameters: []function.Parameter{function.StringParameter{

@@ -40,7 +40,8 @@ output "warnings" {
 	}
 	c.run(t, "apply", "-input=false", "-no-color", "tfplan")
 	_, warnings, err := c.try("output", "-no-color", "warnings")
-	if err != nil || !strings.Contains(warnings, "properties.windowsProfile.adminPassword: dropped") || !strings.Contains(warnings, "admin_password_wo") {
+	if err != nil || !strings.Contains(warnings, "properties.windowsProfile.adminPassword: dropped") || !strings.Contains(warnings,
+		"admin_password_wo") {
 		t.Errorf("warnings output %s (%v): want the dropped password named, with the write-only attribute", warnings, err)
 	}
 	state, err := os.ReadFile(filepath.Join(dir, "terraform.tfstate"))

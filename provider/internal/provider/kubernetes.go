@@ -123,7 +123,7 @@ func (k *kubernetesModel) restConfig() (*rest.Config, diag.Diagnostics) {
 		diags.AddAttributeError(at("token"), "Conflicting Credentials", "Set either token or client_certificate and client_key, not both.")
 	case !token && !cert:
 		diags.AddAttributeError(at("token"), "Missing Credential", "Set token, or client_certificate and client_key.")
-	case cert && !(set(k.ClientCertificate) && set(k.ClientKey)):
+	case cert && (!set(k.ClientCertificate) || !set(k.ClientKey)):
 		diags.AddAttributeError(at("client_key"), "Incomplete Client Certificate", "Set both client_certificate and client_key.")
 	}
 	if diags.HasError() {

@@ -37,7 +37,11 @@ func TestAccWindowsNodePool_existingCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cp.Destroy(context.Background())
+	defer func() {
+		if err := cp.Destroy(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
 	kc, err := clientcmd.LoadFromFile(cp.AdminKubeconfig())
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +108,8 @@ resource "kubewin_windows_node_pool" "win" {
 				Config: config(cp.Endpoint(), "", optIn),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("ready"), knownvalue.Bool(true)),
-					statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("name"), knownvalue.StringExact("ext000000")),
+					statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("name"),
+						knownvalue.StringExact("ext000000")),
 					checkFunc(func() error {
 						node, err := admin.CoreV1().Nodes().Get(context.Background(), "ext000000", metav1.GetOptions{})
 						if err != nil {
@@ -219,7 +224,11 @@ func TestAccWindowsNodePool_guideRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cp.Destroy(context.Background())
+	defer func() {
+		if err := cp.Destroy(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
 	cfg, _ := cp.AdminRESTConfig()
 	admin := kubernetes.NewForConfigOrDie(cfg)
 	guide, err := os.ReadFile(filepath.Join(repoRoot, "templates", "guides", "terraform-cloud.md.tmpl"))

@@ -74,11 +74,13 @@ type azurePoolModel struct {
 }
 
 var (
-	pathLocalImage   = path.Root("local").AtName("image")
-	pathAzure        = path.Root("azure")
-	scaleSetNameRE   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,62}[A-Za-z0-9_])?$`)
-	adminUsernameRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,19}$`)
-	reservedAdmins   = []string{"administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1", "1", "123", "a", "actuser", "adm", "admin2", "aspnet", "backup", "console", "david", "guest", "john", "owner", "root", "server", "sql", "support", "support_388945a0", "sys", "test2", "test3", "user4", "user5"}
+	pathLocalImage  = path.Root("local").AtName("image")
+	pathAzure       = path.Root("azure")
+	scaleSetNameRE  = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,62}[A-Za-z0-9_])?$`)
+	adminUsernameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,19}$`)
+	reservedAdmins  = []string{"administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1", "1", "123", "a", "actuser",
+		"adm", "admin2", "aspnet", "backup", "console", "david", "guest", "john", "owner", "root", "server", "sql", "support", "support_388945a0",
+		"sys", "test2", "test3", "user4", "user5"}
 	backendReplaceIf = []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving a pool to another backend replaces it.", "")}
 )
 
@@ -344,7 +346,8 @@ func (l *localPoolModel) plannedVersion(data *providerData) string {
 }
 
 func (l *localPoolModel) settings(context.Context) (*localSettings, *azureSettings, diag.Diagnostics) {
-	return &localSettings{Image: l.Image.ValueString(), JoinSimulatedNodesToExistingCluster: l.JoinSimulatedNodesToExistingCluster.ValueBoolPointer()}, nil, nil
+	return &localSettings{Image: l.Image.ValueString(),
+		JoinSimulatedNodesToExistingCluster: l.JoinSimulatedNodesToExistingCluster.ValueBoolPointer()}, nil, nil
 }
 
 // saveSettings keeps a local pool's settings in the backend's state directory.
@@ -375,7 +378,8 @@ func (a *azurePoolModel) check(*nodePoolModel) diag.Diagnostics {
 		}
 	}
 	if !a.Priority.IsUnknown() && !a.MaxBidPrice.IsUnknown() && a.Priority.ValueString() != "Spot" && !a.MaxBidPrice.IsNull() {
-		diags.AddAttributeError(pathAzure.AtName("max_bid_price"), "Spot Setting Without Spot VMs", "max_bid_price applies only to priority = \"Spot\": remove it, or set priority.")
+		diags.AddAttributeError(pathAzure.AtName("max_bid_price"), "Spot Setting Without Spot VMs",
+			"max_bid_price applies only to priority = \"Spot\": remove it, or set priority.")
 	}
 	return diags
 }
@@ -601,10 +605,11 @@ func azureMachines(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.Ima
 		// Routed modes deliver pod traffic to the node's NIC, addressed to pods: it must forward.
 		IPForwarding:          mode == v1alpha1.NetworkModeL2Bridge || mode == v1alpha1.NetworkModeHostGateway,
 		AcceleratedNetworking: a.AcceleratedNetworkingEnabled.ValueBool(),
-		OSDisk:                azure.OSDisk{StorageAccountType: a.OSDiskStorageAccountType.ValueString(), Caching: a.OSDiskCaching.ValueString(), SizeGB: int32(a.OSDiskSizeGB.ValueInt64())},
-		Spot:                  a.Priority.ValueString() == "Spot",
-		MaxBidPrice:           -1,
-		Tags:                  tags,
+		OSDisk: azure.OSDisk{StorageAccountType: a.OSDiskStorageAccountType.ValueString(), Caching: a.OSDiskCaching.ValueString(),
+			SizeGB: int32(a.OSDiskSizeGB.ValueInt64())},
+		Spot:        a.Priority.ValueString() == "Spot",
+		MaxBidPrice: -1,
+		Tags:        tags,
 	}
 	if !a.AdminUsername.IsNull() {
 		machines.AdminUsername = a.AdminUsername.ValueString()
@@ -664,16 +669,16 @@ func saveClusterSettings(ctx context.Context, c kubernetes.Interface, s poolSett
 		return err
 	}
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: settingsObjectName(s.Name), Namespace: nodestatus.Namespace, Labels: map[string]string{nodeaccess.PoolLabel: s.Name}},
-		Data:       map[string]string{"settings.json": string(data)},
+		ObjectMeta: metav1.ObjectMeta{Name: settingsObjectName(s.Name), Namespace: nodestatus.Namespace,
+			Labels: map[string]string{nodeaccess.PoolLabel: s.Name}},
+		Data: map[string]string{"settings.json": string(data)},
 	}
 	cms := c.CoreV1().ConfigMaps(nodestatus.Namespace)
-	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+	_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	} else {
-		return err
 	}
+	return err
 }
 
 func loadClusterSettings(ctx context.Context, c kubernetes.Interface, pool string) (poolSettings, error) {
@@ -700,7 +705,8 @@ func (v windowsPasswordValidator) MarkdownDescription(ctx context.Context) strin
 }
 
 // refusedPasswords are passwords Azure refuses whatever their complexity.
-var refusedPasswords = []string{"abc@123", "P@$$w0rd", "P@ssw0rd", "P@ssword123", "Pa$$word", "pass@word1", "Password!", "Password1", "Password22", "iloveyou!"}
+var refusedPasswords = []string{"abc@123", "P@$$w0rd", "P@ssw0rd", "P@ssword123", "Pa$$word", "pass@word1", "Password!", "Password1",
+	"Password22", "iloveyou!"}
 
 func (windowsPasswordValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {

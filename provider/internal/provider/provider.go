@@ -107,7 +107,8 @@ func (p *kubewinProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 					"bin_path": schema.ListAttribute{
 						Optional:    true,
 						ElementType: types.StringType,
-						Description: "Directories searched for the control plane's programs (kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, etcd) and `nodeboot`, " +
+						Description: "Directories searched for the control plane's programs (kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, " +
+							"etcd) and `nodeboot`, " +
 							"before `PATH`. Defaults to `$" + EnvBinPath + "` (a `:`-separated list). `make build testenv` puts them in `bin/` and `.testbin/`.",
 					},
 				},

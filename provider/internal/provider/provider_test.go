@@ -27,7 +27,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		os.Setenv("TF_ACC_TERRAFORM_PATH", tf)
+		if err := os.Setenv("TF_ACC_TERRAFORM_PATH", tf); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	// The node pools' machines run the nodeboot of this tree.
 	dir, err := os.MkdirTemp("", "kubewin-provider-test-")
@@ -48,7 +51,10 @@ func TestMain(m *testing.M) {
 	// A CLI configuration file that does not exist only adds warnings to every run.
 	if f := os.Getenv("TF_CLI_CONFIG_FILE"); f != "" {
 		if _, err := os.Stat(f); err != nil {
-			os.Unsetenv("TF_CLI_CONFIG_FILE")
+			if err := os.Unsetenv("TF_CLI_CONFIG_FILE"); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
 		}
 	}
 	code := m.Run()
@@ -58,7 +64,7 @@ func TestMain(m *testing.M) {
 			code = max(code, 1)
 		}
 	}
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 

@@ -88,7 +88,8 @@ func (r *clusterResource) Metadata(_ context.Context, req resource.MetadataReque
 
 // replaceIfLocal replaces a local cluster when the attribute changes; an azure cluster's change
 // is refused at plan time instead (ModifyPlan).
-var replaceIfLocal = stringplanmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+var replaceIfLocal = stringplanmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.StringRequest,
+	resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
 	resp.RequiresReplace = isLocalState(ctx, req.State)
 }, "Replaces a cluster of the local backend.", "")
 
@@ -120,8 +121,9 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"`kubewin_cluster_credentials`." + verifiedAzure,
 		Blocks: map[string]schema.Block{
 			"local": schema.SingleNestedBlock{
-				Description:   "The cluster runs on this machine, as processes of the local backend (see the provider's `local` block).",
-				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(localBlockChanged, "Moving a local cluster to another backend replaces it.", "")},
+				Description: "The cluster runs on this machine, as processes of the local backend (see the provider's `local` block).",
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(localBlockChanged,
+					"Moving a local cluster to another backend replaces it.", "")},
 			},
 			"azure": clusterAzureBlock(ctx),
 		},
@@ -139,7 +141,8 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				PlanModifiers: append([]planmodifier.String{stringplanmodifier.UseStateForUnknown()}, replace...),
 				Description: fmt.Sprintf("Kubernetes release of the control plane, e.g. `1.37.1`: required for an azure cluster (Kubernetes 1.%d "+
 					"to 1.%d); "+
-					"a local cluster runs the version of its programs, which this reads (setting another is an error).", kubeversion.OldestMinor, kubeversion.NewestMinor),
+					"a local cluster runs the version of its programs, which this reads (setting another is an error).", kubeversion.OldestMinor,
+					kubeversion.NewestMinor),
 			},
 			"cluster_cidr": schema.StringAttribute{
 				Optional:      true,
@@ -161,7 +164,8 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				Optional: true,
 				Computed: true,
 				Default:  int64default.StaticInt64(ipam.DefaultNodeMaskSize),
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.Int64Request,
+					resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
 					resp.RequiresReplace = isLocalState(ctx, req.State)
 				}, "Replaces a cluster of the local backend.", "")},
 				Validators:  []validator.Int64{int64validator.Between(8, ipam.MaxPodCIDRBits)},

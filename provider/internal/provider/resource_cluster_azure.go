@@ -81,9 +81,11 @@ const (
 
 var (
 	pathClusterAzure       = path.Root("azure")
-	controlPlanesAttrTypes = map[string]attr.Type{"count": types.Int64Type, "vm_size": types.StringType, "image_id": types.StringType, "zones": types.ListType{ElemType: types.StringType}, "os_disk_size_gb": types.Int64Type}
-	linuxPoolAttrType      = map[string]attr.Type{"node_count": types.Int64Type, "vm_size": types.StringType, "image_id": types.StringType, "zones": types.ListType{ElemType: types.StringType}, "os_disk_size_gb": types.Int64Type}
-	dnsLabelRE             = regexp.MustCompile(`^[a-z][a-z0-9-]{1,61}[a-z0-9]$`)
+	controlPlanesAttrTypes = map[string]attr.Type{"count": types.Int64Type, "vm_size": types.StringType, "image_id": types.StringType,
+		"zones": types.ListType{ElemType: types.StringType}, "os_disk_size_gb": types.Int64Type}
+	linuxPoolAttrType = map[string]attr.Type{"node_count": types.Int64Type, "vm_size": types.StringType, "image_id": types.StringType,
+		"zones": types.ListType{ElemType: types.StringType}, "os_disk_size_gb": types.Int64Type}
+	dnsLabelRE = regexp.MustCompile(`^[a-z][a-z0-9-]{1,61}[a-z0-9]$`)
 )
 
 func clusterAzureBlock(context.Context) schema.Block {
@@ -103,8 +105,9 @@ func clusterAzureBlock(context.Context) schema.Block {
 				Default:     stringdefault.StaticString(defaultVMSize),
 				Description: "Size of the VMs. Default `" + defaultVMSize + "`.",
 			},
-			"image_id": schema.StringAttribute{Optional: true, Description: "A managed or gallery image of Ubuntu to boot from, with cloud-init (and, to skip their installation, " +
-				"kubeadm, the kubelet and containerd). Default: the marketplace's Ubuntu 24.04 LTS (`Canonical:ubuntu-24_04-lts:server:latest`)."},
+			"image_id": schema.StringAttribute{Optional: true,
+				Description: "A managed or gallery image of Ubuntu to boot from, with cloud-init (and, to skip their installation, " +
+					"kubeadm, the kubelet and containerd). Default: the marketplace's Ubuntu 24.04 LTS (`Canonical:ubuntu-24_04-lts:server:latest`)."},
 			"zones": schema.ListAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
@@ -294,7 +297,8 @@ func (a *clusterAzureModel) validate(_ context.Context, m *clusterModel) diag.Di
 				"version.", kubeversion.NewestMinor, kubeversion.OldestMinor, kubeversion.NewestMinor))
 	}
 	if a.ControlPlaneSubnetID.IsNull() != a.AgentSubnetID.IsNull() && !a.ControlPlaneSubnetID.IsUnknown() && !a.AgentSubnetID.IsUnknown() {
-		diags.AddAttributeError(pathClusterAzure.AtName("master_subnet_id"), "Incomplete Existing Network", "Set both master_subnet_id and agent_subnet_id (existing subnets), or neither (the cluster's own virtual network).")
+		diags.AddAttributeError(pathClusterAzure.AtName("master_subnet_id"), "Incomplete Existing Network",
+			"Set both master_subnet_id and agent_subnet_id (existing subnets), or neither (the cluster's own virtual network).")
 	}
 	if !a.ControlPlaneSubnetID.IsNull() && !a.APIServerAuthorizedIPRanges.IsNull() && !a.APIServerAuthorizedIPRanges.IsUnknown() &&
 		len(a.APIServerAuthorizedIPRanges.Elements()) > 0 {
@@ -308,7 +312,8 @@ func (a *clusterAzureModel) validate(_ context.Context, m *clusterModel) diag.Di
 				"outbound rules use), or the nodes are locked out.")
 	}
 	if a.APIServerAccess.ValueString() == "internal" && !a.DNSPrefix.IsNull() {
-		diags.AddAttributeError(pathClusterAzure.AtName("dns_prefix"), "DNS Prefix Without Public Address", "dns_prefix names the public address of the API server; with api_server_access = \"internal\" there is none: remove it.")
+		diags.AddAttributeError(pathClusterAzure.AtName("dns_prefix"), "DNS Prefix Without Public Address",
+			"dns_prefix names the public address of the API server; with api_server_access = \"internal\" there is none: remove it.")
 	}
 	// The cluster's own network: its subnets in its space, the pods' and services' outside.
 	named := func(name string, v types.String, def string) (ipam.Named, bool) {
@@ -338,7 +343,8 @@ func (a *clusterAzureModel) validate(_ context.Context, m *clusterModel) diag.Di
 			diags.AddAttributeError(pathClusterAzure, "Overlapping CIDRs", err.Error()+": the nodes' and the pods' and services' addresses must be apart.")
 		}
 		for _, err := range ipam.Overlaps(vnet, pods) {
-			diags.AddAttributeError(path.Root("cluster_cidr"), "Overlapping CIDRs", err.Error()+": pods are routed by the route table and must be outside the virtual network.")
+			diags.AddAttributeError(path.Root("cluster_cidr"), "Overlapping CIDRs",
+				err.Error()+": pods are routed by the route table and must be outside the virtual network.")
 		}
 	}
 	return diags
@@ -366,7 +372,8 @@ func (*clusterAzureModel) modifyPlan(ctx context.Context, _ *providerData, req r
 		diags.AddAttributeError(at, "Change Would Replace the Cluster",
 			fmt.Sprintf("Changing %s of azure cluster %q (from %q to %q) would need a new cluster, and kubewin never destroys a cluster as a side "+
 				"effect of a change. "+
-				"Keep %s = %q; to change it, make a new kubewin_cluster (another name), move the node pools to it, then remove this one.", name, state.Name.ValueString(), from, to, name, from))
+				"Keep %s = %q; to change it, make a new kubewin_cluster (another name), move the node pools to it, then remove this one.", name,
+				state.Name.ValueString(), from, to, name, from))
 	}
 	same := func(a, b attr.Value) bool { return a.IsUnknown() || b.IsUnknown() || a.Equal(b) }
 	for _, f := range []struct {
@@ -383,7 +390,8 @@ func (*clusterAzureModel) modifyPlan(ctx context.Context, _ *providerData, req r
 		{pathClusterAzure.AtName("location"), "azure.location", state.Azure.Location, plan.Azure.Location},
 		{pathClusterAzure.AtName("dns_prefix"), "azure.dns_prefix", state.Azure.DNSPrefix, plan.Azure.DNSPrefix},
 		{pathClusterAzure.AtName("api_server_access"), "azure.api_server_access", state.Azure.APIServerAccess, plan.Azure.APIServerAccess},
-		{pathClusterAzure.AtName("api_server_authorized_ip_ranges"), "azure.api_server_authorized_ip_ranges", state.Azure.APIServerAuthorizedIPRanges, plan.Azure.APIServerAuthorizedIPRanges},
+		{pathClusterAzure.AtName("api_server_authorized_ip_ranges"), "azure.api_server_authorized_ip_ranges", state.Azure.APIServerAuthorizedIPRanges,
+			plan.Azure.APIServerAuthorizedIPRanges},
 		{pathClusterAzure.AtName("vnet_cidr"), "azure.vnet_cidr", state.Azure.VNetCIDR, plan.Azure.VNetCIDR},
 		{pathClusterAzure.AtName("master_subnet_cidr"), "azure.master_subnet_cidr", state.Azure.ControlPlaneSubnetCIDR, plan.Azure.ControlPlaneSubnetCIDR},
 		{pathClusterAzure.AtName("agent_subnet_cidr"), "azure.agent_subnet_cidr", state.Azure.AgentSubnetCIDR, plan.Azure.AgentSubnetCIDR},
@@ -495,8 +503,10 @@ func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *
 			PublicAPIServer:        a.APIServerAccess.ValueString() != "internal",
 			DNSPrefix:              a.DNSPrefix.ValueString(),
 		},
-		ControlPlanes:           azure.MachineSpec{Count: int(mm.Count.ValueInt64()), VMSize: mm.VMSize.ValueString(), Image: image(mm.ImageID), Zones: controlPlaneZones, OSDiskSizeGB: int32(mm.OSDiskSizeGB.ValueInt64())},
-		Agents:                  azure.MachineSpec{Count: int(lp.NodeCount.ValueInt64()), VMSize: lp.VMSize.ValueString(), Image: image(lp.ImageID), Zones: poolZones, OSDiskSizeGB: int32(lp.OSDiskSizeGB.ValueInt64())},
+		ControlPlanes: azure.MachineSpec{Count: int(mm.Count.ValueInt64()), VMSize: mm.VMSize.ValueString(), Image: image(mm.ImageID),
+			Zones: controlPlaneZones, OSDiskSizeGB: int32(mm.OSDiskSizeGB.ValueInt64())},
+		Agents: azure.MachineSpec{Count: int(lp.NodeCount.ValueInt64()), VMSize: lp.VMSize.ValueString(), Image: image(lp.ImageID),
+			Zones: poolZones, OSDiskSizeGB: int32(lp.OSDiskSizeGB.ValueInt64())},
 		AdminUsername:           a.AdminUsername.ValueString(),
 		SSHPublicKeys:           keys,
 		Tags:                    tags,
@@ -559,8 +569,9 @@ func (a *clusterAzureModel) create(ctx context.Context, data *providerData, m *c
 	}
 	if err != nil {
 		m.Running = types.BoolValue(false)
-		diags.AddError("Cannot Create Cluster", fmt.Sprintf("Making azure cluster %q failed: %s\n\nWhat was made is in the state: `terraform destroy` removes it, "+
-			"or the next apply replaces the cluster.", m.Name.ValueString(), err))
+		diags.AddError("Cannot Create Cluster",
+			fmt.Sprintf("Making azure cluster %q failed: %s\n\nWhat was made is in the state: `terraform destroy` removes it, "+
+				"or the next apply replaces the cluster.", m.Name.ValueString(), err))
 	}
 	return diags
 }

@@ -72,8 +72,9 @@ func (r *podRouteResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"overlapping destinations; both are checked at plan time, against the table's routes and the others planned." + verifiedAzure,
 		Blocks: map[string]schema.Block{
 			"local": schema.SingleNestedBlock{
-				Description:   "The route goes into a route table of the local backend.",
-				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving the route to another backend replaces it.", "")},
+				Description: "The route goes into a route table of the local backend.",
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving the route to another backend replaces it.",
+					"")},
 				Attributes: map[string]schema.Attribute{
 					"route_table": schema.StringAttribute{
 						Optional:      true,
@@ -87,7 +88,8 @@ func (r *podRouteResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Description: "The route goes into an Azure route table, with next hop type `VirtualAppliance` (the node's NIC, which the " +
 					"`azure` node pool creates with IP forwarding). Writes to one table are serialised; throttling and conflicts with " +
 					"other operations on the table are retried.",
-				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving the route to another backend replaces it.", "")},
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving the route to another backend replaces it.",
+					"")},
 				Attributes: map[string]schema.Attribute{
 					"route_table_id": schema.StringAttribute{
 						Optional:      true,
@@ -189,7 +191,8 @@ func (a *azureRouteModel) validate() diag.Diagnostics {
 	var diags diag.Diagnostics
 	switch {
 	case a.RouteTableID.IsNull():
-		diags.AddAttributeError(path.Root("azure").AtName("route_table_id"), "Missing Route Table", "Set azure.route_table_id to the route table's resource ID.")
+		diags.AddAttributeError(path.Root("azure").AtName("route_table_id"), "Missing Route Table",
+			"Set azure.route_table_id to the route table's resource ID.")
 	case !a.RouteTableID.IsUnknown():
 		if _, _, err := azure.ParseRouteTableID(a.RouteTableID.ValueString()); err != nil {
 			diags.AddAttributeError(path.Root("azure").AtName("route_table_id"), "Invalid Route Table ID", err.Error())
@@ -424,7 +427,8 @@ func (r *podRouteResource) ImportState(ctx context.Context, req resource.ImportS
 	} else {
 		table, name, ok := strings.Cut(req.ID, "/")
 		if !ok || table == "" || name == "" {
-			resp.Diagnostics.AddError("Invalid Import ID", fmt.Sprintf("%q is neither a route's Azure resource ID nor <route_table>/<name> of the local backend.", req.ID))
+			resp.Diagnostics.AddError("Invalid Import ID",
+				fmt.Sprintf("%q is neither a route's Azure resource ID nor <route_table>/<name> of the local backend.", req.ID))
 			return
 		}
 		m.Name, m.Local = types.StringValue(name), &localRouteModel{RouteTable: types.StringValue(table)}

@@ -381,7 +381,8 @@ type clusterFacts struct {
 }
 
 // placeholderCluster stands in for a cluster not created yet, to check the node settings.
-var placeholderCluster = clusterFacts{Endpoint: "127.0.0.1:6443", CAHash: "sha256:" + strings.Repeat("0", 64), ClusterCIDR: v1alpha1.DefaultClusterCIDR, ServiceCIDR: v1alpha1.DefaultServiceCIDR}
+var placeholderCluster = clusterFacts{Endpoint: "127.0.0.1:6443", CAHash: "sha256:" + strings.Repeat("0", 64),
+	ClusterCIDR: v1alpha1.DefaultClusterCIDR, ServiceCIDR: v1alpha1.DefaultServiceCIDR}
 
 // placeholderToken stands in the template for the token each change of the pool mints, so
 // that the template validates; it is never sent anywhere.
@@ -389,7 +390,8 @@ const placeholderToken = "abcdef.0123456789abcdef"
 
 // nodeConfigTemplate is the pool's NodeConfig, with a placeholder token: every node boots with
 // it and names itself after its computer.
-func nodeConfigTemplate(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.ImageManifest, c clusterFacts) (*v1alpha1.NodeConfig, diag.Diagnostics) {
+func nodeConfigTemplate(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.ImageManifest, c clusterFacts) (*v1alpha1.NodeConfig,
+	diag.Diagnostics) {
 	cfg, diags := m.settings().nodeConfig(ctx, manifest.Runtime.Name, c)
 	cfg.Cluster.BootstrapToken = placeholderToken
 	return cfg, diags
@@ -782,7 +784,8 @@ func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagn
 	}
 	var dm drainModel
 	diags.Append(m.Drain.As(ctx, &dm, objectAsOptions)...)
-	s.DrainTimeout, s.IgnoreDaemonSets, s.DeleteEmptyDirData = dm.Timeout.ValueString(), dm.IgnoreDaemonSets.ValueBool(), dm.DeleteEmptyDirData.ValueBool()
+	s.DrainTimeout, s.IgnoreDaemonSets, s.DeleteEmptyDirData = dm.Timeout.ValueString(), dm.IgnoreDaemonSets.ValueBool(),
+		dm.DeleteEmptyDirData.ValueBool()
 	var hm healthCheckModel
 	diags.Append(m.HealthCheck.As(ctx, &hm, objectAsOptions)...)
 	s.NotReadyTimeout, s.MaxReplacements = hm.NotReadyTimeout.ValueString(), hm.MaxReplacements.ValueInt64()
@@ -809,7 +812,8 @@ func (s poolSettings) model() nodePoolModel {
 		KubeletExtraArgs: stringMap(s.KubeletExtraArgs),
 		Taints:           taintModelsOf(s.Taints),
 		Drain: types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{
-			"timeout": types.StringValue(s.DrainTimeout), "ignore_daemonsets": types.BoolValue(s.IgnoreDaemonSets), "delete_emptydir_data": types.BoolValue(s.DeleteEmptyDirData),
+			"timeout": types.StringValue(s.DrainTimeout), "ignore_daemonsets": types.BoolValue(s.IgnoreDaemonSets),
+			"delete_emptydir_data": types.BoolValue(s.DeleteEmptyDirData),
 		}),
 		// Settings saved before health_check existed have its defaults.
 		HealthCheck: types.ObjectValueMust(healthCheckAttrTypes, map[string]attr.Value{
@@ -817,11 +821,13 @@ func (s poolSettings) model() nodePoolModel {
 			"max_replacements":  types.Int64Value(cmp.Or(s.MaxReplacements, pool.DefaultMaxReplacements)),
 			"join_retries":      types.Int64Value(ptrOr(s.JoinRetries, defaultJoinRetries)),
 		}),
-		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})},
-		Nodes:    types.ListNull(types.ObjectType{AttrTypes: nodeAttrTypes}),
+		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType,
+			"delete": types.StringType})},
+		Nodes: types.ListNull(types.ObjectType{AttrTypes: nodeAttrTypes}),
 	}
 	if l := s.Local; l != nil {
-		m.Local = &localPoolModel{Image: types.StringValue(l.Image), JoinSimulatedNodesToExistingCluster: types.BoolPointerValue(l.JoinSimulatedNodesToExistingCluster)}
+		m.Local = &localPoolModel{Image: types.StringValue(l.Image),
+			JoinSimulatedNodesToExistingCluster: types.BoolPointerValue(l.JoinSimulatedNodesToExistingCluster)}
 	}
 	if a := s.Azure; a != nil {
 		zones := types.ListNull(types.StringType)

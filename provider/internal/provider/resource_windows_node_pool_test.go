@@ -165,7 +165,8 @@ func testAccWindowsNodePool(t *testing.T, state, provider string, be poolBackend
 		return []statecheck.StateCheck{
 			statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes"), knownvalue.ListSizeExact(count)),
 			statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("ready"), knownvalue.Bool(true)),
-			statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("pod_cidr"), knownvalue.StringRegexp(regexp.MustCompile(`^10\.244\.\d+\.0/24$`))),
+			statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes").AtSliceIndex(0).AtMapKey("pod_cidr"),
+				knownvalue.StringRegexp(regexp.MustCompile(`^10\.244\.\d+\.0/24$`))),
 			checkFunc(func() error {
 				if n := readyNodes(); n != count {
 					return fmt.Errorf("%d Ready pool nodes, want %d", n, count)
@@ -173,7 +174,8 @@ func testAccWindowsNodePool(t *testing.T, state, provider string, be poolBackend
 				if ms, err := be.machines(); err != nil || len(ms) != count {
 					return fmt.Errorf("%d machines at the backend (%v), want %d: %v", len(ms), err, count, ms)
 				}
-				tokens, err := client().CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
+				tokens, err := client().CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(),
+					metav1.ListOptions{FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
 				if err != nil || len(tokens.Items) != 0 {
 					return fmt.Errorf("bootstrap tokens left after the apply: %d (%v)", len(tokens.Items), err)
 				}
@@ -205,7 +207,8 @@ func testAccWindowsNodePool(t *testing.T, state, provider string, be poolBackend
 					if err != nil {
 						return err
 					}
-					if node.Labels["kubernetes.io/os"] != "windows" || node.Labels["example.com/team"] != "windows" || node.Labels["node.kubernetes.io/windows-build"] != "10.0.20348" {
+					if node.Labels["kubernetes.io/os"] != "windows" || node.Labels["example.com/team"] != "windows" ||
+						node.Labels["node.kubernetes.io/windows-build"] != "10.0.20348" {
 						return fmt.Errorf("labels %v", node.Labels)
 					}
 					for _, tn := range node.Spec.Taints {
@@ -375,11 +378,17 @@ func watchReady(t *testing.T, c kubernetes.Interface, selector string) *readyWat
 			case watch.Error:
 				rw.err = fmt.Errorf("watching the nodes failed: %v", apierrors.FromObject(ev.Object))
 				return
-			case watch.Deleted:
-				delete(ready, ev.Object.(*corev1.Node).Name)
-			case watch.Added, watch.Modified:
-				n := ev.Object.(*corev1.Node)
-				ready[n.Name] = readySchedulable(n)
+			case watch.Deleted, watch.Added, watch.Modified:
+				n, ok := ev.Object.(*corev1.Node)
+				if !ok {
+					rw.err = fmt.Errorf("the node watch sent a %T", ev.Object)
+					return
+				}
+				if ev.Type == watch.Deleted {
+					delete(ready, n.Name)
+				} else {
+					ready[n.Name] = readySchedulable(n)
+				}
 			}
 			rw.least = min(rw.least, countTrue(ready))
 		}

@@ -65,14 +65,15 @@ func adminClient(t testing.TB, b *local.Backend, cluster string) func() kubernet
 // JSON: the payload of a Windows Server 2022 node of the Kubernetes version given.
 func testRelease(t testing.TB, kubernetesVersion string) string {
 	t.Helper()
-	files := map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet"), "k/kube-proxy.exe": []byte("simulated kube-proxy"), "k/nodeboot.exe": []byte("nodeboot.exe")}
+	files := map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet"), "k/kube-proxy.exe": []byte("simulated kube-proxy"),
+		"k/nodeboot.exe": []byte("nodeboot.exe")}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := files[strings.TrimPrefix(r.URL.Path, "/")]
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
-		w.Write(data)
+		_, _ = w.Write(data)
 	}))
 	t.Cleanup(srv.Close)
 	pause, digests := ociregistry.Serve(t).PushPause(t, "pause:3.10.2", uint32(v1alpha1.WindowsServer2022))
@@ -238,7 +239,8 @@ func TestAccWindowsNode(t *testing.T) {
 						if !readySchedulable(node) {
 							return fmt.Errorf("node winsrv01 is not Ready: %v", node.Status.Conditions)
 						}
-						for k, v := range map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348", "example.com/site": "lab", "kubewin.io/host": "winsrv01"} {
+						for k, v := range map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348",
+							"example.com/site": "lab", "kubewin.io/host": "winsrv01"} {
 							if node.Labels[k] != v {
 								return fmt.Errorf("label %s = %q, want %q (labels %v)", k, node.Labels[k], v, node.Labels)
 							}
@@ -246,7 +248,8 @@ func TestAccWindowsNode(t *testing.T) {
 						if ip := nodeIP(node); ip != "127.100.0.5" {
 							return fmt.Errorf("node address %q, want the address of adapter \"Ethernet 2\"", ip)
 						}
-						tokens, err := client().CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
+						tokens, err := client().CoreV1().Secrets(metav1.NamespaceSystem).List(ctx,
+							metav1.ListOptions{FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
 						if err != nil || len(tokens.Items) != 0 {
 							return fmt.Errorf("bootstrap tokens left after the apply: %d (%v)", len(tokens.Items), err)
 						}
@@ -341,7 +344,9 @@ func stopServer(t testing.TB, pidFile string) {
 		return
 	}
 	var pid int
-	fmt.Sscan(string(b), &pid)
+	if _, err := fmt.Sscan(string(b), &pid); err != nil {
+		return // no pid written yet: nothing runs
+	}
 	if err := proc.Stop(context.Background(), pid, 5*time.Second); err != nil {
 		t.Error(err)
 	}
@@ -375,12 +380,14 @@ func budgetedPods(t testing.TB, c kubernetes.Interface, nodes ...string) {
 	minAvailable := intstr.FromInt32(int32(len(nodes) - 1))
 	if _, err := c.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "iis"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "iis"}}},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "iis"}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if b, err := c.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "iis", metav1.GetOptions{}); err == nil && int(b.Status.CurrentHealthy) == len(nodes) {
+		if b, err := c.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "iis",
+			metav1.GetOptions{}); err == nil && int(b.Status.CurrentHealthy) == len(nodes) {
 			return
 		}
 	}

@@ -142,7 +142,8 @@ resource "kubewin_cluster" "test" {
 		Steps: []resource.TestStep{
 			{
 				PreConfig: func() {
-					m.Fail = map[string]serverstest.Failure{"' bake --manifest ": {Exit: 5, Output: "[bake] payload file k/kubelet.exe from http://mirror.test/kubewin/k/kubelet.exe has sha256 0bad, the manifest says 1f00\r\n"}}
+					m.Fail = map[string]serverstest.Failure{"' bake --manifest ": {Exit: 5,
+						Output: "[bake] payload file k/kubelet.exe from http://mirror.test/kubewin/k/kubelet.exe has sha256 0bad, the manifest says 1f00\r\n"}}
 				},
 				Config: config, ConfigVariables: passwordVar(winrmPassword),
 				ExpectError: wrapped(`(?s)Command Failed on the Server.*nodeboot bake failed on the guest with exit status\s+5.*k/kubelet.exe from\s+http://mirror.test/kubewin/k/kubelet.exe has sha256 0bad`),
@@ -151,9 +152,11 @@ resource "kubewin_cluster" "test" {
 				PreConfig: func() {
 					m.Fail = nil
 					m.Join = func() (string, int) {
-						return "[preflight] done in 3ms\r\n[discovery] finding the cluster and pinning its CA\r\n[discovery] failed after 2ms: CAPinMismatch: the cluster's CA is not the pinned one\r\n", 1
+						return "[preflight] done in 3ms\r\n[discovery] finding the cluster and pinning its CA\r\n[discovery] failed after 2ms: CAPinMismatch: " +
+							"the cluster's CA is not the pinned one\r\n", 1
 					}
-					m.Report = &nodestatus.Report{Node: "winsrv02", State: nodestatus.StateFailed, Phase: "discovery", Code: nodestatus.CodeCAPinMismatch, Message: "the cluster's CA is not the pinned one"}
+					m.Report = &nodestatus.Report{Node: "winsrv02", State: nodestatus.StateFailed, Phase: "discovery", Code: nodestatus.CodeCAPinMismatch,
+						Message: "the cluster's CA is not the pinned one"}
 				},
 				Config: config, ConfigVariables: passwordVar(winrmPassword),
 				ExpectError: wrapped(`(?s)Node Failed to Join.*node winsrv02 failed in phase discovery with code\s+CAPinMismatch.*Last lines of nodeboot's output:.*\[discovery\] failed after 2ms`),
@@ -239,7 +242,8 @@ func wrapped(pattern string) *regexp.Regexp {
 // readyNode registers a Ready Node, as a kubelet would.
 func readyNode(t *testing.T, c kubernetes.Interface, name string) {
 	ctx := context.Background()
-	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/os": "windows"}}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{"kubernetes.io/os": "windows"}}}, metav1.CreateOptions{}); err != nil {
 		t.Error(err)
 		return
 	}
@@ -249,7 +253,8 @@ func readyNode(t *testing.T, c kubernetes.Interface, name string) {
 		if err != nil {
 			return err
 		}
-		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
 		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		return err
 	})
@@ -283,8 +288,12 @@ func TestAccWindowsNode_unreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		t.Fatalf("a TCP listener at %v", l.Addr())
+	}
+	port := addr.Port
+	_ = l.Close()
 	badServer(t, nil, winrmPassword, fmt.Sprintf(`
 variable "password" {
   type      = string

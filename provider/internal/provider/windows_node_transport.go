@@ -88,7 +88,7 @@ func (m *windowsNodeModel) connect(ctx context.Context, secret string) (guest.Sh
 		if sim := m.Simulated; sim != nil {
 			lang = guest.Sim{Root: sim.Root.ValueString(), Binary: sim.Nodeboot.ValueString()}
 		}
-		return guest.Shell{Runner: c, Lang: lang}, func() { c.Close() }, nil
+		return guest.Shell{Runner: c, Lang: lang}, func() { _ = c.Close() }, nil
 	}
 	w := m.WinRM
 	http := w.InsecureUseHTTP.ValueBool()

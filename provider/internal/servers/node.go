@@ -59,7 +59,7 @@ func (n *Node) run(ctx context.Context, what, line string) error {
 		return nil
 	}
 	out := guest.LineWriter(func(l string) { tflog.Debug(ctx, l, map[string]any{"node": n.Name, "command": what}) })
-	defer out.Close()
+	defer func() { _ = out.Close() }()
 	_, err := guest.Run(ctx, n.Server, guest.Command{What: what, Line: line, Elevated: true}, out)
 	return err
 }
@@ -80,7 +80,7 @@ func (n *Node) Join(ctx context.Context) error {
 		tflog.Info(ctx, "installing the payload", map[string]any{"transfer": n.Install.Transfer, "files": len(n.Install.Plan.Files)})
 		in := *n.Install
 		out := guest.LineWriter(func(l string) { tflog.Info(ctx, l) })
-		defer out.Close()
+		defer func() { _ = out.Close() }()
 		in.Say, in.Out = func(s string) { tflog.Info(ctx, s) }, out
 		if _, err := in.Run(ctx, n.Server, n.Server.Lang); err != nil {
 			return fmt.Errorf("install the payload: %w", err)
@@ -122,7 +122,7 @@ func (n *Node) Join(ctx context.Context) error {
 	tflog.Info(ctx, "running nodeboot join")
 	phases := guest.LineWriter(func(l string) { tflog.Info(ctx, l) })
 	_, err = guest.Run(ctx, n.Server, guest.Command{What: "nodeboot join", Line: n.Server.Lang.Nodeboot("join"), Elevated: true}, phases)
-	phases.Close()
+	_ = phases.Close()
 	if err != nil {
 		var exit *guest.ExitError
 		if errors.As(err, &exit) {

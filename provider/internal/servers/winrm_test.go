@@ -89,8 +89,12 @@ func TestWinRMConnectionFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		t.Fatalf("a TCP listener at %v", l.Addr())
+	}
+	closed := addr.Port
+	_ = l.Close()
 	for _, tc := range []struct {
 		name string
 		conn remote.WinRM

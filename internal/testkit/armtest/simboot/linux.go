@@ -84,8 +84,9 @@ func (m *linuxMachine) serial(format string, args ...any) {
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	fmt.Fprintf(f, format+"\n", args...)
+	// The serial console is best-effort, as a machine's is: a line it cannot write is lost.
+	defer func() { _ = f.Close() }()
+	_, _ = fmt.Fprintf(f, format+"\n", args...)
 }
 
 // run runs a command on the machine, its output going to the serial console as cloud-init's does.
@@ -115,7 +116,8 @@ func (b *Booter) bootLinux(ctx context.Context, in armtest.Instance, doc *kubead
 	}
 	b.linux[dir] = m
 	b.mu.Unlock()
-	m.serial("armtest: SIMULATED Linux machine %s (%s) booted from %s: cloud-init's files are written, its bootstrap script is not run; kubeadm runs the %s steps a simulated machine can (see internal/armtest/simboot)", in.ComputerName, in.PrivateIP, in.ImageID, doc.Role)
+	m.serial("armtest: SIMULATED Linux machine %s (%s) booted from %s: cloud-init's files are written, its bootstrap script is not run; kubeadm "+
+		"runs the %s steps a simulated machine can (see internal/armtest/simboot)", in.ComputerName, in.PrivateIP, in.ImageID, doc.Role)
 	m.serial("%sstart role=%s", kubeadmboot.SerialPrefix, doc.Role)
 	for _, f := range doc.Files {
 		if m.machine.File(f.Path) == f.Path {

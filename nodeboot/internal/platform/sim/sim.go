@@ -119,7 +119,7 @@ func (p *Platform) runKubelet(service string, args []string) error {
 		Out:      out,
 	})
 	if err != nil {
-		fmt.Fprintf(out, "[simulated-kubelet] cannot start: %v\n", err)
+		_, _ = fmt.Fprintf(out, "[simulated-kubelet] cannot start: %v\n", err)
 		return fmt.Errorf("start the simulated kubelet: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -136,7 +136,7 @@ func (p *Platform) runKubelet(service string, args []string) error {
 	go func() {
 		defer close(prog.done)
 		if err := k.Run(ctx); err != nil {
-			fmt.Fprintf(out, "[simulated-kubelet] stopped: %v\n", err)
+			_, _ = fmt.Fprintf(out, "[simulated-kubelet] stopped: %v\n", err)
 			p.mu.Lock()
 			delete(p.programs, service)
 			p.mu.Unlock()
@@ -195,8 +195,9 @@ func (p *Platform) nodeInfo() corev1.NodeSystemInfo {
 	}
 	if raw, err := os.ReadFile(p.Path(nodecmd.DefaultPaths().ImageManifest)); err == nil {
 		if m, err := api.LoadImageManifest(raw); err == nil {
+			// No KubeProxyVersion: kubelets stopped reporting it in 1.31 (KEP-4004,
+			// https://github.com/kubernetes/enhancements/issues/4004); the field is deprecated.
 			info.KubeletVersion = m.KubernetesVersion
-			info.KubeProxyVersion = m.KubernetesVersion
 			info.ContainerRuntimeVersion = string(m.Runtime.Name) + "://" + m.Runtime.Version
 		}
 	}

@@ -57,7 +57,8 @@ func (n network) Ensure(ctx context.Context, spec platform.NetworkSpec) (platfor
 		// Local traffic between the host and its pods (flannel device_windows.go adds the
 		// HostRoute policy to every network it creates or finds without one).
 		if !hasPolicy(pod, hcnjson.HostRoute) {
-			if err := p.b.HNS.AddNetworkPolicy(pod.Id, hcnjson.PolicyNetworkRequest{Policies: []hcnjson.NetworkPolicy{{Type: hcnjson.HostRoute, Settings: json.RawMessage("{}")}}}); err != nil {
+			if err := p.b.HNS.AddNetworkPolicy(pod.Id, hcnjson.PolicyNetworkRequest{Policies: []hcnjson.NetworkPolicy{{Type: hcnjson.HostRoute,
+				Settings: json.RawMessage("{}")}}}); err != nil {
 				return platform.NetworkInfo{}, fmt.Errorf("add the HostRoute policy to %s (it needs Windows build 18321 or newer): %w", spec.Name, err)
 			}
 		}
@@ -84,7 +85,8 @@ func (n network) Ensure(ctx context.Context, spec platform.NetworkSpec) (platfor
 // ensureNetwork keeps the network named in req when it matches, and otherwise deletes it and
 // creates req, then waits until HNS reports its management address and the host has the
 // interface that holds it. It reports whether it created the network.
-func (p *Platform) ensureNetwork(ctx context.Context, req *hcnjson.HostComputeNetwork, matches func(*hcnjson.HostComputeNetwork) bool) (*hcnjson.HostComputeNetwork, bool, error) {
+func (p *Platform) ensureNetwork(ctx context.Context, req *hcnjson.HostComputeNetwork,
+	matches func(*hcnjson.HostComputeNetwork) bool) (*hcnjson.HostComputeNetwork, bool, error) {
 	existing, err := p.b.HNS.NetworkByName(req.Name)
 	switch {
 	case err == nil && matches(existing):
@@ -144,7 +146,8 @@ func (p *Platform) waitHostNetwork(ctx context.Context, n *hcnjson.HostComputeNe
 	if err != nil {
 		return nil, err
 	}
-	err = p.waitFor(ctx, 45*time.Second, fmt.Sprintf("no host interface holds %s, the management address of network %s", mgmt, n.Name), func() (bool, error) {
+	err = p.waitFor(ctx, 45*time.Second, fmt.Sprintf("no host interface holds %s, the management address of network %s", mgmt, n.Name), func() (bool,
+		error) {
 		name, err := p.interfaceWith(mgmt)
 		return name != "", err
 	})
@@ -242,10 +245,11 @@ func (n network) RemovePodState(_ context.Context, name string) error {
 // (kubernetes cluster/gce/windows/k8s-node-setup.psm1 Add_InitialHnsNetwork likewise).
 func bootstrapRequest(spec platform.NetworkSpec) *hcnjson.HostComputeNetwork {
 	return &hcnjson.HostComputeNetwork{
-		Name:          spec.Bootstrap.Name,
-		Type:          networkType(spec.Type),
-		Policies:      []hcnjson.NetworkPolicy{adapterPolicy(spec.Adapter)},
-		Ipams:         []hcnjson.Ipam{{Type: "Static", Subnets: []hcnjson.Subnet{subnet(spec.Bootstrap.Subnet, spec.Bootstrap.Gateway, spec.Bootstrap.VSID)}}},
+		Name:     spec.Bootstrap.Name,
+		Type:     networkType(spec.Type),
+		Policies: []hcnjson.NetworkPolicy{adapterPolicy(spec.Adapter)},
+		Ipams: []hcnjson.Ipam{{Type: "Static", Subnets: []hcnjson.Subnet{subnet(spec.Bootstrap.Subnet, spec.Bootstrap.Gateway,
+			spec.Bootstrap.VSID)}}},
 		SchemaVersion: hcnjson.V2,
 	}
 }
@@ -284,7 +288,8 @@ func mustJSON(v any) json.RawMessage {
 }
 
 func adapterPolicy(adapter string) hcnjson.NetworkPolicy {
-	return hcnjson.NetworkPolicy{Type: hcnjson.NetAdapterName, Settings: mustJSON(hcnjson.NetAdapterNameNetworkPolicySetting{NetworkAdapterName: adapter})}
+	return hcnjson.NetworkPolicy{Type: hcnjson.NetAdapterName,
+		Settings: mustJSON(hcnjson.NetAdapterNameNetworkPolicySetting{NetworkAdapterName: adapter})}
 }
 
 // subnet is a static subnet with its default route through gateway (HNS refuses a subnet
@@ -293,7 +298,8 @@ func adapterPolicy(adapter string) hcnjson.NetworkPolicy {
 func subnet(prefix netip.Prefix, gateway netip.Addr, vsid int32) hcnjson.Subnet {
 	s := hcnjson.Subnet{IpAddressPrefix: prefix.String(), Routes: []hcnjson.Route{{NextHop: gateway.String(), DestinationPrefix: "0.0.0.0/0"}}}
 	if vsid != 0 {
-		s.Policies = []json.RawMessage{mustJSON(hcnjson.SubnetPolicy{Type: hcnjson.VSID, Settings: mustJSON(hcnjson.VsidPolicySetting{IsolationId: uint32(vsid)})})}
+		s.Policies = []json.RawMessage{mustJSON(hcnjson.SubnetPolicy{Type: hcnjson.VSID,
+			Settings: mustJSON(hcnjson.VsidPolicySetting{IsolationId: uint32(vsid)})})}
 	}
 	return s
 }
@@ -421,7 +427,8 @@ func (p *Platform) ensureHostEndpoint(ctx context.Context, pod *hcnjson.HostComp
 	want := hostEndpointRequest(spec, pod.Id)
 	ep, err := p.b.HNS.EndpointByName(name)
 	switch {
-	case err == nil && ep.HostComputeNetwork == pod.Id && len(ep.IpConfigurations) > 0 && ep.IpConfigurations[0].IpAddress == want.IpConfigurations[0].IpAddress:
+	case err == nil && ep.HostComputeNetwork == pod.Id && len(ep.IpConfigurations) > 0 &&
+		ep.IpConfigurations[0].IpAddress == want.IpConfigurations[0].IpAddress:
 	case err == nil:
 		if err := p.b.HNS.DeleteEndpoint(ep.Id); err != nil && !errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("delete the stale host endpoint %s: %w", name, err)
@@ -449,11 +456,12 @@ func (p *Platform) ensureHostEndpoint(ctx context.Context, pod *hcnjson.HostComp
 	// address, as flannel does (pkg/backend/hostgw/hostgw_windows.go step 7,
 	// ip.GetInterfaceByIP), waiting for it as flannel waits for the management vNIC.
 	var vnic string
-	if err := p.waitFor(ctx, 45*time.Second, fmt.Sprintf("no host interface holds %s, the address of the host endpoint %s", spec.HostEndpoint, name), func() (bool, error) {
-		var err error
-		vnic, err = p.interfaceWith(spec.HostEndpoint)
-		return vnic != "", err
-	}); err != nil {
+	if err := p.waitFor(ctx, 45*time.Second, fmt.Sprintf("no host interface holds %s, the address of the host endpoint %s", spec.HostEndpoint, name),
+		func() (bool, error) {
+			var err error
+			vnic, err = p.interfaceWith(spec.HostEndpoint)
+			return vnic != "", err
+		}); err != nil {
 		return err
 	}
 	s := forwardingScript([]string{vnic, managementAdapter(spec.Adapter)})

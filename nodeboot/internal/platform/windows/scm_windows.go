@@ -46,7 +46,8 @@ func (scmAPI) Query(name string) (c ServiceConfig, state ServiceState, err error
 		if err != nil {
 			return err
 		}
-		c = ServiceConfig{BinaryPathName: cfg.BinaryPathName, StartType: StartManual, DisplayName: cfg.DisplayName, Description: cfg.Description, Dependencies: cfg.Dependencies}
+		c = ServiceConfig{BinaryPathName: cfg.BinaryPathName, StartType: StartManual, DisplayName: cfg.DisplayName, Description: cfg.Description,
+			Dependencies: cfg.Dependencies}
 		if cfg.StartType == mgr.StartAutomatic {
 			c.StartType = StartAutomatic
 		}

@@ -45,11 +45,13 @@ type ApplyRoutesParams struct {
 func applyRoutesScript(remove []StoredRoute, add []platform.Route, ifIndex int) Script {
 	var b strings.Builder
 	for _, r := range remove {
-		fmt.Fprintf(&b, "Remove-NetRoute -AddressFamily IPv4 -DestinationPrefix %s -NextHop %s -InterfaceIndex %d -PolicyStore %s -Confirm:$false -ErrorAction SilentlyContinue\n",
+		fmt.Fprintf(&b, "Remove-NetRoute -AddressFamily IPv4 -DestinationPrefix %s -NextHop %s -InterfaceIndex %d -PolicyStore %s -Confirm:$false "+
+			"-ErrorAction SilentlyContinue\n",
 			q(r.DestinationPrefix), q(r.NextHop), r.InterfaceIndex, q(r.Store))
 	}
 	for _, r := range add {
-		fmt.Fprintf(&b, "New-NetRoute -AddressFamily IPv4 -DestinationPrefix %s -NextHop %s -InterfaceIndex %d -RouteMetric %d -PolicyStore %s | Out-Null\n",
+		fmt.Fprintf(&b,
+			"New-NetRoute -AddressFamily IPv4 -DestinationPrefix %s -NextHop %s -InterfaceIndex %d -RouteMetric %d -PolicyStore %s | Out-Null\n",
 			q(r.Destination.String()), q(r.NextHop.String()), ifIndex, RouteMetric, q(ActiveStore))
 	}
 	return Script{Name: "routes.apply", Params: ApplyRoutesParams{Remove: remove, Add: add, InterfaceIndex: ifIndex}, Text: b.String()}
@@ -144,7 +146,8 @@ Stop-Service -Name wuauserv -Force
 type ExclusionParams struct{ Paths []string }
 
 func exclusionScript(paths []string) Script {
-	return Script{Name: "defender.exclude", Params: ExclusionParams{Paths: paths}, Text: "Add-MpPreference -ExclusionPath " + powershell.QuoteList(paths) + "\n"}
+	return Script{Name: "defender.exclude", Params: ExclusionParams{Paths: paths},
+		Text: "Add-MpPreference -ExclusionPath " + powershell.QuoteList(paths) + "\n"}
 }
 
 // DefenderQueryParams are the values of the defender.installed script (none).

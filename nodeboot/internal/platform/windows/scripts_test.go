@@ -49,11 +49,13 @@ func TestScriptsParse(t *testing.T) {
 		}
 	}
 	if err := m.Edit(func(st *winfake.State) {
-		st.Routes = append(st.Routes, winfake.Route{Destination: netip.MustParsePrefix("10.244.9.0/24"), NextHop: netip.MustParseAddr("10.240.0.9"), InterfaceIndex: 4, Metric: windows.RouteMetric, Store: windows.PersistentStore})
+		st.Routes = append(st.Routes, winfake.Route{Destination: netip.MustParsePrefix("10.244.9.0/24"), NextHop: netip.MustParseAddr("10.240.0.9"),
+			InterfaceIndex: 4, Metric: windows.RouteMetric, Store: windows.PersistentStore})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Routes().Replace(ctx, []platform.Route{{Destination: netip.MustParsePrefix("10.244.1.0/24"), NextHop: netip.MustParseAddr("10.240.0.5")}}); err != nil {
+	if err := p.Routes().Replace(ctx, []platform.Route{{Destination: netip.MustParsePrefix("10.244.1.0/24"),
+		NextHop: netip.MustParseAddr("10.240.0.5")}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.AllowInbound(ctx, platform.FirewallRule{Name: hostile, Protocol: "TCP", Port: 10250}); err != nil {
@@ -69,7 +71,8 @@ func TestScriptsParse(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	_ = p.ImportImage(ctx, v1alpha1.RuntimeContainerd, hostile) // no such archive: the script is recorded all the same
-	if err := p.Services().Ensure(ctx, platform.ServiceSpec{Name: "containerd", SelfRegistering: true, Executable: `C:\Program Files\containerd\bin\containerd.exe`, Args: []string{"--config", hostile}}); err != nil {
+	if err := p.Services().Ensure(ctx, platform.ServiceSpec{Name: "containerd", SelfRegistering: true,
+		Executable: `C:\Program Files\containerd\bin\containerd.exe`, Args: []string{"--config", hostile}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -87,7 +90,8 @@ func TestScriptsParse(t *testing.T) {
 			t.Errorf("%s does not parse: %v\n%s", op.Call, errs, op.Body)
 		}
 		for _, lit := range tree.Nodes("verbatim_string_characters") {
-			if strings.Contains(lit, "Stop-Computer") && lit != powershell.Quote(hostile) && !strings.HasPrefix(lit, powershell.Quote("vEthernet (")[:len(powershell.Quote("vEthernet ("))-1]) {
+			if strings.Contains(lit, "Stop-Computer") && lit != powershell.Quote(hostile) && !strings.HasPrefix(lit,
+				powershell.Quote("vEthernet (")[:len(powershell.Quote("vEthernet ("))-1]) {
 				t.Errorf("%s: literal %s is not a quoted value", op.Call, lit)
 			}
 		}
@@ -101,7 +105,8 @@ func TestScriptsParse(t *testing.T) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	want := []string{"defender.exclude", "defender.installed", "firewall.allow", "forwarding.enable", "metadata-routes.ensure", "program.run", "routes.apply",
+	want := []string{"defender.exclude", "defender.installed", "firewall.allow", "forwarding.enable", "metadata-routes.ensure", "program.run",
+		"routes.apply",
 		"routes.list", "updates.disable"}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("scripts run: %v, want every kind: %v", kinds, want)

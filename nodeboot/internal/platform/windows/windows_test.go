@@ -107,11 +107,13 @@ func TestHNSRequestsGolden(t *testing.T) {
 	}{
 		{v1alpha1.NetworkModeL2Bridge, "l2bridge-network.json", []string{
 			"flannel-io/flannel pkg/backend/hostgw/hostgw_windows.go: L2Bridge, subnet = the node's pod CIDR, gateway = its first address",
-			"kubernetes/kubernetes cluster/gce/windows/k8s-node-setup.psm1 Configure-HostNetworkingService: New-HNSNetwork -Type L2Bridge -AddressPrefix $POD_CIDR -Gateway (Get_Gateway_From_CIDR)",
+			"kubernetes/kubernetes cluster/gce/windows/k8s-node-setup.psm1 Configure-HostNetworkingService: New-HNSNetwork -Type L2Bridge " +
+				"-AddressPrefix $POD_CIDR -Gateway (Get_Gateway_From_CIDR)",
 			"flannel-io/flannel pkg/backend/vxlan/device_windows.go: hcn schema 2.0, Static IPAM, default route through the gateway, NetAdapterName policy",
 		}},
 		{v1alpha1.NetworkModeOverlay, "overlay-network.json", []string{
-			"flannel-io/flannel pkg/backend/vxlan/device_windows.go newVXLANDevice: Overlay, Static IPAM, route 0.0.0.0/0 via subnet+1, VSID subnet policy = VNI, Flags EnableNonPersistent, SchemaVersion 2.0, NetAdapterName policy",
+			"flannel-io/flannel pkg/backend/vxlan/device_windows.go newVXLANDevice: Overlay, Static IPAM, route 0.0.0.0/0 via subnet+1, VSID subnet " +
+				"policy = VNI, Flags EnableNonPersistent, SchemaVersion 2.0, NetAdapterName policy",
 		}},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
@@ -125,7 +127,8 @@ func TestHNSRequestsGolden(t *testing.T) {
 			}
 			ext := "external-" + string(tc.mode) + ".json"
 			goldenHNS(t, ext, []string{
-				"microsoft/SDN Kubernetes/windows/helper.psm1 CreateExternalNetwork: an \"External\" network of the pod network's type on 192.168.255.0/30 with gateway .1 (overlay: VSID 9999), on the adapter",
+				"microsoft/SDN Kubernetes/windows/helper.psm1 CreateExternalNetwork: an \"External\" network of the pod network's type on 192.168.255.0/30 " +
+					"with gateway .1 (overlay: VSID 9999), on the adapter",
 				"kubernetes/kubernetes cluster/gce/windows/k8s-node-setup.psm1 Add_InitialHnsNetwork: the placeholder network that brings up the vSwitch once",
 			}, creates[0])
 			goldenHNS(t, tc.network, tc.sources, creates[1])
@@ -142,8 +145,10 @@ func TestHNSRequestsGolden(t *testing.T) {
 		}
 		// The network ID is HNS's: keep the golden file stable.
 		goldenHNS(t, "host-endpoint.json", []string{
-			"kubernetes/kubernetes cluster/gce/windows/k8s-node-setup.psm1 Configure-HostNetworkingService: New-HnsEndpoint -IPAddress (Get_Endpoint_Gateway_From_CIDR: the pod CIDR's second address) -Gateway \"0.0.0.0\", then Attach-HnsHostEndpoint -CompartmentID 1",
-			"microsoft/windows-container-networking test/utilities CreateGatewayEp: hcn.HostComputeEndpoint with IpConfigurations (no prefix length) and route 0.0.0.0/0 via 0.0.0.0, then hcsshim HostAttach(1)",
+			"kubernetes/kubernetes cluster/gce/windows/k8s-node-setup.psm1 Configure-HostNetworkingService: New-HnsEndpoint -IPAddress " +
+				"(Get_Endpoint_Gateway_From_CIDR: the pod CIDR's second address) -Gateway \"0.0.0.0\", then Attach-HnsHostEndpoint -CompartmentID 1",
+			"microsoft/windows-container-networking test/utilities CreateGatewayEp: hcn.HostComputeEndpoint with IpConfigurations (no prefix length) " +
+				"and route 0.0.0.0/0 via 0.0.0.0, then hcsshim HostAttach(1)",
 			"flannel-io/flannel pkg/backend/hostgw/hostgw_windows.go: the bridge endpoint is named <network>_ep",
 		}, strings.Replace(eps[0], state(t, m).Network("cbr0").Id, "<network ID>", 1))
 	})
@@ -153,7 +158,8 @@ func TestHNSRequestsGolden(t *testing.T) {
 		if _, err := p.Network().Ensure(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		peer := platform.RemoteSubnet{Destination: netip.MustParsePrefix("10.244.7.0/24"), ProviderAddress: netip.MustParseAddr("10.240.0.9"), VTEPMAC: "0e:2a:0a:f4:07:00", VNI: 4096}
+		peer := platform.RemoteSubnet{Destination: netip.MustParsePrefix("10.244.7.0/24"), ProviderAddress: netip.MustParseAddr("10.240.0.9"),
+			VTEPMAC: "0e:2a:0a:f4:07:00", VNI: 4096}
 		if err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{peer}); err != nil {
 			t.Fatal(err)
 		}
@@ -162,10 +168,13 @@ func TestHNSRequestsGolden(t *testing.T) {
 			t.Fatalf("policies added: %q", adds)
 		}
 		goldenHNS(t, "host-route.json", []string{
-			"flannel-io/flannel pkg/backend/vxlan/device_windows.go ensureNetwork: PolicyNetworkRequest with a HostRoute network policy, settings {} (host to local pod traffic; Windows build 18321 or newer)",
+			"flannel-io/flannel pkg/backend/vxlan/device_windows.go ensureNetwork: PolicyNetworkRequest with a HostRoute network policy, settings {} " +
+				"(host to local pod traffic; Windows build 18321 or newer)",
 		}, adds[0])
 		goldenHNS(t, "remote-subnet-route.json", []string{
-			"flannel-io/flannel pkg/backend/vxlan/vxlan_network_windows.go handleSubnetEvents: PolicyNetworkRequest with a RemoteSubnetRoute network policy: DestinationPrefix = the peer's pod CIDR, IsolationId = its VNI, ProviderAddress = its public IP, DistributedRouterMacAddress = its VtepMAC as net.HardwareAddr prints it",
+			"flannel-io/flannel pkg/backend/vxlan/vxlan_network_windows.go handleSubnetEvents: PolicyNetworkRequest with a RemoteSubnetRoute network " +
+				"policy: DestinationPrefix = the peer's pod CIDR, IsolationId = its VNI, ProviderAddress = its public IP, DistributedRouterMacAddress = " +
+				"its VtepMAC as net.HardwareAddr prints it",
 		}, adds[1])
 	})
 }
@@ -257,7 +266,8 @@ func TestEnsureReplacesStale(t *testing.T) {
 				t.Errorf("the stale %s was kept: %v", name, c)
 			}
 			st := state(t, m)
-			if len(st.Endpoints) != 1 || st.Endpoints[0].IpConfigurations[0].IpAddress != "10.244.3.2" || st.Endpoints[0].HostComputeNetwork != st.Network("cbr0").Id || !st.Endpoints[0].Attached {
+			if len(st.Endpoints) != 1 || st.Endpoints[0].IpConfigurations[0].IpAddress != "10.244.3.2" ||
+				st.Endpoints[0].HostComputeNetwork != st.Network("cbr0").Id || !st.Endpoints[0].Attached {
 				t.Errorf("endpoints %+v", st.Endpoints)
 			}
 		})
@@ -306,7 +316,8 @@ func TestRemoteSubnets(t *testing.T) {
 		t.Errorf("VTEP MAC %q is not in net.HardwareAddr's form", info.VTEPMAC)
 	}
 	peer := func(i byte) platform.RemoteSubnet {
-		return platform.RemoteSubnet{Destination: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, i, 0}), 24), ProviderAddress: netip.AddrFrom4([4]byte{10, 240, 0, i}), VTEPMAC: "00:15:5d:00:00:0" + string('0'+i), VNI: 4096}
+		return platform.RemoteSubnet{Destination: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, i, 0}), 24),
+			ProviderAddress: netip.AddrFrom4([4]byte{10, 240, 0, i}), VTEPMAC: "00:15:5d:00:00:0" + string('0'+i), VNI: 4096}
 	}
 	routes := func() []string {
 		var out []string
@@ -358,7 +369,8 @@ func TestRoutesReplace(t *testing.T) {
 	// peer that left.
 	if err := m.Edit(func(st *winfake.State) {
 		for _, old := range []platform.Route{r("10.244.1.0/24", "10.240.0.5"), r("10.244.2.0/24", "10.240.0.6")} {
-			st.Routes = append(st.Routes, winfake.Route{Destination: old.Destination, NextHop: old.NextHop, InterfaceIndex: 4, Metric: windows.RouteMetric, Store: windows.PersistentStore})
+			st.Routes = append(st.Routes, winfake.Route{Destination: old.Destination, NextHop: old.NextHop, InterfaceIndex: 4, Metric: windows.RouteMetric,
+				Store: windows.PersistentStore})
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -372,7 +384,8 @@ func TestRoutesReplace(t *testing.T) {
 		t.Fatalf("routes %+v", got)
 	}
 	for _, rt := range got {
-		if rt.Store != windows.ActiveStore || rt.InterfaceIndex != 4 || !slices.Contains(want, platform.Route{Destination: rt.Destination, NextHop: rt.NextHop}) {
+		if rt.Store != windows.ActiveStore || rt.InterfaceIndex != 4 || !slices.Contains(want, platform.Route{Destination: rt.Destination,
+			NextHop: rt.NextHop}) {
 			t.Errorf("route %+v", rt)
 		}
 	}
@@ -395,8 +408,10 @@ func TestServices(t *testing.T) {
 	ctx := context.Background()
 	p, m := machine(t)
 	kubelet := platform.ServiceSpec{
-		Name: "kubelet", DisplayName: "Kubernetes kubelet", Executable: `C:\k\kubelet.exe`, Args: []string{"--windows-service", `--config=C:\var\lib\kubelet\config.yaml`},
-		Dependencies: []string{"containerd"}, Start: platform.StartByNodeboot, LogFile: `C:\var\log\kubernetes\kubelet.log`, LogRunner: `C:\k\kube-log-runner.exe`,
+		Name: "kubelet", DisplayName: "Kubernetes kubelet", Executable: `C:\k\kubelet.exe`, Args: []string{"--windows-service",
+			`--config=C:\var\lib\kubelet\config.yaml`},
+		Dependencies: []string{"containerd"}, Start: platform.StartByNodeboot, LogFile: `C:\var\log\kubernetes\kubelet.log`,
+		LogRunner: `C:\k\kube-log-runner.exe`,
 	}
 	if err := p.Services().Ensure(ctx, kubelet); err != nil {
 		t.Fatal(err)
@@ -483,7 +498,8 @@ func TestSelfRegisteringRuntime(t *testing.T) {
 	p, m := machine(t)
 	containerd := platform.ServiceSpec{
 		Name: "containerd", SelfRegistering: true, Start: platform.StartAtBoot,
-		Executable: `C:\Program Files\containerd\bin\containerd.exe`, Args: []string{"--config", `C:\Program Files\containerd\config.toml`, "--log-file", `C:\var\log\kubernetes\containerd.log`},
+		Executable: `C:\Program Files\containerd\bin\containerd.exe`, Args: []string{"--config", `C:\Program Files\containerd\config.toml`,
+			"--log-file", `C:\var\log\kubernetes\containerd.log`},
 	}
 	if err := p.Services().Ensure(ctx, containerd); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ type Artifact struct {
 	manifest *v1alpha1.ImageManifest
 }
 
-func (*Artifact) BuilderId() string { return BuilderID }
+func (*Artifact) BuilderId() string { return BuilderID } //nolint:revive // packersdk.Artifact's method name
 
 func (a *Artifact) Files() []string {
 	files := []string{filepath.Join(a.dir, simmachine.ImageManifestFile)}
@@ -26,7 +26,7 @@ func (a *Artifact) Files() []string {
 	return files
 }
 
-func (a *Artifact) Id() string { return a.dir }
+func (a *Artifact) Id() string { return a.dir } //nolint:revive // packersdk.Artifact's method name
 
 func (a *Artifact) String() string {
 	return fmt.Sprintf("kubewin image %s: Kubernetes %s, Windows Server %s, %s %s, %d files", a.dir,

@@ -7,6 +7,7 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 
@@ -67,8 +68,11 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 	}
 	runner := commonsteps.NewRunner(steps, b.config.PackerConfig, ui)
 	runner.Run(ctx, state)
-	if err, ok := state.GetOk(StateError); ok {
-		return nil, err.(error)
+	if v, ok := state.GetOk(StateError); ok {
+		if err, ok := v.(error); ok {
+			return nil, err
+		}
+		return nil, fmt.Errorf("the build halted with %v", v)
 	}
 	if _, ok := state.GetOk(multistep.StateCancelled); ok {
 		return nil, errors.New("build cancelled")
@@ -80,7 +84,11 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 	if !ok {
 		return nil, errors.New("the build produced no image manifest: is a kubewin-node provisioner in the build?")
 	}
-	return &Artifact{dir: out, manifest: m.(*v1alpha1.ImageManifest)}, nil
+	manifest, ok := m.(*v1alpha1.ImageManifest)
+	if !ok {
+		return nil, fmt.Errorf("the build's image manifest is a %T, not a *v1alpha1.ImageManifest", m)
+	}
+	return &Artifact{dir: out, manifest: manifest}, nil
 }
 
 var _ packersdk.Builder = new(Builder)

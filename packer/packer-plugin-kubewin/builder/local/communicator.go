@@ -89,8 +89,8 @@ func writeFile(path string, r io.Reader, mode os.FileMode) error {
 		return err
 	}
 	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		os.Remove(tmp)
+		_ = f.Close()
+		_ = os.Remove(tmp)
 		return err
 	}
 	if err := f.Close(); err != nil {
@@ -109,7 +109,7 @@ func (c *Communicator) Download(src string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	_, err = io.Copy(w, f)
 	return err
 }
@@ -146,7 +146,7 @@ func copyTree(dst, src string, contentOnly bool, exclude []string) error {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		info, err := d.Info()
 		if err != nil {
 			return err

@@ -25,6 +25,15 @@ const (
 // halt records err in the state, shows it, and stops the build.
 func halt(state multistep.StateBag, err error) multistep.StepAction {
 	state.Put(StateError, err)
-	state.Get(StateUI).(packersdk.Ui).Error(err.Error())
+	uiOf(state).Error(err.Error())
 	return multistep.ActionHalt
+}
+
+// uiOf is the build's packersdk.Ui, which Builder.Run puts in the state before any step runs.
+func uiOf(state multistep.StateBag) packersdk.Ui {
+	ui, ok := state.Get(StateUI).(packersdk.Ui)
+	if !ok {
+		panic("kubewin-local: the build's state has no packersdk.Ui under " + StateUI)
+	}
+	return ui
 }

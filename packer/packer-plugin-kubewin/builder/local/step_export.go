@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
-	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/nodecmd"
@@ -19,7 +18,7 @@ import (
 type stepExport struct{ root, out string }
 
 func (s *stepExport) Run(_ context.Context, state multistep.StateBag) multistep.StepAction {
-	ui := state.Get(StateUI).(packersdk.Ui)
+	ui := uiOf(state)
 	raw, err := os.ReadFile(simmachine.Path(s.root, nodecmd.DefaultPaths().ImageManifest))
 	if err != nil {
 		return halt(state, fmt.Errorf("the machine has no image manifest (did a kubewin-node provisioner run?): %w", err))

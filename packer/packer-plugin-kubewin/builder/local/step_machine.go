@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
-	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 )
@@ -27,7 +26,7 @@ func (s *stepMachine) Run(_ context.Context, state multistep.StateBag) multistep
 	if err != nil {
 		return halt(state, fmt.Errorf("create the simulated machine: %w", err))
 	}
-	state.Get(StateUI).(packersdk.Ui).Say(fmt.Sprintf("kubewin-local: simulated Windows Server %d machine at %s", s.machine.Build, s.machine.Root))
+	uiOf(state).Say(fmt.Sprintf("kubewin-local: simulated Windows Server %d machine at %s", s.machine.Build, s.machine.Root))
 	return multistep.ActionContinue
 }
 

@@ -4,7 +4,6 @@
 package release
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -150,7 +149,8 @@ func (c *Config) prepare() error {
 			add("%s %q is not a sha256: give 64 hex digits", s.field, s.sum)
 		}
 	}
-	if c.PauseImageDigest != "" && !strings.HasPrefix(c.PauseImageDigest, "sha256:") || c.PauseImageDigest != "" && !isSHA256(strings.TrimPrefix(c.PauseImageDigest, "sha256:")) {
+	if c.PauseImageDigest != "" && !strings.HasPrefix(c.PauseImageDigest,
+		"sha256:") || c.PauseImageDigest != "" && !isSHA256(strings.TrimPrefix(c.PauseImageDigest, "sha256:")) {
 		add("pause_image_digest %q is not an image digest: give sha256:<64 hex digits>", c.PauseImageDigest)
 	}
 	for _, u := range []struct{ field, url string }{
@@ -179,5 +179,3 @@ func isSHA256(s string) bool {
 	}
 	return true
 }
-
-var errNoSum = errors.New("no checksum")

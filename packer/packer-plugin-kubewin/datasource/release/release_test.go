@@ -17,7 +17,8 @@ import (
 
 func mirror(t *testing.T) (*releasemirror.Mirror, string) {
 	m := releasemirror.New()
-	m.AddKubernetes("v1.36.3", map[string][]byte{"kubelet.exe": []byte("kubelet"), "kube-proxy.exe": []byte("kube-proxy"), "kubeadm.exe": []byte("kubeadm"), "kube-log-runner.exe": []byte("klr")})
+	m.AddKubernetes("v1.36.3", map[string][]byte{"kubelet.exe": []byte("kubelet"), "kube-proxy.exe": []byte("kube-proxy"),
+		"kubeadm.exe": []byte("kubeadm"), "kube-log-runner.exe": []byte("klr")})
 	m.AddContainerd("2.1.4", map[string][]byte{"bin/containerd.exe": []byte("containerd")})
 	m.AddCNIPlugins("1.7.1", map[string][]byte{"./win-bridge.exe": []byte("wb")})
 	m.AddNodeboot("0.2.0", []byte("nodeboot"))
@@ -46,7 +47,8 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.KubernetesVersion != "v1.36.3" || plan.WindowsBuild != v1alpha1.WindowsServer2025 || plan.PauseImage.Digest != digests[26100] || plan.PauseImage.Archive != "" {
+	if plan.KubernetesVersion != "v1.36.3" || plan.WindowsBuild != v1alpha1.WindowsServer2025 || plan.PauseImage.Digest != digests[26100] ||
+		plan.PauseImage.Archive != "" {
 		t.Errorf("plan: %+v", plan)
 	}
 	if len(plan.Files) != 7 {
@@ -61,7 +63,8 @@ func TestResolve(t *testing.T) {
 		if got := sha(data); got != f.SHA256 || f.Size != int64(len(data)) {
 			t.Errorf("%s: sha256 %s size %d, want %s %d", f.Path, f.SHA256, f.Size, got, len(data))
 		}
-		if strings.HasSuffix(f.Path, ".tgz") && f.Unpack != "opt/cni/bin" || strings.Contains(f.Path, "containerd-") && f.Unpack != "Program Files/containerd" {
+		if strings.HasSuffix(f.Path, ".tgz") && f.Unpack != "opt/cni/bin" || strings.Contains(f.Path,
+			"containerd-") && f.Unpack != "Program Files/containerd" {
 			t.Errorf("%s unpacks into %q", f.Path, f.Unpack)
 		}
 	}
@@ -74,7 +77,8 @@ func TestResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Resolve(context.Background(), http.DefaultClient, ociimage.Options{})
-	for _, want := range []string{"cni-plugins-windows-amd64-v9.9.9.tgz: GET", "404", "no windows/amd64 image for Windows build 17763", "pause_image_digest"} {
+	for _, want := range []string{"cni-plugins-windows-amd64-v9.9.9.tgz: GET", "404", "no windows/amd64 image for Windows build 17763",
+		"pause_image_digest"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not say %q", err, want)
 		}

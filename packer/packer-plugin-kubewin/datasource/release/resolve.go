@@ -37,7 +37,8 @@ func (c *Config) artifacts() []artifact {
 		as = append(as, artifact{path: "k/" + bin, url: k + bin, sumURL: k + bin + ".sha256"})
 	}
 	nb := fmt.Sprintf("%s/v%s/", strings.TrimSuffix(c.NodebootBaseURL, "/"), c.NodebootVersion)
-	as = append(as, artifact{path: "k/nodeboot.exe", url: nb + fmt.Sprintf("nodeboot_%s_windows_amd64.exe", c.NodebootVersion), sumURL: nb + fmt.Sprintf("nodeboot_%s_SHA256SUMS", c.NodebootVersion)})
+	as = append(as, artifact{path: "k/nodeboot.exe", url: nb + fmt.Sprintf("nodeboot_%s_windows_amd64.exe", c.NodebootVersion),
+		sumURL: nb + fmt.Sprintf("nodeboot_%s_SHA256SUMS", c.NodebootVersion)})
 	cni := fmt.Sprintf("cni-plugins-windows-amd64-v%s.tgz", c.CNIPluginsVersion)
 	cniURL := fmt.Sprintf("%s/v%s/%s", strings.TrimSuffix(c.CNIPluginsBaseURL, "/"), c.CNIPluginsVersion, cni)
 	as = append(as, artifact{path: archives + cni, url: cniURL, sumURL: cniURL + ".sha256", unpack: "opt/cni/bin"})
@@ -52,7 +53,8 @@ func (c *Config) artifacts() []artifact {
 		// cri-dockerd's Windows asset (Mirantis/cri-dockerd packaging/static/Makefile, cross-win;
 		// <version>.amd64.tgz is the Linux build) unpacks into C:\k as cri-dockerd\cri-dockerd.exe.
 		cd := fmt.Sprintf("cri-dockerd-%s.win.amd64.zip", c.CRIDockerdVersion)
-		as = append(as, artifact{path: archives + cd, url: fmt.Sprintf("%s/v%s/%s", strings.TrimSuffix(c.CRIDockerdBaseURL, "/"), c.CRIDockerdVersion, cd), sum: c.CRIDockerdSHA256, unpack: "k"})
+		as = append(as, artifact{path: archives + cd, url: fmt.Sprintf("%s/v%s/%s", strings.TrimSuffix(c.CRIDockerdBaseURL, "/"), c.CRIDockerdVersion,
+			cd), sum: c.CRIDockerdSHA256, unpack: "k"})
 	}
 	return as
 }
@@ -89,7 +91,7 @@ func (c *Config) Resolve(ctx context.Context, client *http.Client, reg ociimage.
 		}
 	}
 	wg.Wait()
-	if err := errors.Join(append(errs, pauseErr)...); err != nil {
+	if err := errors.Join(errors.Join(errs...), pauseErr); err != nil {
 		return nil, err
 	}
 	m.Files = files
@@ -128,7 +130,7 @@ func get(ctx context.Context, client *http.Client, method, url string) (*http.Re
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, fmt.Errorf("%s %s: %s", method, url, resp.Status)
 	}
 	return resp, nil
@@ -141,7 +143,7 @@ func fetchSum(ctx context.Context, client *http.Client, url, file string) (strin
 	if err != nil {
 		return "", fmt.Errorf("checksum of %s: %w", file, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
 	var lines [][]string
 	for sc.Scan() {
@@ -165,7 +167,7 @@ func contentLength(ctx context.Context, client *http.Client, url string) (int64,
 	if err != nil {
 		return 0, err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.ContentLength >= 0 {
 		return resp.ContentLength, nil
 	}
@@ -178,7 +180,7 @@ func hashURL(ctx context.Context, client *http.Client, url string) (string, int6
 	if err != nil {
 		return "", 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	h := sha256.New()
 	n, err := io.Copy(h, resp.Body)
 	if err != nil {

@@ -72,10 +72,10 @@ type Config struct {
 func (c *Config) prepare() error {
 	var errs *packersdk.MultiError
 	add := func(format string, a ...any) { errs = packersdk.MultiErrorAppend(errs, fmt.Errorf(format, a...)) }
-	switch {
-	case c.Release == "":
+	switch c.Release {
+	case "":
 		add("release is required: set it to data.kubewin-release.<name>.manifest")
-	case c.Release == unknownValue || c.Release == hcl2helper.UnknownVariableValue:
+	case unknownValue, hcl2helper.UnknownVariableValue:
 		// packer validate leaves data sources unevaluated: the plan is checked at build.
 	default:
 		m, err := api.LoadImageManifest([]byte(c.Release))
@@ -95,7 +95,8 @@ func (c *Config) prepare() error {
 		if u, err := url.Parse(c.Mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("mirror %q is not an http(s) URL", c.Mirror)
 		} else if c.Transfer != guest.GuestFetch {
-			add("mirror is for transfer = %q; with %q the Packer host downloads: point the release's base URLs at the mirror instead", guest.GuestFetch, c.Transfer)
+			add("mirror is for transfer = %q; with %q the Packer host downloads: point the release's base URLs at the mirror instead", guest.GuestFetch,
+				c.Transfer)
 		}
 	}
 	if c.Parallel < 0 {

@@ -78,7 +78,7 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 		plan.WindowsBuild.Release(), plan.KubernetesVersion, plan.Runtime.Name, plan.Runtime.Version, len(plan.Files), p.config.Transfer))
 
 	out := guest.LineWriter(ui.Say)
-	defer out.Close()
+	defer func() { _ = out.Close() }()
 	if *p.config.InstallContainersFeature {
 		if err := p.enableContainers(ctx, ui, t, g, out); err != nil {
 			return err
@@ -175,7 +175,8 @@ func (p *Provisioner) enableContainers(ctx context.Context, ui packersdk.Ui, t g
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the guest did not come back within restart_timeout (%s) after enabling the Containers feature: raise restart_timeout or check the guest's console", p.config.RestartTimeout)
+			return fmt.Errorf("the guest did not come back within restart_timeout (%s) after enabling the Containers feature: raise restart_timeout or "+
+				"check the guest's console", p.config.RestartTimeout)
 		}
 	}
 }

@@ -50,7 +50,7 @@ func (r *recorder) Start(_ context.Context, rc *packersdk.RemoteCmd) error {
 	}
 	go func() {
 		if rc.Stdout != nil {
-			io.WriteString(rc.Stdout, out)
+			_, _ = io.WriteString(rc.Stdout, out)
 		}
 		rc.SetExited(status)
 	}()
@@ -254,7 +254,8 @@ func TestProvisionFailures(t *testing.T) {
 func TestProvisionHostCacheOverSSH(t *testing.T) {
 	dir := t.TempDir()
 	// Pre-fill the cache so nothing is downloaded: content-addressed by sha256.
-	files := map[string][]byte{"k/kubelet.exe": []byte("kubelet"), "Program Files/it's here/tool.exe": []byte("tool"), "k/nodeboot.exe": []byte("nodeboot")}
+	files := map[string][]byte{"k/kubelet.exe": []byte("kubelet"), "Program Files/it's here/tool.exe": []byte("tool"),
+		"k/nodeboot.exe": []byte("nodeboot")}
 	plan, _ := testPlan(t)
 	plan.Files = nil
 	for path, data := range files {
@@ -274,7 +275,8 @@ func TestProvisionHostCacheOverSSH(t *testing.T) {
 	}
 	doc := string(b)
 	var p Provisioner
-	if err := p.Prepare(map[string]any{"release": doc, "transfer": "host-cache", "cache_dir": dir, "install_containers_feature": false, "manifest_output": filepath.Join(t.TempDir(), "m.json")}); err != nil {
+	if err := p.Prepare(map[string]any{"release": doc, "transfer": "host-cache", "cache_dir": dir, "install_containers_feature": false,
+		"manifest_output": filepath.Join(t.TempDir(), "m.json")}); err != nil {
 		t.Fatal(err)
 	}
 	r := &recorder{download: map[string][]byte{`C:/ProgramData/kubewin/image-manifest.json`: b}}
@@ -315,7 +317,8 @@ func TestPrepareReportsEveryError(t *testing.T) {
 			t.Errorf("error does not say %q:\n%v", want, err)
 		}
 	}
-	if err := p.Prepare(map[string]any{"release": `{"kind": "NodeConfig"}`}); err == nil || !strings.Contains(err.Error(), "release is not a kubewin bake plan") {
+	if err := p.Prepare(map[string]any{"release": `{"kind": "NodeConfig"}`}); err == nil || !strings.Contains(err.Error(),
+		"release is not a kubewin bake plan") {
 		t.Errorf("a NodeConfig as release: %v", err)
 	}
 }

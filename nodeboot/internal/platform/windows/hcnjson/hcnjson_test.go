@@ -20,7 +20,7 @@ func parseDecls(t *testing.T, files []string) decls {
 	t.Helper()
 	d := decls{types: map[string]string{}, consts: map[string]string{}}
 	fset := token.NewFileSet()
-	print := func(n ast.Node) string {
+	printed := func(n ast.Node) string {
 		var b bytes.Buffer
 		if err := printer.Fprint(&b, fset, n); err != nil {
 			t.Fatal(err)
@@ -46,7 +46,7 @@ func parseDecls(t *testing.T, files []string) decls {
 						if s.Assign.IsValid() {
 							prefix = "= "
 						}
-						d.types[s.Name.Name] = prefix + print(s.Type)
+						d.types[s.Name.Name] = prefix + printed(s.Type)
 						continue
 					}
 					var fields []string
@@ -56,7 +56,7 @@ func parseDecls(t *testing.T, files []string) decls {
 							tag = fld.Tag.Value
 						}
 						for _, name := range fld.Names {
-							fields = append(fields, name.Name+" "+print(fld.Type)+" "+tag)
+							fields = append(fields, name.Name+" "+printed(fld.Type)+" "+tag)
 						}
 					}
 					d.types[s.Name.Name] = "struct{" + strings.Join(fields, "; ") + "}"
@@ -66,7 +66,7 @@ func parseDecls(t *testing.T, files []string) decls {
 					}
 					for i, name := range s.Names {
 						if i < len(s.Values) {
-							d.consts[name.Name] = print(s.Values[i])
+							d.consts[name.Name] = printed(s.Values[i])
 						}
 					}
 				}

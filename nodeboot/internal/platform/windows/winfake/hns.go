@@ -117,7 +117,8 @@ func (h hns) CreateNetwork(req *hcnjson.HostComputeNetwork) (*hcnjson.HostComput
 		if n.Type == hcnjson.Overlay {
 			d := digest(h.m.cfg.ComputerName)
 			mac := fmt.Sprintf("00-15-5D-%02X-%02X-%02X", d[0], d[1], d[2])
-			n.Policies = append(n.Policies, hcnjson.NetworkPolicy{Type: hcnjson.DrMacAddress, Settings: json.RawMessage(toJSON(hcnjson.DrMacAddressNetworkPolicySetting{Address: mac}))})
+			n.Policies = append(n.Policies, hcnjson.NetworkPolicy{Type: hcnjson.DrMacAddress,
+				Settings: json.RawMessage(toJSON(hcnjson.DrMacAddressNetworkPolicySetting{Address: mac}))})
 		}
 		st.Networks = append(st.Networks, n)
 		c := clone(n)
@@ -334,6 +335,7 @@ func (h hns) AttachHost(id string) error {
 		}
 		ep := &st.Endpoints[i]
 		if ep.Attached {
+			//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 			return false, fmt.Errorf("This endpoint is already attached to the switch.: %w", windows.ErrAlreadyAttached)
 		}
 		delay := h.m.cfg.HostVNICDelay

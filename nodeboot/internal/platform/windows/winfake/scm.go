@@ -30,6 +30,7 @@ func (s scm) Query(name string) (windows.ServiceConfig, windows.ServiceState, er
 func (s scm) Create(name string, c windows.ServiceConfig) error {
 	return s.m.do(Op{Backend: "scm", Call: "Create", Target: name, Body: toJSON(c)}, true, func(st *State) (bool, error) {
 		if _, ok := st.Services[name]; ok {
+			//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 			return false, fmt.Errorf("The specified service already exists: %s", name)
 		}
 		st.Services[name] = &Service{Config: clone(c), State: windows.Stopped}
@@ -65,6 +66,7 @@ func (s scm) SetRecovery(name string, r windows.Recovery) error {
 func (m *Machine) startLocked(st *State, name string, started *[]string) error {
 	svc, ok := st.Services[name]
 	if !ok {
+		//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 		return fmt.Errorf("The dependency service or group failed to start: service %s does not exist", name)
 	}
 	if svc.State == windows.Running {
@@ -73,6 +75,7 @@ func (m *Machine) startLocked(st *State, name string, started *[]string) error {
 	// StartService fails with ERROR_SERVICE_DISABLED on a disabled service
 	// (https://learn.microsoft.com/en-us/windows/win32/api/winsvc/nf-winsvc-startservicew).
 	if svc.Config.StartType == windows.StartDisabled {
+		//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 		return fmt.Errorf("The service cannot be started, either because it is disabled or because it has no enabled devices associated with it: %s", name)
 	}
 	for _, dep := range svc.Config.Dependencies {
@@ -112,10 +115,12 @@ func (s scm) Stop(name string) error {
 			return false, errNotFound("service " + name)
 		}
 		if svc.State == windows.Stopped {
+			//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 			return false, errors.New("The service has not been started.")
 		}
 		for other, o := range st.Services {
 			if o.State != windows.Stopped && slices.Contains(o.Config.Dependencies, name) {
+				//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 				return false, fmt.Errorf("A stop control has been sent to a service that other running services are dependent on: %s depends on %s", other, name)
 			}
 		}
@@ -147,6 +152,7 @@ func (s scm) Delete(name string) error {
 // (containerd cmd/containerd/command/service_windows.go; moby cmd/dockerd/service_windows.go).
 func registerService(st *State, name, display, description, exe string, args []string) error {
 	if _, ok := st.Services[name]; ok {
+		//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 		return fmt.Errorf("The specified service already exists: %s", name)
 	}
 	var passed []string

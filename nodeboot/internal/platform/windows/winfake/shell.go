@@ -37,7 +37,8 @@ func (s shell) Run(_ context.Context, sc windows.Script) ([]byte, error) {
 					t.InterfaceIndex, best = r.InterfaceIndex, r.Metric
 				}
 				if r.Metric == windows.RouteMetric {
-					t.Routes = append(t.Routes, windows.StoredRoute{DestinationPrefix: r.Destination.String(), NextHop: r.NextHop.String(), InterfaceIndex: r.InterfaceIndex, Store: r.Store})
+					t.Routes = append(t.Routes, windows.StoredRoute{DestinationPrefix: r.Destination.String(), NextHop: r.NextHop.String(),
+						InterfaceIndex: r.InterfaceIndex, Store: r.Store})
 				}
 			}
 			out, _ = json.Marshal(t)
@@ -64,6 +65,7 @@ func (s shell) Run(_ context.Context, sc windows.Script) ([]byte, error) {
 			for _, alias := range p.Interfaces {
 				a := adapterByName(st, alias)
 				if a == nil {
+					//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 					return changed, fmt.Errorf("Set-NetIPInterface : No MSFT_NetIPInterface objects found with property 'InterfaceAlias' equal to '%s'", alias)
 				}
 				changed = changed || !a.Forwarding
@@ -94,6 +96,7 @@ func (s shell) Run(_ context.Context, sc windows.Script) ([]byte, error) {
 			return changed, nil
 		case windows.ExclusionParams:
 			if s.m.cfg.WithoutDefender {
+				//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 				return false, errors.New("Add-MpPreference : The term 'Add-MpPreference' is not recognized as the name of a cmdlet, function, " +
 					"script file, or operable program.")
 			}
@@ -128,20 +131,24 @@ func (m *Machine) applyRoutes(st *State, p windows.ApplyRoutesParams) (bool, err
 	for _, r := range p.Remove {
 		before := len(st.Routes)
 		st.Routes = slices.DeleteFunc(st.Routes, func(x Route) bool {
-			return x.Destination.String() == r.DestinationPrefix && x.NextHop.String() == r.NextHop && x.InterfaceIndex == r.InterfaceIndex && x.Store == r.Store
+			return x.Destination.String() == r.DestinationPrefix && x.NextHop.String() == r.NextHop && x.InterfaceIndex == r.InterfaceIndex &&
+				x.Store == r.Store
 		})
 		changed = changed || len(st.Routes) != before
 	}
 	if len(p.Add) > 0 && adapterByIndex(st, p.InterfaceIndex) == nil {
+		//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 		return changed, fmt.Errorf("New-NetRoute : Element not found (interface %d)", p.InterfaceIndex)
 	}
 	for _, r := range p.Add {
 		if slices.ContainsFunc(st.Routes, func(x Route) bool {
 			return x.Destination == r.Destination && x.NextHop == r.NextHop && x.InterfaceIndex == p.InterfaceIndex && x.Store == windows.ActiveStore
 		}) {
+			//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 			return changed, fmt.Errorf("New-NetRoute : Instance MSFT_NetRoute already exists (%s via %s)", r.Destination, r.NextHop)
 		}
-		st.Routes = append(st.Routes, Route{Destination: r.Destination, NextHop: r.NextHop, InterfaceIndex: p.InterfaceIndex, Metric: windows.RouteMetric, Store: windows.ActiveStore})
+		st.Routes = append(st.Routes, Route{Destination: r.Destination, NextHop: r.NextHop, InterfaceIndex: p.InterfaceIndex,
+			Metric: windows.RouteMetric, Store: windows.ActiveStore})
 		changed = true
 	}
 	return changed, nil
@@ -175,7 +182,7 @@ func (m *Machine) importImage(st *State, runtime v1alpha1.RuntimeName, archive s
 		return false, fmt.Errorf("image archive %s: %w", archive, err)
 	}
 	a, err := ociimage.Inspect(f)
-	f.Close()
+	_ = f.Close()
 	if err != nil {
 		return false, fmt.Errorf("import image archive %s: %w", archive, err)
 	}
@@ -186,7 +193,8 @@ func (m *Machine) importImage(st *State, runtime v1alpha1.RuntimeName, archive s
 			"(a repositories file and a directory per layer), which an OCI layout is not", archive, ociimage.DockerManifestFile)
 	}
 	if want := v1alpha1.WindowsBuild(m.cfg.Build).OSVersion(); a.OS != "windows" || (a.OSVersion != want && !strings.HasPrefix(a.OSVersion, want+".")) {
-		return false, fmt.Errorf("import image archive %s: image %s is for %s %s, this machine runs Windows %s: the container operating system does not match the host operating system",
+		return false, fmt.Errorf("import image archive %s: image %s is for %s %s, this machine runs Windows %s: the container operating system does "+
+			"not match the host operating system",
 			archive, a.Name, a.OS, a.OSVersion, want)
 	}
 	st.Images = append(st.Images, string(runtime)+":"+archive)

@@ -262,7 +262,8 @@ func (m *Machine) initial() *State {
 	switch m.cfg.Runtime {
 	case v1alpha1.RuntimeContainerd:
 		st.Services["containerd"] = &Service{State: windows.Running, Config: windows.ServiceConfig{
-			BinaryPathName: `"C:\Program Files\containerd\bin\containerd.exe" --run-service`, StartType: windows.StartAutomatic, DisplayName: "Containerd", Description: "Container runtime"}}
+			BinaryPathName: `"C:\Program Files\containerd\bin\containerd.exe" --run-service`, StartType: windows.StartAutomatic, DisplayName: "Containerd",
+			Description: "Container runtime"}}
 	case v1alpha1.RuntimeDocker:
 		st.Services["docker"] = &Service{State: windows.Running, Config: windows.ServiceConfig{
 			BinaryPathName: `"C:\Program Files\docker\dockerd.exe" --run-service`, StartType: windows.StartAutomatic, DisplayName: "Docker Engine"}}
@@ -276,7 +277,8 @@ func (m *Machine) dhcpRoutes(ifIndex int) []Route {
 	gw := m.gateway()
 	var rs []Route
 	for _, d := range []string{"0.0.0.0/0", "169.254.169.254/32", "168.63.129.16/32"} {
-		rs = append(rs, Route{Destination: netip.MustParsePrefix(d), NextHop: gw, InterfaceIndex: ifIndex, Metric: 0, Store: windows.ActiveStore, DHCP: true})
+		rs = append(rs, Route{Destination: netip.MustParsePrefix(d), NextHop: gw, InterfaceIndex: ifIndex, Metric: 0, Store: windows.ActiveStore,
+			DHCP: true})
 	}
 	return rs
 }
@@ -510,6 +512,7 @@ func (m *Machine) vSwitchUp(st *State, adapter string) error {
 	}
 	phys := adapterByName(st, adapter)
 	if phys == nil {
+		//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
 		return fmt.Errorf("An adapter was not found: %q", adapter)
 	}
 	addrs := phys.Addrs
@@ -517,7 +520,8 @@ func (m *Machine) vSwitchUp(st *State, adapter string) error {
 	phys.Addrs = nil
 	v := addAdapter(st, mgmt, addrs)
 	st.Routes = slices.DeleteFunc(st.Routes, func(r Route) bool { return r.DHCP && r.InterfaceIndex == physIndex })
-	st.Routes = append(st.Routes, Route{Destination: netip.MustParsePrefix("0.0.0.0/0"), NextHop: m.gateway(), InterfaceIndex: v.Index, Store: windows.ActiveStore, DHCP: true})
+	st.Routes = append(st.Routes, Route{Destination: netip.MustParsePrefix("0.0.0.0/0"), NextHop: m.gateway(), InterfaceIndex: v.Index,
+		Store: windows.ActiveStore, DHCP: true})
 	return nil
 }
 
