@@ -45,7 +45,8 @@ func NodeObject(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, name string) 
 	// (cloudprovider.IsExternal: the name "external").
 	if c.Kubelet.ExtraArgs["cloud-provider"] == "external" &&
 		!slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == nodecmd.TaintExternalCloudProvider }) {
-		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: nodecmd.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+		uninitialized := corev1.Taint{Key: nodecmd.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+		node.Spec.Taints = append(node.Spec.Taints, uninitialized)
 	}
 	if c.Node.PodCIDR != "" {
 		node.Spec.PodCIDR, node.Spec.PodCIDRs = c.Node.PodCIDR, []string{c.Node.PodCIDR}

@@ -77,7 +77,8 @@ func (n *Node) Reset(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	fmt.Fprintf(n.Out, "[reset] node %s: services, pods, routes, networks, credentials and state removed; drain and delete the Node in the cluster\n", n.Name)
+	_, _ = fmt.Fprintf(n.Out, "[reset] node %s: services, pods, routes, networks, credentials and state removed; "+
+		"drain and delete the Node in the cluster\n", n.Name)
 	return n.Open()
 }
 

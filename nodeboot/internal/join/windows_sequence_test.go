@@ -189,7 +189,11 @@ func comparableState(t *testing.T, st winfake.State) string {
 // directory under the kubelet's root. It returns the endpoint's name.
 func podsRun(t *testing.T, n *Node, pod string) string {
 	t.Helper()
-	fake := n.Platform.(*sim.Platform).Windows()
+	p, ok := n.Platform.(*sim.Platform)
+	if !ok {
+		t.Fatalf("node %s is not on a simulated machine", n.Name)
+	}
+	fake := p.Windows()
 	st := windowsState(t, n)
 	nw := st.Network(n.Config.Network.Name)
 	if nw == nil {
@@ -321,7 +325,8 @@ func TestWindowsRequestSequences(t *testing.T) {
 				t.Fatalf("nodeboot run started the kubelet %d times", kubelet.count()-starts)
 			}
 			assertNetworkReady(t, n, kubelet.last(t))
-			if st := kubelet.last(t); slices.ContainsFunc(st.Endpoints, func(ep winfake.Endpoint) bool { return ep.Name == stale }) || len(st.LoadBalancers) > 0 {
+			st = kubelet.last(t)
+			if slices.ContainsFunc(st.Endpoints, func(ep winfake.Endpoint) bool { return ep.Name == stale }) || len(st.LoadBalancers) > 0 {
 				t.Errorf("reboot: the kubelet started with the last boot's pod endpoint %s or load balancers: %+v %+v", stale, st.Endpoints, st.LoadBalancers)
 			}
 			boot := fake.Log()[mark:]

@@ -334,7 +334,8 @@ func TestRemoteSubnets(t *testing.T) {
 	if err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{peer(5), peer(6)}); err != nil {
 		t.Fatal(err)
 	}
-	if got := routes(); !slices.Equal(got, []string{"10.244.5.0/24 via 10.240.0.5 00-15-5D-00-00-05", "10.244.6.0/24 via 10.240.0.6 00-15-5D-00-00-06"}) {
+	want := []string{"10.244.5.0/24 via 10.240.0.5 00-15-5D-00-00-05", "10.244.6.0/24 via 10.240.0.6 00-15-5D-00-00-06"}
+	if got := routes(); !slices.Equal(got, want) {
 		t.Errorf("two peers: %v", got)
 	}
 	// Peer 5 leaves; peer 6 gets a new VTEP (its network was re-created).

@@ -210,7 +210,7 @@ type HostComputeEndpoint struct {
 // winkernel proxier creates one per service port; HNS's v1 API lists the same objects as policy
 // lists (Get-HnsPolicyList).
 type HostComputeLoadBalancer struct {
-	Id                   string                    `json:"ID,omitempty"`
+	Id                   string                    `json:"ID,omitempty"` //nolint:revive // hcn's field name: the types are twins
 	HostComputeEndpoints []string                  `json:",omitempty"`
 	SourceVIP            string                    `json:",omitempty"`
 	FrontendVIPs         []string                  `json:",omitempty"`
