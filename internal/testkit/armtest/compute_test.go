@@ -524,21 +524,22 @@ func TestScaleSetUpdateRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused("a subnet of another virtual network", armcompute.VirtualMachineScaleSetUpdate{Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
-		VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{NetworkProfile: &armcompute.VirtualMachineScaleSetUpdateNetworkProfile{
-			NetworkInterfaceConfigurations: []*armcompute.VirtualMachineScaleSetUpdateNetworkConfiguration{{
-				Name: m.Properties.VirtualMachineProfile.NetworkProfile.NetworkInterfaceConfigurations[0].Name,
-				Properties: &armcompute.VirtualMachineScaleSetUpdateNetworkConfigurationProperties{
-					IPConfigurations: []*armcompute.VirtualMachineScaleSetUpdateIPConfiguration{{
-						Name: m.Properties.VirtualMachineProfile.NetworkProfile.NetworkInterfaceConfigurations[0].Properties.IPConfigurations[0].Name,
-						Properties: &armcompute.VirtualMachineScaleSetUpdateIPConfigurationProperties{
-							Subnet: &armcompute.APIEntityReference{ID: to.Ptr(other + "/subnets/nodes")},
-						},
-					}},
-				},
+	refused("a subnet of another virtual network", armcompute.VirtualMachineScaleSetUpdate{
+		Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
+			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{NetworkProfile: &armcompute.VirtualMachineScaleSetUpdateNetworkProfile{
+				NetworkInterfaceConfigurations: []*armcompute.VirtualMachineScaleSetUpdateNetworkConfiguration{{
+					Name: m.Properties.VirtualMachineProfile.NetworkProfile.NetworkInterfaceConfigurations[0].Name,
+					Properties: &armcompute.VirtualMachineScaleSetUpdateNetworkConfigurationProperties{
+						IPConfigurations: []*armcompute.VirtualMachineScaleSetUpdateIPConfiguration{{
+							Name: m.Properties.VirtualMachineProfile.NetworkProfile.NetworkInterfaceConfigurations[0].Properties.IPConfigurations[0].Name,
+							Properties: &armcompute.VirtualMachineScaleSetUpdateIPConfigurationProperties{
+								Subnet: &armcompute.APIEntityReference{ID: to.Ptr(other + "/subnets/nodes")},
+							},
+						}},
+					},
+				}},
 			}},
-		}},
-	}})
+		}})
 	spot := f.windowsScaleSet(1, "cfg")
 	spot.Zones = m.Zones
 	spot.Properties.VirtualMachineProfile.Priority = to.Ptr(armcompute.VirtualMachinePriorityTypesSpot)

@@ -354,8 +354,8 @@ func checkPlacementGroup(p *armcompute.VirtualMachineScaleSetProperties, old *sc
 // checkFixed refuses changes Compute refuses on an existing scale set:
 //   - zones can be added, never removed or replaced, and a zonal scale set cannot become regional: "You
 //     can't remove or replace zones, only add zones"; "You can't update from a zone spanning or zonal
-//     scale set to a regional (nonzonal) scaleset"
-//     (https://learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones#update-scale-set-to-add-availability-zones);
+//     scale set to a regional (nonzonal) scaleset" ("Update scale set to add availability zones" in
+//     https://learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones);
 //   - priority and evictionPolicy are set at creation only: the Update operation's
 //     VirtualMachineScaleSetUpdateVMProfile has neither
 //     (https://learn.microsoft.com/rest/api/compute/virtual-machine-scale-sets/update);

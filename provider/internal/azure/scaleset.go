@@ -171,8 +171,12 @@ func (want machineKey) fits(have machineKey) bool {
 }
 
 // keyOf is what a machine of the given image, size, OS disk and NICs is made of.
-func keyOf(image *armcompute.ImageReference, size *string, disk osDiskView, nics []*armcompute.VirtualMachineScaleSetNetworkConfiguration) machineKey {
-	k := machineKey{image: imageKey(image), size: deref(size), caching: string(deref(disk.caching)), diskGB: deref(disk.sizeGB), storage: string(deref(disk.storage))}
+func keyOf(image *armcompute.ImageReference, size *string, disk osDiskView,
+	nics []*armcompute.VirtualMachineScaleSetNetworkConfiguration) machineKey {
+	k := machineKey{
+		image: imageKey(image), size: deref(size),
+		caching: string(deref(disk.caching)), diskGB: deref(disk.sizeGB), storage: string(deref(disk.storage)),
+	}
 	for _, n := range nics {
 		if p := n.Properties; p != nil && (len(nics) == 1 || deref(p.Primary)) {
 			k.ipForwarding, k.accelerated = deref(p.EnableIPForwarding), deref(p.EnableAcceleratedNetworking)
@@ -521,7 +525,9 @@ func (s *ScaleSet) osDiskUpdate() *armcompute.VirtualMachineScaleSetUpdateOSDisk
 		disk.DiskSizeGB = to.Ptr(d.SizeGB)
 	}
 	if d.StorageAccountType != "" {
-		disk.ManagedDisk = &armcompute.VirtualMachineScaleSetManagedDiskParameters{StorageAccountType: to.Ptr(armcompute.StorageAccountTypes(d.StorageAccountType))}
+		disk.ManagedDisk = &armcompute.VirtualMachineScaleSetManagedDiskParameters{
+			StorageAccountType: to.Ptr(armcompute.StorageAccountTypes(d.StorageAccountType)),
+		}
 	}
 	return disk
 }
@@ -538,8 +544,8 @@ func (s *ScaleSet) tags() map[string]*string {
 // Sync brings the settings of an existing scale set that change in place — its tags and its
 // zones — to the pool's, in one PATCH when they differ: tags are replaced as a whole (ARM's PATCH
 // of tags, Azure/azure-resource-manager-rpc v1.0/resource-api-reference.md); zones can only be
-// added, which the provider checks at plan time
-// (https://learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones#update-scale-set-to-add-availability-zones).
+// added, which the provider checks at plan time ("Update scale set to add availability zones" in
+// https://learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones).
 // Instances stay where they are: those added later spread over the zones.
 func (s *ScaleSet) Sync(ctx context.Context) error {
 	existing, err := s.get(ctx)

@@ -23,6 +23,12 @@ import (
 // scale set's model takes the new value and the nodes are replaced by nodes made with it), or
 // refused at plan time (the scale set is left as it is).
 
+// vmss and vmssVM shorten the scale set checks' signatures.
+type (
+	vmss   = armcompute.VirtualMachineScaleSet
+	vmssVM = armcompute.VirtualMachineScaleSetVM
+)
+
 // scaleSetClient reads the test server's scale sets, as a user's tools would.
 func scaleSetClient(t *testing.T) *armcompute.ClientFactory {
 	t.Helper()
@@ -48,7 +54,7 @@ func scaleSetClient(t *testing.T) *armcompute.ClientFactory {
 }
 
 // scaleSetCheck reads the fixture's scale set "win" and its instances and checks them.
-func (f *azureFixture) scaleSetCheck(t *testing.T, check func(ss *armcompute.VirtualMachineScaleSet, vms []*armcompute.VirtualMachineScaleSetVM) error) checkFunc {
+func (f *azureFixture) scaleSetCheck(t *testing.T, check func(ss *vmss, vms []*vmssVM) error) checkFunc {
 	c := scaleSetClient(t)
 	return func() error {
 		ctx := context.Background()
@@ -56,7 +62,7 @@ func (f *azureFixture) scaleSetCheck(t *testing.T, check func(ss *armcompute.Vir
 		if err != nil {
 			return err
 		}
-		var vms []*armcompute.VirtualMachineScaleSetVM
+		var vms []*vmssVM
 		pager := c.NewVirtualMachineScaleSetVMsClient().NewListPager(f.group, "win", nil)
 		for pager.More() {
 			page, err := pager.NextPage(ctx)
@@ -75,7 +81,7 @@ func (f *azureFixture) settingsConfig(provider string, count int, extra string) 
 	return strings.Replace(poolConfig(provider, be, f.imageA, count), `    image_id            =`, extra+"\n    image_id            =", 1)
 }
 
-func computerNames(vms []*armcompute.VirtualMachineScaleSetVM) []string {
+func computerNames(vms []*vmssVM) []string {
 	var out []string
 	for _, vm := range vms {
 		out = append(out, strings.ToLower(*vm.Properties.OSProfile.ComputerName))
@@ -113,7 +119,7 @@ func TestAccWindowsNodePool_azureInPlace(t *testing.T) {
 			{
 				Config: f.settingsConfig(provider, 1, `    tags  = { team = "windows", cost = "a" }
     zones = ["1"]`),
-				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(_ *armcompute.VirtualMachineScaleSet, vms []*armcompute.VirtualMachineScaleSetVM) error {
+				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(_ *vmss, vms []*vmssVM) error {
 					first = computerNames(vms)
 					return nil
 				})},
@@ -121,12 +127,13 @@ func TestAccWindowsNodePool_azureInPlace(t *testing.T) {
 			{
 				Config: f.settingsConfig(provider, 2, `    tags  = { team = "windows", owner = "ops" }
     zones = ["1", "2"]`),
-				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(ss *armcompute.VirtualMachineScaleSet, vms []*armcompute.VirtualMachineScaleSetVM) error {
+				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(ss *vmss, vms []*vmssVM) error {
 					tags := map[string]string{}
 					for k, v := range ss.Tags {
 						tags[k] = deref(v)
 					}
-					want := map[string]string{azure.TagPool: "win", azure.TagManagedBy: "kubewin", tagClusterID: tags[tagClusterID], "team": "windows", "owner": "ops"}
+					want := map[string]string{azure.TagPool: "win", azure.TagManagedBy: "kubewin", tagClusterID: tags[tagClusterID],
+						"team": "windows", "owner": "ops"}
 					if !maps.Equal(tags, want) {
 						return fmt.Errorf("scale set tags %v, want %v", tags, want)
 					}
@@ -169,7 +176,7 @@ func TestAccWindowsNodePool_azureSurgeFirst(t *testing.T) {
     max_bid_price   = 0.5
     os_disk_caching = "ReadOnly"
     os_disk_size_gb = 64`),
-				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(_ *armcompute.VirtualMachineScaleSet, vms []*armcompute.VirtualMachineScaleSetVM) error {
+				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(_ *vmss, vms []*vmssVM) error {
 					first = computerNames(vms)
 					return nil
 				})},
@@ -181,7 +188,7 @@ func TestAccWindowsNodePool_azureSurgeFirst(t *testing.T) {
     os_disk_size_gb                = 128
     os_disk_storage_account_type   = "Premium_LRS"
     accelerated_networking_enabled = true`), `"Standard_D4s_v5"`, `"Standard_D8s_v5"`, 1),
-				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(ss *armcompute.VirtualMachineScaleSet, vms []*armcompute.VirtualMachineScaleSetVM) error {
+				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(ss *vmss, vms []*vmssVM) error {
 					vp := ss.Properties.VirtualMachineProfile
 					disk := vp.StorageProfile.OSDisk
 					var storage armcompute.StorageAccountTypes
@@ -229,7 +236,7 @@ func TestAccWindowsNodePool_azureRefused(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: base, ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(_ *armcompute.VirtualMachineScaleSet, vms []*armcompute.VirtualMachineScaleSetVM) error {
+			{Config: base, ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(_ *vmss, vms []*vmssVM) error {
 				first = computerNames(vms)
 				return nil
 			})}},
@@ -245,7 +252,7 @@ func TestAccWindowsNodePool_azureRefused(t *testing.T) {
   node_name_prefix = "other"`, "node_name_prefix"),
 			{
 				Config: base,
-				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(ss *armcompute.VirtualMachineScaleSet, vms []*armcompute.VirtualMachineScaleSetVM) error {
+				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(ss *vmss, vms []*vmssVM) error {
 					if names := computerNames(vms); !slices.Equal(names, first) {
 						return fmt.Errorf("instances %v, want %v unchanged", names, first)
 					}

@@ -445,7 +445,8 @@ var fixedSettings = []fixedSetting{
 // checkFixedSettings refuses, on an existing pool that is not being replaced anyway, a change of
 // a fixed setting, and zones that are not a superset of the scale set's: zones can be added to a
 // scale set but never removed or replaced, nor can a zonal scale set become regional
-// (https://learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones#update-scale-set-to-add-availability-zones).
+// ("Update scale set to add availability zones" in
+// https://learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones).
 func checkFixedSettings(ctx context.Context, state tfsdk.State, m *nodePoolModel, replaced bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	if state.Raw.IsNull() || replaced {

@@ -75,7 +75,9 @@ const (
 )
 
 // nullTimeouts is a timeouts attribute left unset.
-var nullTimeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
+var nullTimeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
+	"create": types.StringType, "update": types.StringType, "delete": types.StringType,
+})}
 
 // clusterLocalModel is the local backend's block, which has no settings.
 type clusterLocalModel struct{}
