@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -484,9 +483,7 @@ func (s *ScaleSet) body(capacity int, password string, customData []byte) armcom
 
 // update raises the scale set's capacity, with custom data and everything Machines.Digest covers
 // in its model (image, size, NICs, OS disk, spot price), so that the machines it adds, those of
-// a surge-first replacement among them, are made of the pool's current settings. An OS disk
-// setting left unset is sent as null, which removes it from the model: ARM applies a PATCH as a
-// JSON merge patch (Azure/azure-resource-manager-rpc v1.0/resource-api-reference.md, PATCH).
+// a surge-first replacement among them, are made of the pool's current settings.
 func (s *ScaleSet) update(capacity int64, customData []byte) armcompute.VirtualMachineScaleSetUpdate {
 	m := s.Machines
 	vp := &armcompute.VirtualMachineScaleSetUpdateVMProfile{
@@ -510,14 +507,17 @@ func (s *ScaleSet) update(capacity int64, customData []byte) armcompute.VirtualM
 	}
 }
 
-// osDiskUpdate is the OS disk of update: each setting, or null where it is unset.
+// osDiskUpdate is the OS disk of update: the settings the pool sets, nil when it sets none. An
+// unset setting is left out, never sent as null: the Update body's VirtualMachineScaleSetUpdateOSDisk
+// types caching, diskSizeGB and managedDisk as string, integer and object, with no null (the ARM
+// template schema of Microsoft.Compute 2024-11-01, which the ARM test server checks PATCH bodies
+// against). The provider refuses at plan time to unset one that was set, as the model would keep it.
 func (s *ScaleSet) osDiskUpdate() *armcompute.VirtualMachineScaleSetUpdateOSDisk {
 	d := s.Machines.OSDisk
-	disk := &armcompute.VirtualMachineScaleSetUpdateOSDisk{
-		Caching:     azcore.NullValue[*armcompute.CachingTypes](),
-		DiskSizeGB:  azcore.NullValue[*int32](),
-		ManagedDisk: azcore.NullValue[*armcompute.VirtualMachineScaleSetManagedDiskParameters](),
+	if d == (OSDisk{}) {
+		return nil
 	}
+	disk := &armcompute.VirtualMachineScaleSetUpdateOSDisk{}
 	if d.Caching != "" {
 		disk.Caching = to.Ptr(armcompute.CachingTypes(d.Caching))
 	}

@@ -214,6 +214,16 @@ func TestAccWindowsNodePool_azureSurgeFirst(t *testing.T) {
 					return nil
 				})},
 			},
+			{
+				// An OS disk setting once set cannot go back to unset: the scale set's model would keep it.
+				Config: strings.Replace(f.settingsConfig(provider, 1, `    priority                       = "Spot"
+    max_bid_price                  = 0.75
+    os_disk_size_gb                = 128
+    os_disk_storage_account_type   = "Premium_LRS"
+    accelerated_networking_enabled = true`), `"Standard_D4s_v5"`, `"Standard_D8s_v5"`, 1),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Setting Cannot Be Removed.*azure.os_disk_caching\s+was\s+"ReadWrite"\s+and\s+is\s+now\s+unset`),
+			},
 		},
 	})
 }

@@ -197,18 +197,18 @@ func azurePoolBlock() schema.Block {
 			"os_disk_storage_account_type": schema.StringAttribute{
 				Optional:    true,
 				Validators:  []validator.String{stringvalidator.OneOf("Standard_LRS", "StandardSSD_LRS", "Premium_LRS", "StandardSSD_ZRS", "Premium_ZRS")},
-				Description: "Storage type of the OS disk. Default: the image's." + surgeNote,
+				Description: "Storage type of the OS disk. Default: the image's." + surgeNote + keptNote,
 			},
 			"os_disk_size_gb": schema.Int64Attribute{
 				Optional:    true,
 				Validators:  []validator.Int64{int64validator.Between(30, 4095)},
-				Description: "Size of the OS disk in GB, 30 to 4095. Default: the image's." + surgeNote,
+				Description: "Size of the OS disk in GB, 30 to 4095. Default: the image's." + surgeNote + keptNote,
 			},
 			"os_disk_caching": schema.StringAttribute{
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.OneOf("None", "ReadOnly", "ReadWrite")},
 				Description: "Caching of the OS disk: `None`, `ReadOnly` or `ReadWrite`. Default: Azure's (`None` for Standard storage, " +
-					"`ReadOnly` for Premium storage)." + surgeNote,
+					"`ReadOnly` for Premium storage)." + surgeNote + keptNote,
 			},
 			"priority": schema.StringAttribute{
 				Optional:   true,
@@ -398,6 +398,8 @@ type fixedSetting struct {
 const (
 	surgeNote = " A change replaces the nodes surge-first: the scale set's model takes the new value, new nodes are made with it and " +
 		"are Ready before old ones are drained and deleted."
+	keptNote = " Once set, it can change but not be removed: Azure keeps it in the scale set's model, so removing it is refused at " +
+		"plan time."
 	fixedNote = " A change on an existing pool is refused at plan time, as the pool's machines cannot take it: add a pool with another " +
 		"name beside this one instead."
 )
@@ -442,6 +444,19 @@ var fixedSettings = []fixedSetting{
 			"new password would be silently ignored"},
 }
 
+// keptSettings are the settings that may change but not go back to unset: the scale set's model
+// keeps a value once set, as the Update body has no way to remove it (its OS disk settings are
+// typed string, integer and object, never null, in the ARM template schema of Microsoft.Compute
+// 2024-11-01, and Compute keeps a setting a PATCH leaves out).
+var keptSettings = []fixedSetting{
+	{pathAzure.AtName("os_disk_storage_account_type"), azureValue(func(a *azurePoolModel) attr.Value { return a.OSDiskStorageAccountType }),
+		"the scale set's model keeps the OS disk's storage type once set: Azure has no way to return it to the image's"},
+	{pathAzure.AtName("os_disk_size_gb"), azureValue(func(a *azurePoolModel) attr.Value { return a.OSDiskSizeGB }),
+		"the scale set's model keeps the OS disk's size once set: Azure has no way to return it to the image's"},
+	{pathAzure.AtName("os_disk_caching"), azureValue(func(a *azurePoolModel) attr.Value { return a.OSDiskCaching }),
+		"the scale set's model keeps the OS disk's caching once set: Azure has no way to return it to its default"},
+}
+
 // checkFixedSettings refuses, on an existing pool that is not being replaced anyway, a change of
 // a fixed setting, and zones that are not a superset of the scale set's: zones can be added to a
 // scale set but never removed or replaced, nor can a zonal scale set become regional
@@ -463,6 +478,12 @@ func checkFixedSettings(ctx context.Context, state tfsdk.State, m *nodePoolModel
 		}
 		diags.AddAttributeError(f.at, "Setting Cannot Change on an Existing Pool", fmt.Sprintf("%s changes from %s to %s, but %s. "+
 			"Keep %s = %s. %s", f.at, was, now, f.why, f.at, was, newPoolBeside))
+	}
+	for _, f := range keptSettings {
+		if was, now := f.get(&old), f.get(m); was != nil && now != nil && !was.IsNull() && now.IsNull() {
+			diags.AddAttributeError(f.at, "Setting Cannot Be Removed", fmt.Sprintf("%s was %s and is now unset, but %s. Keep %s = %s, "+
+				"or set the value the nodes should have (a change replaces the nodes surge-first).", f.at, was, f.why, f.at, was))
+		}
 	}
 	if old.Azure == nil || m.Azure == nil || m.Azure.Zones.IsUnknown() {
 		return diags
