@@ -111,12 +111,22 @@ func (s spec[B]) tags(ctx context.Context, c *Client) (map[string]*string, error
 	return s.kind.tags(ctx, c, s.id.group, s.id.name)
 }
 
+// put creates the resource. A write Compute preempted is sent again, and a failure to create
+// machines says what to do about it (computeerrors.go), as for a pool's.
 func (s spec[B]) put(ctx context.Context, c *Client) error {
 	b, err := s.body()
 	if err != nil {
 		return err
 	}
-	return s.kind.put(ctx, c, s.id.group, s.id.name, b)
+	err = preemptible(ctx, "create "+s.id.String(), func() error { return s.kind.put(ctx, c, s.id.group, s.id.name, b) })
+	const again = "the next apply replaces the cluster"
+	switch m := any(b).(type) {
+	case armcompute.VirtualMachine:
+		err = explainCreate(err, string(deref(m.Properties.HardwareProfile.VMSize)), deref(m.Location), derefAll(m.Zones), 1, again)
+	case armcompute.VirtualMachineScaleSet:
+		err = explainCreate(err, deref(m.SKU.Name), deref(m.Location), derefAll(m.Zones), int(deref(m.SKU.Capacity)), again)
+	}
+	return err
 }
 
 func (s spec[B]) del(ctx context.Context, c *Client) error {

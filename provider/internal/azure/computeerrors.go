@@ -51,27 +51,32 @@ func provisioningTimedOut(err error) bool { return errorCodeOf(err) == "OSProvis
 // explain gives a failure to create machines of m what the user does about it, as a
 // pool.ActionError; other errors are returned as they are.
 func explain(err error, m Machines, count int) error {
+	return explainCreate(err, m.VMSize, m.Location, m.Zones, count, "the next apply removes the machines that were not allocated and adds them again")
+}
+
+// explainCreate is explain for count machines of size vmSize in location and zones; again says
+// what the next apply does with what failed.
+func explainCreate(err error, vmSize, location string, zones []string, count int, again string) error {
 	if err == nil {
 		return nil
 	}
-	where := m.Location
-	if len(m.Zones) > 0 {
-		where += " (zones " + strings.Join(m.Zones, ", ") + ")"
+	where := location
+	if len(zones) > 0 {
+		where += " (zones " + strings.Join(zones, ", ") + ")"
 	}
 	switch code := errorCodeOf(err); {
 	// https://learn.microsoft.com/troubleshoot/azure/virtual-machines/windows/allocation-failure
 	case code == "AllocationFailed" || code == "ZonalAllocationFailed" || code == "OverconstrainedAllocationRequest":
 		return &pool.ActionError{Summary: "Azure Has No Capacity for the VM Size", Err: err, Remedy: fmt.Sprintf(
-			"Azure could not allocate %s machines in %s (%s). Apply again later: the next apply removes the machines that "+
-				"were not allocated and adds them again. If it persists, choose another vm_size, other zones or another location "+
-				"(https://aka.ms/allocation-guidance).", m.VMSize, where, code)}
+			"Azure could not allocate %s machines in %s (%s). Apply again later: %s. If it persists, choose another vm_size, "+
+				"other zones or another location (https://aka.ms/allocation-guidance).", vmSize, where, code, again)}
 	// https://learn.microsoft.com/azure/quotas/per-vm-quota-requests
 	case code == "OperationNotAllowed" && strings.Contains(strings.ToLower(err.Error()), "quota"):
 		return &pool.ActionError{Summary: "Azure vCPU Quota Exceeded", Err: err, Remedy: fmt.Sprintf(
 			"The subscription's vCPU quota in %s is too small for %d more %s machines (the message above names the quota, its "+
 				"limit and the new limit required), and nothing was created. Request a quota increase "+
 				"(https://learn.microsoft.com/azure/quotas/per-vm-quota-requests), or lower node_count, or choose a vm_size of "+
-				"another family; then apply again.", m.Location, count, m.VMSize)}
+				"another family; then apply again.", location, count, vmSize)}
 	}
 	return err
 }

@@ -816,6 +816,15 @@ func randomPassword() string {
 	return string(b)
 }
 
+// derefAll is the values of ps, nil ones as zero values.
+func derefAll[T any](ps []*T) []T {
+	out := make([]T, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, deref(p))
+	}
+	return out
+}
+
 func deref[T any](p *T) T {
 	var zero T
 	if p == nil {

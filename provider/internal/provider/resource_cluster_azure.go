@@ -28,6 +28,7 @@ import (
 	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/provider/internal/azure"
 	"github.com/kubewin/kubewin/provider/internal/cluster"
+	"github.com/kubewin/kubewin/provider/internal/pool"
 )
 
 // clusterAzureModel is an azure cluster's block. Names follow acs-engine's api model where it
@@ -569,9 +570,11 @@ func (a *clusterAzureModel) create(ctx context.Context, data *providerData, m *c
 	}
 	if err != nil {
 		m.Running = types.BoolValue(false)
-		diags.AddError("Cannot Create Cluster",
-			fmt.Sprintf("Making azure cluster %q failed: %s\n\nWhat was made is in the state: `terraform destroy` removes it, "+
-				"or the next apply replaces the cluster.", m.Name.ValueString(), err))
+		summary, detail := "Cannot Create Cluster", fmt.Sprintf("Making azure cluster %q failed: %s\n\n", m.Name.ValueString(), err)
+		if ae := (*pool.ActionError)(nil); errors.As(err, &ae) {
+			summary, detail = ae.Summary, detail+ae.Remedy+"\n\n"
+		}
+		diags.AddError(summary, detail+"What was made is in the state: `terraform destroy` removes it, or the next apply replaces the cluster.")
 	}
 	return diags
 }
