@@ -51,7 +51,7 @@ func (n *Node) Reset(ctx context.Context) error {
 	if err := n.Platform.RemovePods(ctx, n.Config.Runtime.Name); err != nil {
 		errs = append(errs, err)
 	}
-	if err := n.Platform.Routes().Replace(ctx, nil); err != nil {
+	if _, err := n.Platform.Routes().Replace(ctx, nil); err != nil {
 		errs = append(errs, fmt.Errorf("remove the kubewin routes: %w", err))
 	}
 	if n.Config.Network.Mode != v1alpha1.NetworkModeExternal {
