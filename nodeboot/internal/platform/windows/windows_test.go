@@ -160,7 +160,7 @@ func TestHNSRequestsGolden(t *testing.T) {
 		}
 		peer := platform.RemoteSubnet{Destination: netip.MustParsePrefix("10.244.7.0/24"), ProviderAddress: netip.MustParseAddr("10.240.0.9"),
 			VTEPMAC: "0e:2a:0a:f4:07:00", VNI: 4096}
-		if err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{peer}); err != nil {
+		if _, err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{peer}); err != nil {
 			t.Fatal(err)
 		}
 		adds := bodies(m.Log(), "hns", "AddNetworkPolicy")
@@ -331,7 +331,7 @@ func TestRemoteSubnets(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	if err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{peer(5), peer(6)}); err != nil {
+	if _, err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{peer(5), peer(6)}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"10.244.5.0/24 via 10.240.0.5 00-15-5D-00-00-05", "10.244.6.0/24 via 10.240.0.6 00-15-5D-00-00-06"}
@@ -341,7 +341,7 @@ func TestRemoteSubnets(t *testing.T) {
 	// Peer 5 leaves; peer 6 gets a new VTEP (its network was re-created).
 	moved := peer(6)
 	moved.VTEPMAC = "00:15:5d:00:00:99"
-	if err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{moved}); err != nil {
+	if _, err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{moved}); err != nil {
 		t.Fatal(err)
 	}
 	if got := routes(); !slices.Equal(got, []string{"10.244.6.0/24 via 10.240.0.6 00-15-5D-00-00-99"}) {
@@ -349,7 +349,7 @@ func TestRemoteSubnets(t *testing.T) {
 	}
 	// HNS reports the MAC in its own form ("00-15-5D-00-00-99"): the same peers change nothing.
 	mark := m.Mark()
-	if err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{moved}); err != nil {
+	if _, err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{moved}); err != nil {
 		t.Fatal(err)
 	}
 	if c := changes(m.Log()[mark:]); len(c) > 0 {
@@ -377,7 +377,7 @@ func TestRoutesReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []platform.Route{r("10.244.1.0/24", "10.240.0.5"), r("10.244.7.0/24", "10.240.0.7")}
-	if err := p.Routes().Replace(ctx, want); err != nil {
+	if _, err := p.Routes().Replace(ctx, want); err != nil {
 		t.Fatal(err)
 	}
 	got := state(t, m).KubewinRoutes()
@@ -391,13 +391,13 @@ func TestRoutesReplace(t *testing.T) {
 		}
 	}
 	mark := m.Mark()
-	if err := p.Routes().Replace(ctx, want); err != nil {
+	if _, err := p.Routes().Replace(ctx, want); err != nil {
 		t.Fatal(err)
 	}
 	if ops := m.Log()[mark:]; len(ops) != 1 || ops[0].Call != "routes.list" {
 		t.Errorf("a table that is right took %v", ops)
 	}
-	if err := p.Routes().Replace(ctx, nil); err != nil {
+	if _, err := p.Routes().Replace(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := state(t, m).KubewinRoutes(); len(got) != 0 {
