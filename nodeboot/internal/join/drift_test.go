@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
@@ -104,20 +105,28 @@ func peer(t *testing.T, n *Node) *corev1.Node {
 		AnnotationKubeSubnetManager: "true", AnnotationBackendType: "vxlan", AnnotationPublicIP: "127.9.9.7",
 		AnnotationBackendData: `{"VNI":4096,"VtepMAC":"5a:1e:ab:cd:00:07"}`,
 	}}, Spec: corev1.NodeSpec{PodCIDR: "10.244.249.0/24", PodCIDRs: []string{"10.244.249.0/24"}}}
-	created, err := admin(t).CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := admin(t).CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := admin(t).CoreV1().Nodes().Delete(context.Background(), created.Name, metav1.DeleteOptions{}); err != nil {
+		if err := admin(t).CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}); err != nil {
 			t.Error(err)
 		}
 	})
-	created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.9.9.7"}}
-	if created, err = admin(t).CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// The node controllers change a new Node at once: its status is set on the latest version.
+	var updated *corev1.Node
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := admin(t).CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.9.9.7"}}
+		updated, err = admin(t).CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
-	return created
+	return updated
 }
 
 // remoteSubnets are the overlay network's remote subnet routes, by destination.
