@@ -158,7 +158,8 @@ func (k *keeper) keepNetwork(ctx context.Context) (good, remade bool) {
 		return false, false
 	}
 	if d.None() {
-		if c := k.conds.get(ConditionNetworkReady); c == nil || c.Status != corev1.ConditionTrue {
+		// A failure to program the peers is keepPeers' to clear.
+		if c := k.conds.get(ConditionNetworkReady); c == nil || (c.Status != corev1.ConditionTrue && c.Reason != reasonRoutesFailed) {
 			k.conds.set(ConditionNetworkReady, corev1.ConditionTrue, "NetworkReady", "HNS network "+k.spec.Name+" is as the boot made it")
 		}
 		return true, false
@@ -207,6 +208,9 @@ func (k *keeper) repairNetwork(ctx context.Context, d platform.Drift) error {
 }
 
 const kubeProxyService = "kube-proxy"
+
+// reasonRoutesFailed is the network condition's reason when the peers could not be programmed.
+const reasonRoutesFailed = "RoutesFailed"
 
 func (k *keeper) hasKubeProxy() bool {
 	specs, err := serviceSpecs(k.n)
@@ -273,7 +277,7 @@ func (k *keeper) keepPeers(ctx context.Context, update, remade bool) bool {
 	if err != nil {
 		if ctx.Err() == nil {
 			_, _ = fmt.Fprintf(k.n.Out, "[routes] %v\n", err)
-			k.conds.set(ConditionNetworkReady, corev1.ConditionFalse, "RoutesFailed", err.Error())
+			k.conds.set(ConditionNetworkReady, corev1.ConditionFalse, reasonRoutesFailed, err.Error())
 		}
 		return false
 	}
@@ -291,7 +295,7 @@ func (k *keeper) keepPeers(ctx context.Context, update, remade bool) bool {
 				fmt.Sprintf("repaired %s (%d repairs since nodeboot started)", kind, k.health.total()))
 		}
 	}
-	if c := k.conds.get(ConditionNetworkReady); c != nil && c.Reason == "RoutesFailed" {
+	if c := k.conds.get(ConditionNetworkReady); c != nil && c.Reason == reasonRoutesFailed {
 		k.conds.set(ConditionNetworkReady, corev1.ConditionTrue, "NetworkReady", "HNS network "+k.spec.Name+" and the routes to the peers are in place")
 	}
 	return true

@@ -83,8 +83,8 @@ func (n network) Ensure(ctx context.Context, spec platform.NetworkSpec) (platfor
 }
 
 // Check finds what Ensure would repair, with queries only: the bootstrap and pod networks by
-// name (one HNS query each), on l2bridge the host endpoint by name and the host interface
-// list for its vNIC. It reads neither routes nor firewall (PowerShell): the metadata routes
+// name (one HNS query each; on overlay, the pod network's HostRoute policy), on l2bridge the
+// host endpoint by name and the host interface list for its vNIC. It reads neither routes nor firewall (PowerShell): the metadata routes
 // are restored with the rest when Ensure repairs.
 func (n network) Check(_ context.Context, spec platform.NetworkSpec) (platform.Drift, error) {
 	hns := n.p.b.HNS
@@ -109,7 +109,10 @@ func (n network) Check(_ context.Context, spec platform.NetworkSpec) (platform.D
 		d.Network = "HNS network " + spec.Name + " is not as specified"
 		return d, nil
 	}
-	if spec.Type != platform.L2Bridge {
+	if spec.Type == platform.Overlay {
+		if !hasPolicy(pod, hcnjson.HostRoute) {
+			d.Host = append(d.Host, "HNS network "+spec.Name+" has no HostRoute policy")
+		}
 		return d, nil
 	}
 	name := hostEndpointName(spec.Name)

@@ -570,3 +570,56 @@ func TestCommandLineRoundTrip(t *testing.T) {
 		t.Errorf("command line %s", got)
 	}
 }
+
+// Check finds what a lost network, host endpoint or policy leaves to repair, with queries only,
+// and after Ensure finds nothing.
+func TestCheckFindsDrift(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		mode v1alpha1.NetworkMode
+		lose func(m *winfake.Machine, s platform.NetworkSpec) error
+		want platform.Drift
+	}{
+		{v1alpha1.NetworkModeL2Bridge, func(m *winfake.Machine, s platform.NetworkSpec) error { return m.LoseNetwork(s.Name) },
+			platform.Drift{Network: "HNS network cbr0 is missing"}},
+		{v1alpha1.NetworkModeL2Bridge, func(m *winfake.Machine, s platform.NetworkSpec) error { return m.LoseNetwork("External") },
+			platform.Drift{Host: []string{"HNS network External is missing"}}},
+		{v1alpha1.NetworkModeL2Bridge, func(m *winfake.Machine, s platform.NetworkSpec) error { return m.LoseEndpoint(s.Name + "_ep") },
+			platform.Drift{Host: []string{"host endpoint cbr0_ep is missing"}}},
+		{v1alpha1.NetworkModeOverlay, func(m *winfake.Machine, s platform.NetworkSpec) error { return m.LoseNetwork(s.Name) },
+			platform.Drift{Network: "HNS network vxlan0 is missing"}},
+		{v1alpha1.NetworkModeOverlay, func(m *winfake.Machine, s platform.NetworkSpec) error {
+			return m.Edit(func(st *winfake.State) {
+				for i := range st.Networks {
+					st.Networks[i].Policies = slices.DeleteFunc(st.Networks[i].Policies, func(p hcnjson.NetworkPolicy) bool { return p.Type == hcnjson.HostRoute })
+				}
+			})
+		}, platform.Drift{Host: []string{"HNS network vxlan0 has no HostRoute policy"}}},
+	} {
+		p, m := machine(t)
+		s := spec(t, tc.mode)
+		if _, err := p.Network().Ensure(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := p.Network().Check(ctx, s); err != nil || !d.None() {
+			t.Fatalf("%s: Check after Ensure: %+v %v", tc.mode, d, err)
+		}
+		if err := tc.lose(m, s); err != nil {
+			t.Fatal(err)
+		}
+		mark := m.Mark()
+		d, err := p.Network().Check(ctx, s)
+		if err != nil || d.String() != tc.want.String() || (d.Network == "") != (tc.want.Network == "") {
+			t.Errorf("%s: Check = %+v, %v; want %+v", tc.mode, d, err, tc.want)
+		}
+		if c := changes(m.Log()[mark:]); len(c) > 0 {
+			t.Errorf("Check changed the machine: %v", c)
+		}
+		if _, err := p.Network().Ensure(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := p.Network().Check(ctx, s); err != nil || !d.None() {
+			t.Errorf("%s: Check after the repair: %+v %v", tc.mode, d, err)
+		}
+	}
+}
