@@ -93,7 +93,8 @@ func (c *conditions) set(t corev1.NodeConditionType, status corev1.ConditionStat
 // publish patches the conditions into the Node's status when they changed or the heartbeat is
 // due, with the node's own credential: the Node authorizer and NodeRestriction let a node
 // change its own Node's status only. The strategic merge patch merges conditions by type, so
-// the kubelet's stay. The health file follows.
+// the kubelet's stay. The health file follows. The conditions are logged when they changed, and
+// at the first publication.
 func (k *keeper) publish(ctx context.Context) error {
 	if !k.conds.dirty && time.Since(k.published) < heartbeatPeriod {
 		return nil
@@ -113,7 +114,7 @@ func (k *keeper) publish(ctx context.Context) error {
 	if _, err := c.CoreV1().Nodes().PatchStatus(ctx, k.n.Name, patch); err != nil {
 		return fmt.Errorf("publish the node's conditions on Node %s: %w", k.n.Name, err)
 	}
-	if k.conds.dirty {
+	if k.conds.dirty || k.published.IsZero() {
 		for _, cond := range k.conds.list {
 			_, _ = fmt.Fprintf(k.n.Out, "[conditions] %s=%s %s: %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
 		}
