@@ -59,6 +59,8 @@ type keeper struct {
 	health    Health
 	failures  int
 	published time.Time
+	// peersFailed says the last programming of the peers failed.
+	peersFailed bool
 }
 
 // keep runs until ctx ends: a check at once, then on every check interval, on every change
@@ -93,7 +95,8 @@ func (n *Node) keep(ctx context.Context, vtepMAC string) error {
 				retry = time.After(d)
 			}
 		}
-		peersDue = false
+		// An update of the peers that failed (publishing the VTEP, programming) is due again.
+		peersDue = k.peersFailed
 		select {
 		case <-ctx.Done():
 			return nil
@@ -125,7 +128,8 @@ func (k *keeper) pass(ctx context.Context, peersDue bool) bool {
 	}
 	ok = k.keepServices(ctx) && ok
 	if k.nodes != nil {
-		ok = k.keepPeers(ctx, peersDue || repairedNetwork, repairedNetwork) && ok
+		k.peersFailed = !k.keepPeers(ctx, peersDue || repairedNetwork, repairedNetwork)
+		ok = ok && !k.peersFailed
 	}
 	k.probeDNS(ctx)
 	if err := k.publish(ctx); err != nil {
