@@ -17,7 +17,8 @@ func TestStatusKeepsOtherConditions(t *testing.T) {
 	ctx := context.Background()
 	foreign := corev1.NodeCondition{Type: "KubewinNetworkReady", Status: corev1.ConditionFalse, Reason: "NetworkDrift",
 		Message: "HNS network lost"}
-	c := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{foreign}}})
+	c := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win1"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{foreign}}})
 	k := &Kubelet{Client: c, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win1"}}, NodeIP: netip.MustParseAddr("10.0.0.4"), MaxPods: 110,
 		Out: io.Discard}
 	if err := k.updateStatus(ctx); err != nil {
