@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -181,12 +182,20 @@ func (k *Kubelet) writeStatus(ctx context.Context) error {
 		corev1.ResourcePods:             *resource.NewQuantity(int64(k.MaxPods), resource.DecimalSI),
 	}
 	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
-	node.Status.Conditions = []corev1.NodeCondition{
+	own := []corev1.NodeCondition{
 		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "simulated kubelet has sufficient memory available"),
 		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "simulated kubelet has no disk pressure"),
 		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "simulated kubelet has sufficient PID available"),
 		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "simulated kubelet is posting ready status"),
 	}
+	// The conditions of other writers (node-problem-detector, nodeboot) stay: the kubelet sets
+	// its own types only (kubernetes pkg/kubelet/nodestatus/setters.go).
+	for _, c := range node.Status.Conditions {
+		if !slices.ContainsFunc(own, func(o corev1.NodeCondition) bool { return o.Type == c.Type }) {
+			own = append(own, c)
+		}
+	}
+	node.Status.Conditions = own
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.NodeIP.String()}, {Type: corev1.NodeHostName,
 		Address: k.Node.Name}}
 	node.Status.NodeInfo = k.Info

@@ -165,6 +165,11 @@ func TestBinary(t *testing.T) {
 			t.Fatalf("run %d did not come up:\n%s", i, buf.String())
 		}
 		waitNodeReady(t, name)
+		if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return strings.Contains(buf.String(), "[conditions] KubewinRuntimeReady=True"), nil
+		}); err != nil {
+			t.Fatalf("run %d published no conditions:\n%s", i, buf.String())
+		}
 		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
@@ -174,6 +179,15 @@ func TestBinary(t *testing.T) {
 		}
 		if sig == syscall.SIGTERM && !strings.Contains(buf.String(), "[simulated-kubelet] node "+name+" stopped") {
 			t.Errorf("run did not stop cleanly:\n%s", buf.String())
+		}
+	}
+	// status shows what run last found: its conditions (the simulated machine reaches no
+	// cluster DNS) and no repairs.
+	status = nb(t, root, "status")
+	for _, want := range []string{"KubewinNetworkReady   True    NetworkReady", "KubewinDNSReady       False   ClusterDNSFailed",
+		"KubewinRuntimeReady   True    ServicesRunning", "repairs: none"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status lacks %q:\n%s", want, status)
 		}
 	}
 	out = nb(t, root, "reset")

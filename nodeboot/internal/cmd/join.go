@@ -3,14 +3,19 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/nodeboot/internal/join"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
@@ -47,13 +52,19 @@ NodeConfig on disk.`,
 func newRun(f *machineFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "run",
-		Short: "Run the node: finish the join, re-create the network, supervise the services",
+		Short: "Run the node: finish the join, re-create the network, supervise the services, repair drift",
 		Long: `Run is the nodeboot service, which the service manager starts at boot. On every boot it
 finishes the join if needed, makes the HNS network exist (HNS networks and endpoints do not
 reliably survive a reboot), and only then starts the kubelet and kube-proxy services, which the
 service manager never starts on its own. It then keeps host-gateway routes or overlay peers in
-step with the cluster's Nodes. On a simulated machine it also runs the simulated kubelet. It stops
-on SIGINT/SIGTERM (or a service stop on Windows).`,
+step with the cluster's Nodes, and every 30 seconds checks the node for drift: an HNS network, the
+host endpoint, a route or an overlay peer lost (a reboot, an HNS restart or a Windows update
+loses them) is restored with the boot's own steps, kube-proxy restarted when its network was made
+again, a stopped node service started; every repair is logged and counted (nodeboot status). It
+publishes the node's conditions KubewinNetworkReady, KubewinDNSReady (the cluster DNS service
+resolves kubernetes.default.svc.<cluster domain>) and KubewinRuntimeReady on its Node. On a
+simulated machine it also runs the simulated kubelet. It stops on SIGINT/SIGTERM (or a service
+stop on Windows).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			// A long-running, mostly idle agent: collect garbage sooner and stay small.
@@ -123,16 +134,29 @@ func newStatus(f *machineFlags) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "status",
-		Short: "Show each join phase, its duration, and the last error with its code",
-		Args:  cobra.NoArgs,
+		Short: "Show each join phase, its duration, the last error with its code, and the node's health",
+		Long: `Status shows each join phase, its duration and the last error with its code, then what
+` + "`nodeboot run`" + ` last found of the node: its conditions (published on the Node as KubewinNetworkReady,
+KubewinDNSReady and KubewinRuntimeReady) and the repairs it made since it started, by kind.`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			n, err := f.node(c.Context(), c.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
 			r := n.Report()
+			health, ran, err := n.Health()
+			if err != nil {
+				return err
+			}
 			if asJSON {
-				return writeJSON(c.OutOrStdout(), r)
+				if !ran {
+					return writeJSON(c.OutOrStdout(), r)
+				}
+				return writeJSON(c.OutOrStdout(), struct {
+					*nodestatus.Report
+					Health join.Health `json:"health"`
+				}{r, health})
 			}
 			out := c.OutOrStdout()
 			_, _ = fmt.Fprintf(out, "node %s: %s\n", r.Node, r.State)
@@ -148,11 +172,32 @@ func newStatus(f *machineFlags) *cobra.Command {
 				}
 				_, _ = fmt.Fprintln(out, line)
 			}
+			if ran {
+				printHealth(out, health)
+			}
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (with the health `nodeboot run` last found)")
 	return c
+}
+
+// printHealth prints the conditions and repairs `nodeboot run` last recorded.
+func printHealth(out io.Writer, h join.Health) {
+	_, _ = fmt.Fprintf(out, "health at %s:\n", h.Updated.Format(time.RFC3339))
+	for _, cond := range h.Conditions {
+		_, _ = fmt.Fprintf(out, "  %-21s %-7s %s: %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
+	}
+	kinds := slices.Sorted(maps.Keys(h.Repairs))
+	if len(kinds) == 0 {
+		_, _ = fmt.Fprintln(out, "  repairs: none since nodeboot run started")
+		return
+	}
+	var counts []string
+	for _, k := range kinds {
+		counts = append(counts, fmt.Sprintf("%s %d", k, h.Repairs[k]))
+	}
+	_, _ = fmt.Fprintf(out, "  repairs: %s; last %s at %s\n", strings.Join(counts, ", "), h.LastRepair, h.LastRepairTime.Format(time.RFC3339))
 }
 
 func newReset(f *machineFlags) *cobra.Command {

@@ -46,6 +46,9 @@ type Node struct {
 	// Name is the Node object's name.
 	Name     string
 	Timeouts Timeouts
+	// CheckInterval is how often `nodeboot run` checks the node for drift. Default:
+	// DefaultCheckInterval.
+	CheckInterval time.Duration
 	// Clock is the machine's clock. Default: time.Now.
 	Clock func() time.Time
 	// Out receives progress lines.

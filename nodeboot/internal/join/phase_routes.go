@@ -43,24 +43,27 @@ func runRoutes(ctx context.Context, d routesData) error {
 	if err != nil {
 		return nodestatus.Errorf(nodestatus.CodeRoutesFailed, "list nodes: %w", err)
 	}
-	return programPeers(ctx, d, nodes.Items)
+	_, err = programPeers(ctx, d, nodes.Items)
+	return err
 }
 
 // programPeers programs the way to every other node's pod CIDR: host-gateway routes through
-// their addresses, or the overlay's remote subnets through their VTEPs.
-func programPeers(ctx context.Context, d routesData, nodes []corev1.Node) error {
+// their addresses, or the overlay's remote subnets through their VTEPs. It reports whether it
+// changed any.
+func programPeers(ctx context.Context, d routesData, nodes []corev1.Node) (bool, error) {
 	network, p := d.config().Network, d.machine()
+	var changed bool
 	var err error
 	switch network.Mode {
 	case v1alpha1.NetworkModeHostGateway:
-		err = p.Routes().Replace(ctx, PeerRoutes(d.nodeName(), nodes))
+		changed, err = p.Routes().Replace(ctx, PeerRoutes(d.nodeName(), nodes))
 	case v1alpha1.NetworkModeOverlay:
-		err = p.Network().ReplaceRemoteSubnets(ctx, network.Name, PeerRemoteSubnets(d.nodeName(), nodes))
+		changed, err = p.Network().ReplaceRemoteSubnets(ctx, network.Name, PeerRemoteSubnets(d.nodeName(), nodes))
 	}
 	if err != nil {
-		return nodestatus.Errorf(nodestatus.CodeRoutesFailed, "%w", err)
+		return changed, nodestatus.Errorf(nodestatus.CodeRoutesFailed, "%w", err)
 	}
-	return nil
+	return changed, nil
 }
 
 // PeerRoutes are the host-gateway routes of node self: each other node's pod CIDR via its

@@ -23,9 +23,9 @@ const nodebootService = "nodeboot"
 // balancers and the pods' endpoints, the kubewin routes, the pod network and the External
 // bootstrap network (which takes the vSwitch down and gives the adapter its address back), the
 // files the join wrote (component configuration, CNI configuration, the kubelet's credentials
-// and certificates, the cluster CA and the join state), the kubelet's root directory (pod
-// directories) and CNI's state (address leases, result cache). What the bake installed stays.
-// The cluster is not touched.
+// and certificates, the cluster CA, the join state and the health file), the kubelet's root
+// directory (pod directories) and CNI's state (address leases, result cache). What the bake
+// installed stays. The cluster is not touched.
 func (n *Node) Reset(ctx context.Context) error {
 	// nodeboot run reprograms routes and restarts services: it stops first.
 	if err := n.Platform.Services().Stop(ctx, nodebootService); err != nil {
@@ -51,7 +51,7 @@ func (n *Node) Reset(ctx context.Context) error {
 	if err := n.Platform.RemovePods(ctx, n.Config.Runtime.Name); err != nil {
 		errs = append(errs, err)
 	}
-	if err := n.Platform.Routes().Replace(ctx, nil); err != nil {
+	if _, err := n.Platform.Routes().Replace(ctx, nil); err != nil {
 		errs = append(errs, fmt.Errorf("remove the kubewin routes: %w", err))
 	}
 	if n.Config.Network.Mode != v1alpha1.NetworkModeExternal {
@@ -85,9 +85,9 @@ func (n *Node) Reset(ctx context.Context) error {
 // joinFiles are the files the join and the node's components write: the rendered
 // configuration (when the join got far enough to render it), every file in the kubelet's
 // certificate directory (the bootstrap pair, the kubelet's client and serving certificates),
-// the kubeconfig, the cluster CA and the join state.
+// the kubeconfig, the cluster CA, the join state and the health `nodeboot run` recorded.
 func (n *Node) joinFiles() []string {
-	files := []string{n.Paths.KubeletKubeconfig, n.Paths.ClusterCA, n.statePath()}
+	files := []string{n.Paths.KubeletKubeconfig, n.Paths.ClusterCA, n.statePath(), n.healthPath()}
 	if p, err := plan(n); err == nil {
 		for f := range p.Files {
 			files = append(files, f)

@@ -16,8 +16,10 @@ import (
 
 // Serve is what the nodeboot service does on every boot: finish the join if it is not done,
 // make the HNS network exist, and only then start the node services, which the service manager
-// never starts on its own; then keep the way to the other nodes' pods (host-gateway routes,
-// overlay remote subnets and this node's VTEP) in step with the Nodes until ctx ends.
+// never starts on its own; then, until ctx ends, keep the node as it should be (keep): the way
+// to the other nodes' pods (host-gateway routes, overlay remote subnets and this node's VTEP)
+// in step with the Nodes, the network and services repaired when they drift, and the node's
+// conditions published.
 func (n *Node) Serve(ctx context.Context) error {
 	if !n.Joined() {
 		if err := n.Join(ctx); err != nil {
@@ -38,12 +40,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	if n.Config.Runtime.Name == v1alpha1.RuntimeContainerd {
 		go n.rotateContainerdLog(ctx)
 	}
-	switch n.Config.Network.Mode {
-	case v1alpha1.NetworkModeHostGateway, v1alpha1.NetworkModeOverlay:
-		return n.reconcilePeers(ctx, vtepMAC)
-	}
-	<-ctx.Done()
-	return nil
+	return n.keep(ctx, vtepMAC)
 }
 
 // removeStalePodState removes, before the network is ensured, what the pods and kube-proxy of
@@ -89,17 +86,14 @@ func (n *Node) rotateContainerdLog(ctx context.Context) {
 	}
 }
 
-// peerRetry is how soon a failed reconciliation is tried again.
-const peerRetry = 5 * time.Second
-
-// reconcilePeers publishes this node's VTEP (overlay: vtepMAC, as ensureNetwork returned it)
-// and reprograms the way to the peers whenever a Node's pod CIDR, address or VTEP changes (not
-// on every status heartbeat: on Windows each reconciliation runs PowerShell), and again after
-// a failure.
-func (n *Node) reconcilePeers(ctx context.Context, vtepMAC string) error {
+// watchNodes runs an informer on the Nodes until ctx ends, waits for its first list, and
+// returns its store and a channel that receives when a Node's peer key changes: one watch,
+// the node's only one (on Windows each reconciliation runs PowerShell, so status heartbeats
+// are not passed on).
+func (n *Node) watchNodes(ctx context.Context) (cache.Store, <-chan struct{}, error) {
 	c, err := n.NodeClient()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	lw := cache.NewListWatchFromClient(c.CoreV1().RESTClient(), "nodes", metav1.NamespaceAll, fields.Everything())
 	informer := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 10*time.Minute, cache.Indexers{})
@@ -118,38 +112,22 @@ func (n *Node) reconcilePeers(ctx context.Context, vtepMAC string) error {
 			}
 		},
 	}); err != nil {
-		return err
+		return nil, nil, err
 	}
 	go informer.RunWithContext(ctx)
 	cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
-	poke(nil)
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changed:
-		case <-retry:
-		}
-		retry = nil
-		var nodes []corev1.Node
-		for _, obj := range informer.GetStore().List() {
-			if node, ok := obj.(*corev1.Node); ok { // the informer lists Nodes only
-				nodes = append(nodes, *node)
-			}
-		}
-		err := publishVTEP(ctx, n, vtepMAC)
-		if err == nil {
-			err = programPeers(ctx, n, nodes)
-		}
-		switch {
-		case err == nil:
-			_, _ = fmt.Fprintf(n.Out, "[routes] in step with %d nodes\n", len(nodes))
-		case ctx.Err() == nil:
-			_, _ = fmt.Fprintf(n.Out, "[routes] %v (retrying in %s)\n", err, peerRetry)
-			retry = time.After(peerRetry)
+	return informer.GetStore(), changed, nil
+}
+
+// storedNodes are the Nodes in an informer's store.
+func storedNodes(store cache.Store) []corev1.Node {
+	var nodes []corev1.Node
+	for _, obj := range store.List() {
+		if node, ok := obj.(*corev1.Node); ok { // the informer lists Nodes only
+			nodes = append(nodes, *node)
 		}
 	}
+	return nodes
 }
 
 // peerKey is what of a Node the way to its pods depends on: its name, pod CIDR, addresses and

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 )
@@ -52,6 +53,9 @@ type Platform interface {
 	CheckPorts() error
 	// Address returns the address and subnet of the named host adapter.
 	Address(adapter string) (netip.Addr, netip.Prefix, error)
+	// LookupHost resolves host by asking only the DNS server at server, as a pod whose
+	// resolv.conf names the cluster DNS service does.
+	LookupHost(ctx context.Context, server netip.AddrPort, host string) ([]netip.Addr, error)
 
 	Network() Network
 	Services() Services
@@ -70,14 +74,41 @@ type Network interface {
 	// Ensure makes the network exist as specified (after its bootstrap network), replacing a
 	// stale one of the same name, and returns what peers need to reach it.
 	Ensure(ctx context.Context, spec NetworkSpec) (NetworkInfo, error)
-	// ReplaceRemoteSubnets makes the overlay network's remote subnet routes exactly subnets.
-	ReplaceRemoteSubnets(ctx context.Context, network string, subnets []RemoteSubnet) error
+	// Check reports what of the network differs from spec, with HNS queries and the host's
+	// interface list only (no change, no PowerShell), so that it can run often; a zero Drift
+	// means Ensure has nothing to repair.
+	Check(ctx context.Context, spec NetworkSpec) (Drift, error)
+	// ReplaceRemoteSubnets makes the overlay network's remote subnet routes exactly subnets,
+	// and reports whether it changed any.
+	ReplaceRemoteSubnets(ctx context.Context, network string, subnets []RemoteSubnet) (bool, error)
 	// Delete removes the network and its endpoints; a missing network is not an error.
 	Delete(ctx context.Context, name string) error
 	// RemovePodState removes what pods and kube-proxy left in HNS: the network's endpoints other
 	// than its host endpoint, and every load balancer. Only while neither the kubelet nor
 	// kube-proxy runs: they are the pods' and services' own.
 	RemovePodState(ctx context.Context, name string) error
+}
+
+// Drift is what Check found of a network that differs from its spec.
+type Drift struct {
+	// Network says why the pod network must be made again (missing, or not as specified);
+	// making it again drops the load balancers kube-proxy programmed on the old one.
+	Network string `json:"network,omitempty"`
+	// Host lists what else is missing: the bootstrap network, the l2bridge host endpoint or
+	// its host vNIC.
+	Host []string `json:"host,omitempty"`
+}
+
+// None reports whether nothing drifted.
+func (d Drift) None() bool { return d.Network == "" && len(d.Host) == 0 }
+
+// String lists the findings, separated by "; ".
+func (d Drift) String() string {
+	var all []string
+	if d.Network != "" {
+		all = append(all, d.Network)
+	}
+	return strings.Join(append(all, d.Host...), "; ")
 }
 
 // NetworkInfo is what an ensured network tells about itself.
@@ -144,9 +175,9 @@ const (
 
 // Routes programs the routes to other nodes' pod CIDRs (host-gateway mode).
 type Routes interface {
-	// Replace makes the kubewin routes exactly routes. They last until the machine restarts:
-	// nodeboot programs them again on every boot.
-	Replace(ctx context.Context, routes []Route) error
+	// Replace makes the kubewin routes exactly routes, and reports whether it changed any.
+	// They last until the machine restarts: nodeboot programs them again on every boot.
+	Replace(ctx context.Context, routes []Route) (bool, error)
 }
 
 // Route sends a destination prefix to a next hop.

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -50,6 +51,30 @@ type Platform struct {
 	mu sync.Mutex
 	// programs are the service programs running in this process, by service name.
 	programs map[string]*program
+	// dns answers LookupHost (SetDNS).
+	dns Resolver
+}
+
+// Resolver answers a DNS query for host sent to server.
+type Resolver func(ctx context.Context, server netip.AddrPort, host string) ([]netip.Addr, error)
+
+// SetDNS makes r the DNS the simulated machine reaches, which a test can break; nil: none.
+func (p *Platform) SetDNS(r Resolver) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dns = r
+}
+
+// LookupHost asks the DNS SetDNS gave. Without one the simulated machine reaches no DNS server:
+// its pods' network is simulated, and so is the cluster DNS service, which no one runs for it.
+func (p *Platform) LookupHost(ctx context.Context, server netip.AddrPort, host string) ([]netip.Addr, error) {
+	p.mu.Lock()
+	r := p.dns
+	p.mu.Unlock()
+	if r == nil {
+		return nil, fmt.Errorf("lookup %s on %s: the simulated machine reaches no DNS server", host, server)
+	}
+	return r(ctx, server, host)
 }
 
 // program is a service's program running in nodeboot's process.

@@ -82,6 +82,61 @@ func (n network) Ensure(ctx context.Context, spec platform.NetworkSpec) (platfor
 	return info, nil
 }
 
+// Check finds what Ensure would repair, with queries only: the bootstrap and pod networks by
+// name (one HNS query each; on overlay, the pod network's HostRoute policy), on l2bridge the
+// host endpoint by name and the host interface list for its vNIC. It reads neither routes nor firewall (PowerShell): the metadata routes
+// are restored with the rest when Ensure repairs.
+func (n network) Check(_ context.Context, spec platform.NetworkSpec) (platform.Drift, error) {
+	hns := n.p.b.HNS
+	var d platform.Drift
+	existing, err := hns.NetworkByName(spec.Bootstrap.Name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		d.Host = append(d.Host, "HNS network "+spec.Bootstrap.Name+" is missing")
+	case err != nil:
+		return d, err
+	case !bootstrapMatches(spec)(existing):
+		d.Host = append(d.Host, "HNS network "+spec.Bootstrap.Name+" is not as specified")
+	}
+	pod, err := hns.NetworkByName(spec.Name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		d.Network = "HNS network " + spec.Name + " is missing"
+		return d, nil
+	case err != nil:
+		return d, err
+	case !podMatches(spec)(pod):
+		d.Network = "HNS network " + spec.Name + " is not as specified"
+		return d, nil
+	}
+	if spec.Type == platform.Overlay {
+		if !hasPolicy(pod, hcnjson.HostRoute) {
+			d.Host = append(d.Host, "HNS network "+spec.Name+" has no HostRoute policy")
+		}
+		return d, nil
+	}
+	name := hostEndpointName(spec.Name)
+	ep, err := hns.EndpointByName(name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		d.Host = append(d.Host, "host endpoint "+name+" is missing")
+		return d, nil
+	case err != nil:
+		return d, err
+	case ep.HostComputeNetwork != pod.Id || len(ep.IpConfigurations) == 0 || ep.IpConfigurations[0].IpAddress != spec.HostEndpoint.String():
+		d.Host = append(d.Host, "host endpoint "+name+" is not on "+spec.Name+" at "+spec.HostEndpoint.String())
+		return d, nil
+	}
+	vnic, err := n.p.interfaceWith(spec.HostEndpoint)
+	if err != nil {
+		return d, err
+	}
+	if vnic == "" {
+		d.Host = append(d.Host, fmt.Sprintf("no host interface holds %s: host endpoint %s is not attached", spec.HostEndpoint, name))
+	}
+	return d, nil
+}
+
 // ensureNetwork keeps the network named in req when it matches, and otherwise deletes it and
 // creates req, then waits until HNS reports its management address and the host has the
 // interface that holds it. It reports whether it created the network.
@@ -497,12 +552,13 @@ func remoteSubnetSetting(rs platform.RemoteSubnet) hcnjson.RemoteSubnetRoutePoli
 // handleSubnetEvents replaces the policy with the same DestinationPrefix); one held with the
 // wanted provider address, VNI and MAC stays. MACs are compared as addresses: HNS reports them
 // in its own form ("0E-2A-..."), not the one they were sent in.
-func (n network) ReplaceRemoteSubnets(_ context.Context, name string, subnets []platform.RemoteSubnet) error {
+func (n network) ReplaceRemoteSubnets(_ context.Context, name string, subnets []platform.RemoteSubnet) (bool, error) {
 	hns := n.p.b.HNS
 	nw, err := hns.NetworkByName(name)
 	if err != nil {
-		return fmt.Errorf("network %s: %w", name, err)
+		return false, fmt.Errorf("network %s: %w", name, err)
 	}
+	changed := false
 	kept := map[string]bool{}
 	for _, pol := range nw.Policies {
 		var s hcnjson.RemoteSubnetRoutePolicySetting
@@ -516,8 +572,9 @@ func (n network) ReplaceRemoteSubnets(_ context.Context, name string, subnets []
 		}
 		req := hcnjson.PolicyNetworkRequest{Policies: []hcnjson.NetworkPolicy{{Type: hcnjson.RemoteSubnetRoute, Settings: pol.Settings}}}
 		if err := hns.RemoveNetworkPolicy(nw.Id, req); err != nil {
-			return fmt.Errorf("remove the remote subnet %s: %w", s.DestinationPrefix, err)
+			return changed, fmt.Errorf("remove the remote subnet %s: %w", s.DestinationPrefix, err)
 		}
+		changed = true
 	}
 	for _, rs := range subnets {
 		if kept[rs.Destination.String()] {
@@ -525,10 +582,11 @@ func (n network) ReplaceRemoteSubnets(_ context.Context, name string, subnets []
 		}
 		req := hcnjson.PolicyNetworkRequest{Policies: []hcnjson.NetworkPolicy{remoteSubnetPolicy(rs)}}
 		if err := hns.AddNetworkPolicy(nw.Id, req); err != nil {
-			return fmt.Errorf("add the remote subnet %s: %w", rs.Destination, err)
+			return changed, fmt.Errorf("add the remote subnet %s: %w", rs.Destination, err)
 		}
+		changed = true
 	}
-	return nil
+	return changed, nil
 }
 
 // sameRemoteSubnet says whether HNS's route have is the route want: the same destination,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"time"
@@ -129,6 +130,19 @@ func (p *Platform) Address(adapter string) (netip.Addr, netip.Prefix, error) {
 		}
 	}
 	return netip.Addr{}, netip.Prefix{}, errors.Join(errs...)
+}
+
+// LookupHost asks the DNS server at server only, over UDP (TCP when the answer is truncated),
+// with Go's resolver, which Windows uses when PreferGo is set since Go 1.19 (package net's
+// documentation: "On Windows, in Go 1.18.x and earlier, the resolver always used C library
+// functions"), so that the host's own resolver configuration does not answer for the cluster
+// DNS.
+func (p *Platform) LookupHost(ctx context.Context, server netip.AddrPort, host string) ([]netip.Addr, error) {
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, server.String())
+	}}
+	return r.LookupNetIP(ctx, "ip4", host)
 }
 
 func (p *Platform) Network() platform.Network   { return network{p} }

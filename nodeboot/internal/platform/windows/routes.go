@@ -44,15 +44,15 @@ type RouteTable struct {
 // active store. New-NetRoute -PolicyStore PersistentStore alone would write a route that is not
 // active until a reboot (MicrosoftDocs windows-powershell-docs New-NetRoute: "By default, a
 // route is saved in both stores. Use this parameter only when you need to create a route in
-// just the ActiveStore").
-func (r routes) Replace(ctx context.Context, want []platform.Route) error {
+// just the ActiveStore"). It reports whether it changed the table.
+func (r routes) Replace(ctx context.Context, want []platform.Route) (bool, error) {
 	out, err := r.p.b.Shell.Run(ctx, listRoutesScript())
 	if err != nil {
-		return fmt.Errorf("read the routing table: %w", err)
+		return false, fmt.Errorf("read the routing table: %w", err)
 	}
 	var table RouteTable
 	if err := json.Unmarshal(out, &table); err != nil {
-		return fmt.Errorf("read the routing table: %w: %q", err, out)
+		return false, fmt.Errorf("read the routing table: %w: %q", err, out)
 	}
 	var keep []platform.Route
 	var remove []StoredRoute
@@ -74,13 +74,13 @@ func (r routes) Replace(ctx context.Context, want []platform.Route) error {
 		}
 	}
 	if len(remove) == 0 && len(add) == 0 {
-		return nil
+		return false, nil
 	}
 	if len(add) > 0 && table.InterfaceIndex == 0 {
-		return fmt.Errorf("the machine has no default route, so no interface to route %v through", add)
+		return false, fmt.Errorf("the machine has no default route, so no interface to route %v through", add)
 	}
 	if _, err := r.p.b.Shell.Run(ctx, applyRoutesScript(remove, add, table.InterfaceIndex)); err != nil {
-		return fmt.Errorf("program routes: %w", err)
+		return false, fmt.Errorf("program routes: %w", err)
 	}
-	return nil
+	return true, nil
 }

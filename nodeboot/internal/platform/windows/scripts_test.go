@@ -54,7 +54,7 @@ func TestScriptsParse(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Routes().Replace(ctx, []platform.Route{{Destination: netip.MustParsePrefix("10.244.1.0/24"),
+	if _, err := p.Routes().Replace(ctx, []platform.Route{{Destination: netip.MustParsePrefix("10.244.1.0/24"),
 		NextHop: netip.MustParseAddr("10.240.0.5")}}); err != nil {
 		t.Fatal(err)
 	}

@@ -160,7 +160,7 @@ func TestHNSRequestsGolden(t *testing.T) {
 		}
 		peer := platform.RemoteSubnet{Destination: netip.MustParsePrefix("10.244.7.0/24"), ProviderAddress: netip.MustParseAddr("10.240.0.9"),
 			VTEPMAC: "0e:2a:0a:f4:07:00", VNI: 4096}
-		if err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{peer}); err != nil {
+		if _, err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{peer}); err != nil {
 			t.Fatal(err)
 		}
 		adds := bodies(m.Log(), "hns", "AddNetworkPolicy")
@@ -331,7 +331,7 @@ func TestRemoteSubnets(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	if err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{peer(5), peer(6)}); err != nil {
+	if _, err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{peer(5), peer(6)}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"10.244.5.0/24 via 10.240.0.5 00-15-5D-00-00-05", "10.244.6.0/24 via 10.240.0.6 00-15-5D-00-00-06"}
@@ -341,7 +341,7 @@ func TestRemoteSubnets(t *testing.T) {
 	// Peer 5 leaves; peer 6 gets a new VTEP (its network was re-created).
 	moved := peer(6)
 	moved.VTEPMAC = "00:15:5d:00:00:99"
-	if err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{moved}); err != nil {
+	if _, err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{moved}); err != nil {
 		t.Fatal(err)
 	}
 	if got := routes(); !slices.Equal(got, []string{"10.244.6.0/24 via 10.240.0.6 00-15-5D-00-00-99"}) {
@@ -349,7 +349,7 @@ func TestRemoteSubnets(t *testing.T) {
 	}
 	// HNS reports the MAC in its own form ("00-15-5D-00-00-99"): the same peers change nothing.
 	mark := m.Mark()
-	if err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{moved}); err != nil {
+	if _, err := p.Network().ReplaceRemoteSubnets(ctx, s.Name, []platform.RemoteSubnet{moved}); err != nil {
 		t.Fatal(err)
 	}
 	if c := changes(m.Log()[mark:]); len(c) > 0 {
@@ -377,7 +377,7 @@ func TestRoutesReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []platform.Route{r("10.244.1.0/24", "10.240.0.5"), r("10.244.7.0/24", "10.240.0.7")}
-	if err := p.Routes().Replace(ctx, want); err != nil {
+	if _, err := p.Routes().Replace(ctx, want); err != nil {
 		t.Fatal(err)
 	}
 	got := state(t, m).KubewinRoutes()
@@ -391,13 +391,13 @@ func TestRoutesReplace(t *testing.T) {
 		}
 	}
 	mark := m.Mark()
-	if err := p.Routes().Replace(ctx, want); err != nil {
+	if _, err := p.Routes().Replace(ctx, want); err != nil {
 		t.Fatal(err)
 	}
 	if ops := m.Log()[mark:]; len(ops) != 1 || ops[0].Call != "routes.list" {
 		t.Errorf("a table that is right took %v", ops)
 	}
-	if err := p.Routes().Replace(ctx, nil); err != nil {
+	if _, err := p.Routes().Replace(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := state(t, m).KubewinRoutes(); len(got) != 0 {
@@ -568,5 +568,58 @@ func TestCommandLineRoundTrip(t *testing.T) {
 	// mgr.CreateService's quoting: spaces quote the argument, nothing else does.
 	if got := windows.CommandLine(`C:\Program Files\a.exe`, []string{"--x=1", "a b"}); got != `"C:\Program Files\a.exe" --x=1 "a b"` {
 		t.Errorf("command line %s", got)
+	}
+}
+
+// Check finds what a lost network, host endpoint or policy leaves to repair, with queries only,
+// and after Ensure finds nothing.
+func TestCheckFindsDrift(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		mode v1alpha1.NetworkMode
+		lose func(m *winfake.Machine, s platform.NetworkSpec) error
+		want platform.Drift
+	}{
+		{v1alpha1.NetworkModeL2Bridge, func(m *winfake.Machine, s platform.NetworkSpec) error { return m.LoseNetwork(s.Name) },
+			platform.Drift{Network: "HNS network cbr0 is missing"}},
+		{v1alpha1.NetworkModeL2Bridge, func(m *winfake.Machine, s platform.NetworkSpec) error { return m.LoseNetwork("External") },
+			platform.Drift{Host: []string{"HNS network External is missing"}}},
+		{v1alpha1.NetworkModeL2Bridge, func(m *winfake.Machine, s platform.NetworkSpec) error { return m.LoseEndpoint(s.Name + "_ep") },
+			platform.Drift{Host: []string{"host endpoint cbr0_ep is missing"}}},
+		{v1alpha1.NetworkModeOverlay, func(m *winfake.Machine, s platform.NetworkSpec) error { return m.LoseNetwork(s.Name) },
+			platform.Drift{Network: "HNS network vxlan0 is missing"}},
+		{v1alpha1.NetworkModeOverlay, func(m *winfake.Machine, s platform.NetworkSpec) error {
+			return m.Edit(func(st *winfake.State) {
+				for i := range st.Networks {
+					st.Networks[i].Policies = slices.DeleteFunc(st.Networks[i].Policies, func(p hcnjson.NetworkPolicy) bool { return p.Type == hcnjson.HostRoute })
+				}
+			})
+		}, platform.Drift{Host: []string{"HNS network vxlan0 has no HostRoute policy"}}},
+	} {
+		p, m := machine(t)
+		s := spec(t, tc.mode)
+		if _, err := p.Network().Ensure(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := p.Network().Check(ctx, s); err != nil || !d.None() {
+			t.Fatalf("%s: Check after Ensure: %+v %v", tc.mode, d, err)
+		}
+		if err := tc.lose(m, s); err != nil {
+			t.Fatal(err)
+		}
+		mark := m.Mark()
+		d, err := p.Network().Check(ctx, s)
+		if err != nil || d.String() != tc.want.String() || (d.Network == "") != (tc.want.Network == "") {
+			t.Errorf("%s: Check = %+v, %v; want %+v", tc.mode, d, err, tc.want)
+		}
+		if c := changes(m.Log()[mark:]); len(c) > 0 {
+			t.Errorf("Check changed the machine: %v", c)
+		}
+		if _, err := p.Network().Ensure(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := p.Network().Check(ctx, s); err != nil || !d.None() {
+			t.Errorf("%s: Check after the repair: %+v %v", tc.mode, d, err)
+		}
 	}
 }

@@ -671,3 +671,59 @@ func (m *Machine) Edit(f func(*State)) error {
 		return true, nil
 	})
 }
+
+// --- drift ---
+
+// LoseNetwork removes a network with its endpoints, and the vSwitch when it was the adapter's
+// last network, with the routes that went through their interfaces: HNS networks and endpoints
+// are lost after a reboot, an HNS service restart or a Windows update
+// (Azure/azure-container-networking issues 283 and 287, projectcalico/calico issue 5164).
+func (m *Machine) LoseNetwork(name string) error {
+	return m.do(Op{Backend: "drift", Call: "lose-network", Target: name}, true, func(st *State) (bool, error) {
+		n := findNetwork(st, func(n *hcnjson.HostComputeNetwork) bool { return n.Name == name })
+		if n == nil {
+			return false, errNotFound("network " + name)
+		}
+		id, adapter := n.Id, networkAdapter(n, m.cfg.Adapter)
+		for _, ep := range st.Endpoints {
+			if ep.HostComputeNetwork == id {
+				removeAdapter(st, "vEthernet ("+ep.Name+")")
+			}
+		}
+		st.Endpoints = slices.DeleteFunc(st.Endpoints, func(ep Endpoint) bool { return ep.HostComputeNetwork == id })
+		st.Networks = slices.DeleteFunc(st.Networks, func(x hcnjson.HostComputeNetwork) bool { return x.Id == id })
+		if !m.adapterInUse(st, adapter) {
+			m.vSwitchDown(st, adapter)
+		}
+		return true, nil
+	})
+}
+
+// LoseEndpoint removes an endpoint and its host vNIC (with the routes through it), as HNS
+// loses endpoints across restarts (GCE k8s-node-setup.psm1: "the HNS endpoints do not"
+// persist; Azure/azure-container-networking issue 283).
+func (m *Machine) LoseEndpoint(name string) error {
+	return m.do(Op{Backend: "drift", Call: "lose-endpoint", Target: name}, true, func(st *State) (bool, error) {
+		i := slices.IndexFunc(st.Endpoints, func(ep Endpoint) bool { return ep.Name == name })
+		if i < 0 {
+			return false, errNotFound("endpoint " + name)
+		}
+		removeAdapter(st, "vEthernet ("+name+")")
+		st.Endpoints = slices.Delete(st.Endpoints, i, i+1)
+		return true, nil
+	})
+}
+
+// LoseRoute removes the active-store routes to dst, as `route delete` or a restart does:
+// nodeboot writes its routes to the active store only, which a restart rebuilds from the
+// persistent store (MicrosoftDocs windows-powershell-docs New-NetRoute, -PolicyStore).
+func (m *Machine) LoseRoute(dst netip.Prefix) error {
+	return m.do(Op{Backend: "drift", Call: "lose-route", Target: dst.String()}, true, func(st *State) (bool, error) {
+		n := len(st.Routes)
+		st.Routes = slices.DeleteFunc(st.Routes, func(r Route) bool { return r.Destination == dst && r.Store == windows.ActiveStore })
+		if len(st.Routes) == n {
+			return false, fmt.Errorf("no active route to %s", dst)
+		}
+		return true, nil
+	})
+}
