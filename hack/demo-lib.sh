@@ -15,36 +15,24 @@ end_stage() {
 	current=''
 }
 
-mirror_pid=''
 stop_mirror() {
-	[ -z "$mirror_pid" ] || kill "$mirror_pid" 2>/dev/null || true
-	mirror_pid=''
+	make -s --no-print-directory release-mirror-stop
 }
 
 # bake_image builds kubewin, the test environment and the Windows node binaries, starts the
-# release mirror and bakes $work/image with packer build examples/packer/local.pkr.hcl.
+# release mirror (make release-mirror) and bakes $work/image with packer build
+# examples/packer/local.pkr.hcl, as the README's local path does.
 bake_image() {
 	stage "build kubewin, the test environment, Windows node binaries"
 	make --no-print-directory build
 	bash hack/testenv.sh kube packer terraform winnode
-	go build -o .testbin/demorelease ./hack/demorelease
 
 	stage "start the release mirror and registry on 127.0.0.1"
-	modver() { (cd "tools/$1" && go list -m -f '{{.Version}}' "$2"); }
-	version=$(bin/nodeboot version)
-	rm -f "$work/release.pkrvars.hcl"
-	.testbin/demorelease -bin .testbin/windows -nodeboot bin/windows_amd64/nodeboot.exe -vars "$work/release.pkrvars.hcl" \
-		-kubernetes-version "$(modver kube k8s.io/kubernetes)" \
-		-containerd-version "$(modver winnode github.com/containerd/containerd/v2 | sed 's/^v//')" \
-		-cni-plugins-version "$(modver winnode github.com/containernetworking/plugins | sed 's/^v//')" \
-		-nodeboot-version "$version" &
-	mirror_pid=$!
-	for _ in $(seq 100); do [ -s "$work/release.pkrvars.hcl" ] && break; sleep 0.1; done
-	[ -s "$work/release.pkrvars.hcl" ] || { echo "demo: the release mirror did not start" >&2; exit 1; }
+	make --no-print-directory release-mirror
 
 	stage "packer build examples/packer/local.pkr.hcl"
 	packer plugins install --path bin/packer-plugin-kubewin github.com/kubewin/kubewin
-	packer build -force -var-file "$work/release.pkrvars.hcl" -var output_directory="$work/image" \
+	packer build -force -var-file bin/release.pkrvars.hcl -var output_directory="$work/image" \
 		-var nodeboot_path="$root/bin/nodeboot" examples/packer/local.pkr.hcl
 }
 

@@ -1,8 +1,9 @@
 # kubewin end to end on this machine: a real control plane, a pool of SIMULATED Windows Server
 # nodes (nodeboot processes whose join is real and whose simulated kubelet runs no containers)
-# that join it, and a pod route per node. The image comes from
-#   packer build examples/packer/local.pkr.hcl
-# With the provider from make build (export TF_CLI_CONFIG_FILE=$PWD/bin/terraformrc):
+# that join it, and a pod route per node. The README's local path runs it step by step: the
+# image from
+#   packer build -var-file=bin/release.pkrvars.hcl examples/packer/local.pkr.hcl
+# and, with the provider from make build (export TF_CLI_CONFIG_FILE=$PWD/bin/terraformrc),
 #   terraform -chdir=examples/local init && terraform -chdir=examples/local apply
 terraform {
   required_version = ">= 1.11"

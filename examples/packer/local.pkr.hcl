@@ -1,7 +1,10 @@
-# A kubewin image for the Terraform provider's local backend, baked on this machine:
-#   packer build -var-file=release.pkrvars.hcl examples/packer/local.pkr.hcl
-# make demo runs it against a local release mirror (hack/demorelease) and feeds the image to
-# examples/local.
+# A kubewin image for the Terraform provider's local backend, baked on this machine into
+# images/ws2022, where examples/local looks for it. Without a network, from the release mirror
+# on 127.0.0.1 that make release-mirror starts (the Windows node binaries make testenv builds and
+# make build's nodeboot), as the README's local path and make demo do:
+#   packer build -var-file=bin/release.pkrvars.hcl examples/packer/local.pkr.hcl
+# Without the variables file it downloads from upstream (release_base_urls), nodeboot from
+# kubewin's GitHub releases: set nodeboot_version to a released version.
 packer {
   required_plugins {
     kubewin = {
@@ -32,7 +35,8 @@ variable "nodeboot_path" {
   default     = "bin/nodeboot"
 }
 
-# Where the release comes from: upstream by default, or a mirror.
+# Where the release comes from: upstream by default, or a mirror (bin/release.pkrvars.hcl sets
+# the local one).
 variable "release_base_urls" {
   type = object({
     kubernetes  = string

@@ -1,8 +1,9 @@
-// Command demorelease serves make demo's local release mirror on 127.0.0.1: the Windows node
-// binaries built from source by hack/testenv.sh (kubelet, kube-proxy, kubeadm, kube-log-runner,
-// containerd, the CNI plugins), nodeboot.exe, laid out as their upstream sites publish them with
-// checksum files, and an OCI registry holding a Windows pause image for every supported Windows
-// build. It writes a Packer variables file pointing examples/packer/local.pkr.hcl at them and
+// Command demorelease serves the local release mirror on 127.0.0.1 that make release-mirror
+// starts (hack/release-mirror.sh) and make demo bakes from: the Windows node binaries built from
+// source by hack/testenv.sh (kubelet, kube-proxy, kubeadm, kube-log-runner, containerd, the CNI
+// plugins), nodeboot.exe, laid out as their upstream sites publish them with checksum files, and
+// an OCI registry holding a Windows pause image for every supported Windows build. Once it
+// serves, it writes a Packer variables file pointing examples/packer/local.pkr.hcl at them; it
 // serves until it is interrupted.
 package main
 
@@ -48,7 +49,7 @@ func main() {
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join(*bin, name))
 		if err != nil {
-			log.Fatalf("demorelease: %v (make demo builds it with hack/testenv.sh winnode)", err)
+			log.Fatalf("demorelease: %v (make testenv builds it: hack/testenv.sh winnode)", err)
 		}
 		return b
 	}
@@ -77,7 +78,7 @@ func main() {
 	if err := pushPause(pause, read("pause.exe")); err != nil {
 		log.Fatalf("demorelease: push the pause image: %v", err)
 	}
-	doc := fmt.Sprintf(`# Written by hack/demorelease: the local release mirror make demo bakes from.
+	doc := fmt.Sprintf(`# Written by hack/demorelease: the local release mirror of make release-mirror.
 kubernetes_version = %q
 nodeboot_version   = %q
 pause_image        = %q
@@ -88,7 +89,11 @@ release_base_urls = {
   nodeboot    = "http://%[4]s%[8]s"
 }
 `, *kube, *nbVersion, pause, files, releasemirror.Kubernetes, releasemirror.Containerd, releasemirror.CNIPlugins, releasemirror.Nodeboot)
-	if err := os.WriteFile(*vars, []byte(doc), 0o644); err != nil {
+	// Written whole, then renamed into place: whoever waits for the file reads all of it.
+	if err := os.WriteFile(*vars+".tmp", []byte(doc), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.Rename(*vars+".tmp", *vars); err != nil {
 		log.Fatal(err)
 	}
 	log.Printf("demorelease: release mirror on http://%s, registry on %s, variables in %s", files, reg, *vars)

@@ -27,6 +27,9 @@ cluster is trusted (after discovery) — in the node's report object
 with node, phase and code. Failures before the cluster is trusted (preflight, discovery) are
 never sent to the cluster: the bootstrap token is not used until the CA is pinned.
 
+**Verified so far:** the Windows node agent (nodeboot) only on a simulated Windows machine, never on
+Windows: the codes of its Windows steps have been seen only as that machine answers.
+
 | code | phase | meaning | what to do |
 |---|---|---|---|
 `)

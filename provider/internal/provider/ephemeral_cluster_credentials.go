@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -80,7 +81,7 @@ func (e *clusterCredentialsEphemeral) Open(ctx context.Context, req ephemeral.Op
 	if id := m.ClusterID.ValueString(); azure.IsClusterID(id) {
 		access, err := e.data.azureAccess(ctx, id)
 		if err != nil {
-			resp.Diagnostics.AddError("Cannot Reach Cluster", err.Error())
+			resp.Diagnostics.Append(connectError(m.ClusterID, "the", err))
 			return
 		}
 		m.Host = types.StringValue("https://" + access.Endpoint)
@@ -92,7 +93,9 @@ func (e *clusterCredentialsEphemeral) Open(ctx context.Context, req ephemeral.Op
 	}
 	cp, err := e.data.local.Cluster(m.ClusterID.ValueString())
 	if err != nil {
-		resp.Diagnostics.AddError("Cluster Not Found", err.Error())
+		resp.Diagnostics.AddAttributeError(path.Root("cluster_id"), "Cluster Not Found", fmt.Sprintf("cluster_id = %q: %s.\n\n"+
+			"Set cluster_id to a kubewin_cluster's id (kubewin_cluster.<name>.id): a cluster of the provider's local state_dir, or the "+
+			"resource ID of an azure cluster's API server load balancer.", m.ClusterID.ValueString(), err))
 		return
 	}
 	kc, err := clientcmd.LoadFromFile(cp.AdminKubeconfig())

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"regexp"
 	"testing"
 
@@ -48,5 +49,30 @@ resource "echo" "admin" {}
 					knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.0\.0\.1:\d+$`))),
 			},
 		}},
+	})
+}
+
+// A cluster_id that names no cluster is an error on cluster_id that says what to set: a local
+// name the state_dir has no cluster of, and an azure cluster ID whose cluster is gone.
+func TestAccClusterCredentials_noCluster(t *testing.T) {
+	state, provider := testAccLocal(t)
+	f := newAzureFixture(t, state)
+	gone := armServer.ResourceGroupID(f.group) + "/providers/Microsoft.Network/loadBalancers/gone-apiserver"
+	config := func(id string) string {
+		return provider + fmt.Sprintf(`
+ephemeral "kubewin_cluster_credentials" "admin" {
+  cluster_id = %q
+}
+`, id)
+	}
+	resource.Test(t, resource.TestCase{
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_10_0)},
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config("nope"), ExpectError: regexp.MustCompile(`(?s)Cluster Not Found.*cluster_id = "nope": the local backend has no\s+` +
+				`cluster named "nope".*Set\s+cluster_id\s+to\s+a\s+kubewin_cluster's\s+id`)},
+			{Config: config(gone), ExpectError: regexp.MustCompile(`(?s)Cannot Reach the Cluster.*kubewin cannot reach the cluster\s+cluster_id.*` +
+				`gone-apiserver.*Check\s+that\s+the\s+kubewin_cluster\s+still\s+exists`)},
+		},
 	})
 }
