@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -27,6 +28,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubewin/kubewin/internal/controlplane"
+	"github.com/kubewin/kubewin/internal/testkit/armtest"
 	"github.com/kubewin/kubewin/internal/testkit/testenv"
 	"github.com/kubewin/kubewin/provider/internal/azure"
 )
@@ -152,6 +154,7 @@ func TestAccClusterAzure(t *testing.T) {
 		}
 	}
 	one := azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 1 }")
+	var denied *armtest.Fault
 	nodes := func(linux int) func(*terraform.State) error {
 		return func(s *terraform.State) error {
 			id := s.RootModule().Resources["kubewin_cluster.test"].Primary.ID
@@ -196,7 +199,19 @@ func TestAccClusterAzure(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)Change Would Replace the Cluster.*Changing kubernetes_version of azure cluster "acc".*kubewin never\s+destroys a cluster`),
 			},
 			{
-				Config: azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 3 }"),
+				// No credential from the control planes: the error says what to check.
+				PreConfig: func() {
+					denied = armServer.FailRequests(armtest.Match{Method: http.MethodPost, Path: `/runCommand$`}, http.StatusForbidden,
+						"AuthorizationFailed", "The client does not have authorization to perform action "+
+							"'Microsoft.Compute/virtualMachines/runCommand/action'.")
+				},
+				Config: azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 2 }"),
+				ExpectError: regexp.MustCompile(`(?s)Cannot Reach the Cluster.*run command on its\s+control planes, and none answered:.*` +
+					`AuthorizationFailed.*Virtual\s+Machine\s+Contributor`),
+			},
+			{
+				PreConfig: func() { denied.Remove() },
+				Config:    azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 3 }"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("kubewin_cluster.test", plancheck.ResourceActionUpdate),
 				}},

@@ -579,6 +579,13 @@ func (a *clusterAzureModel) create(ctx context.Context, data *providerData, m *c
 	return diags
 }
 
+// cannotReadAzureCluster is the error of an ARM read of the cluster's machines that failed.
+func cannotReadAzureCluster(m *clusterModel, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Cannot Read the Cluster", fmt.Sprintf("kubewin could not read the machines of azure cluster %q in "+
+		"resource group %q: %s.\n\nCheck that the resource group exists and that the provider's credentials may read it (the Reader "+
+		"role at least), then apply again.", m.Name.ValueString(), m.Azure.ResourceGroupName.ValueString(), err))
+}
+
 // read reads what exists of the cluster: the control planes and agents that exist count, so
 // that the next apply makes the missing ones again.
 func (a *clusterAzureModel) read(ctx context.Context, data *providerData, m *clusterModel) (gone bool, diags diag.Diagnostics) {
@@ -588,7 +595,7 @@ func (a *clusterAzureModel) read(ctx context.Context, data *providerData, m *clu
 	}
 	o, err := c.Observe(ctx)
 	if err != nil {
-		diags.AddError("Cannot Read Cluster", err.Error())
+		diags.Append(cannotReadAzureCluster(m, err))
 		return false, diags
 	}
 	if o == nil {
@@ -629,9 +636,12 @@ func (a *clusterAzureModel) update(ctx context.Context, data *providerData, m, p
 	if errors.As(err, &step) {
 		switch step.Step {
 		case cluster.StepConnect:
-			diags.AddError("Cannot Reach Cluster", step.Err.Error())
+			diags.AddError("Cannot Reach the Cluster", fmt.Sprintf("kubewin gets a credential for azure cluster %q by a run command on its "+
+				"control planes, and none answered: %s.\n\nCheck that the control planes run (the Azure portal or `az vm list -g %s`), "+
+				"that the provider's credentials may run commands on them (the Virtual Machine Contributor role on the resource group), "+
+				"then apply again.", m.Name.ValueString(), step.Err, a.ResourceGroupName.ValueString()))
 		case cluster.StepRead:
-			diags.AddError("Cannot Read Cluster", step.Err.Error())
+			diags.Append(cannotReadAzureCluster(m, step.Err))
 		case cluster.StepAddControlPlane:
 			diags.AddAttributeError(pathClusterAzure.AtName("masters"), "Cannot Add Control Planes", step.Err.Error())
 		case cluster.StepScale:
