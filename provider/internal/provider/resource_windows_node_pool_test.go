@@ -60,7 +60,8 @@ func testImage(t testing.TB, b *local.Backend, tag string) string {
 		KubernetesVersion: version, Runtime: v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"},
 		PauseImage:      v1alpha1.PauseImage{Reference: "registry.k8s.io/pause:3.10", Digest: "sha256:" + strings.Repeat("3", 64)},
 		NodebootVersion: "test-" + tag,
-	}, map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet " + tag), "k/kube-proxy.exe": []byte("simulated kube-proxy")})
+	}, map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet " + tag), "k/kube-proxy.exe": []byte("simulated kube-proxy"),
+		"k/kube-log-runner.exe": []byte("simulated kube-log-runner")})
 	if err != nil {
 		t.Fatal(err)
 	}
