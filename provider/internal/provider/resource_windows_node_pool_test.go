@@ -500,6 +500,10 @@ resource "kubewin_windows_node_pool" "win" {
 			{Config: pool(`  name = "win"
   node_count = 1
   kubelet_extra_args = { "pod-infra-container-image" = "x" }`), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Invalid Kubelet Arguments.*was\s+removed\s+in\s+Kubernetes\s+1\.34`)},
+			{Config: pool(`  name = "win"
+  node_count = 1
+  system_reserved_memory = "2 GB"`), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Invalid Memory Quantity.*system_reserved_memory: "2 GB" is not a memory\s+quantity`)},
 		},
 	})
 }
