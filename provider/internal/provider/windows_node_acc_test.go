@@ -56,6 +56,22 @@ func testAccWindowsNodeOn(t *testing.T, tg *windowsacc.Target) {
 			logFile := filepath.Join(t.TempDir(), "terraform.log")
 			t.Setenv("TF_LOG", "DEBUG")
 			t.Setenv("TF_ACC_LOG_PATH", logFile)
+			// The join's phases are reported also when the apply failed (resource.Test stops the
+			// test), after the destroy.
+			t.Cleanup(func() {
+				logs, err := os.ReadFile(logFile)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				phases := windowsacc.Phases(string(logs))
+				for _, p := range phases {
+					t.Logf("%s [%s] %s", mode, p.Name, p.Result)
+				}
+				if len(phases) == 0 {
+					t.Errorf("no phase of nodeboot join in the provider's log")
+				}
+			})
 			var node string
 			resource.Test(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -84,17 +100,6 @@ func testAccWindowsNodeOn(t *testing.T, tg *windowsacc.Target) {
 					},
 				}},
 			})
-			logs, err := os.ReadFile(logFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			phases := windowsacc.Phases(string(logs))
-			for _, p := range phases {
-				t.Logf("%s [%s] %s", mode, p.Name, p.Result)
-			}
-			if len(phases) == 0 {
-				t.Errorf("no phase of nodeboot join in the provider's log")
-			}
 		})
 	}
 }
