@@ -84,7 +84,8 @@ func provision(t testing.TB, pool, name, nodeName string, setUp func(*simmachine
 		KubernetesVersion: cp.Version, Runtime: v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"},
 		PauseImage:      v1alpha1.PauseImage{Reference: "registry.k8s.io/pause:3.10", Digest: "sha256:" + strings.Repeat("1", 64)},
 		NodebootVersion: "test",
-	}, map[string][]byte{"k/kubelet.exe": []byte("simulated"), "k/kube-proxy.exe": []byte("simulated")}); err != nil {
+	}, map[string][]byte{"k/kubelet.exe": []byte("simulated"), "k/kube-proxy.exe": []byte("simulated"),
+		"k/kube-log-runner.exe": []byte("simulated")}); err != nil {
 		t.Fatal(err)
 	}
 	nc := v1alpha1.NodeConfig{

@@ -112,21 +112,27 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 		o.endpoint = cp.HostPort()
 	}
 	root := t.TempDir()
-	payload := []byte("simulated kubelet.exe for " + name)
 	if err := os.MkdirAll(filepath.Join(root, "C", "k"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "C", "k", "kubelet.exe"), payload, 0o755); err != nil {
-		t.Fatal(err)
+	// The programs the node's services run: the kubelet under kube-log-runner, and nodeboot,
+	// which hosts cri-dockerd.
+	var files []v1alpha1.File
+	for _, exe := range []string{"kubelet.exe", "kube-log-runner.exe", "nodeboot.exe"} {
+		payload := []byte("simulated " + exe + " for " + name)
+		if err := os.WriteFile(filepath.Join(root, "C", "k", exe), payload, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(payload)
+		files = append(files, v1alpha1.File{Path: "k/" + exe, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(payload))})
 	}
-	sum := sha256.Sum256(payload)
 	m := &v1alpha1.ImageManifest{
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindImageManifest,
 		WindowsBuild: v1alpha1.WindowsServer2022, KubernetesVersion: cp.Version,
 		Runtime:         v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"},
 		PauseImage:      v1alpha1.PauseImage{Reference: "registry.k8s.io/pause:3.10", Digest: "sha256:" + strings.Repeat("0", 64)},
 		NodebootVersion: "test",
-		Files:           []v1alpha1.File{{Path: "k/kubelet.exe", SHA256: hex.EncodeToString(sum[:]), Size: int64(len(payload))}},
+		Files:           files,
 	}
 	if o.runtime == v1alpha1.RuntimeDocker {
 		m.Runtime = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "28.3.3", CRIDockerdVersion: "0.3.18"}

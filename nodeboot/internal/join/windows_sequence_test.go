@@ -241,13 +241,8 @@ func TestWindowsRequestSequences(t *testing.T) {
 			ctx := context.Background()
 			n := newNode(t, nodeOpts{mode: mode})
 			fake := n.Platform.(*sim.Platform).Windows()
-			// The image has nodeboot's service, registered by the bake, stopped until the first boot.
-			if err := os.MkdirAll(n.Platform.Path(`C:\k`), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(n.Platform.Path(`C:\k\nodeboot.exe`), []byte("nodeboot.exe"), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			// The image has nodeboot (newNode's payload) and its service, registered by the bake,
+			// stopped until the first boot.
 			if err := fake.Edit(func(st *winfake.State) {
 				st.Services[nodebootService] = &winfake.Service{State: windows.Stopped, Config: windows.ServiceConfig{
 					BinaryPathName: `C:\k\nodeboot.exe run`, StartType: windows.StartAutomatic, Dependencies: []string{string(n.Config.Runtime.Name)}}}

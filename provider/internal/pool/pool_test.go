@@ -363,6 +363,7 @@ func TestGeneration(t *testing.T) {
 		"image":   func(s *Spec) { s.Image = "image-b" },
 		"labels":  func(s *Spec) { s.Template.Node.Labels["example.com/team"] = "db" },
 		"maxPods": func(s *Spec) { s.Template.Node.MaxPods = 30 },
+		"memory":  func(s *Spec) { s.Template.Kubelet.SystemReservedMemory = "3Gi" },
 		"network": func(s *Spec) { s.Template.Network.Mode = v1alpha1.NetworkModeHostGateway },
 		"CA":      func(s *Spec) { s.Template.Cluster.CACertHashes = []string{"sha256:" + strings.Repeat("b", 64)} },
 	} {

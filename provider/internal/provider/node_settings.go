@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/drain"
@@ -34,6 +35,15 @@ type nodeSettings struct {
 	Taints           []taintModel
 	MaxPods          types.Int64
 	KubeletExtraArgs types.Map
+	Memory           memorySettings
+}
+
+// memorySettings override the kubelet's memory reservations and eviction threshold, which
+// nodeboot otherwise sizes from the machine's memory as AKS does (nodecmd/reserved.go).
+type memorySettings struct {
+	SystemReserved types.String `tfsdk:"system_reserved_memory"`
+	KubeReserved   types.String `tfsdk:"kube_reserved_memory"`
+	EvictionHard   types.String `tfsdk:"eviction_hard_memory"`
 }
 
 // nodeSettingsPaths are the attributes of the node settings.
@@ -43,6 +53,9 @@ var nodeSettingsPaths = []path.Path{
 	path.Root("taints"),
 	path.Root("max_pods"),
 	path.Root("kubelet_extra_args"),
+	path.Root("system_reserved_memory"),
+	path.Root("kube_reserved_memory"),
+	path.Root("eviction_hard_memory"),
 }
 
 // nodeAttributes are the schema of the node settings, the bootstrap token's lifetime and the
@@ -93,6 +106,13 @@ func nodeAttributes(tokens string) map[string]schema.Attribute {
 			Description: "Extra kubelet flags (`name = value`, without dashes). Flags kubewin sets itself, and flags the image's Kubernetes version " +
 				"removed, are rejected at plan time.",
 		},
+		"system_reserved_memory": memoryAttribute("Memory reserved for Windows itself (the kubelet's `--system-reserved` memory). " +
+			"Default `2Gi`, as AKS reserves on Windows nodes."),
+		"kube_reserved_memory": memoryAttribute("Memory reserved for the kubelet, kube-proxy and the container runtime (`--kube-reserved` " +
+			"memory). Default: sized from the machine's memory as AKS does, 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, " +
+			"6% of the next 112 and 2% of the rest."),
+		"eviction_hard_memory": memoryAttribute("The kubelet's hard eviction threshold on `memory.available`: under it the kubelet evicts " +
+			"pods (`--eviction-hard`). Default `750Mi`, as AKS."),
 		"token_ttl": schema.StringAttribute{
 			Optional:   true,
 			Computed:   true,
@@ -131,6 +151,38 @@ func nodeAttributes(tokens string) map[string]schema.Attribute {
 	}
 }
 
+// memoryAttribute is a memory quantity of the node settings. Windows has no cgroups to fence
+// the node's own processes off from pods: a reservation only lowers the node's allocatable
+// memory, which the scheduler places pods against
+// (https://kubernetes.io/docs/concepts/configuration/windows-resource-management/).
+func memoryAttribute(desc string) schema.StringAttribute {
+	return schema.StringAttribute{
+		Optional:   true,
+		Validators: []validator.String{quantityValidator{}},
+		Description: desc + " A quantity such as `1536Mi` or `2Gi`. Windows cannot fence the node's own processes off from pods: the " +
+			"reservations lower the node's allocatable memory, which the scheduler places pods against.",
+	}
+}
+
+// quantityValidator checks a memory quantity, as the NodeConfig's validation does.
+type quantityValidator struct{}
+
+func (quantityValidator) Description(context.Context) string {
+	return `must be a non-negative memory quantity such as "1536Mi" or "2Gi"`
+}
+
+func (v quantityValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (quantityValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if !known(req.ConfigValue) {
+		return
+	}
+	if q, err := k8sresource.ParseQuantity(req.ConfigValue.ValueString()); err != nil || q.Sign() < 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Memory Quantity", fmt.Sprintf("%s: %q is not a memory quantity. Set it to a "+
+			"non-negative quantity such as \"1536Mi\" or \"2Gi\", or leave it unset for the default.", req.Path, req.ConfigValue.ValueString()))
+	}
+}
+
 // nodeConfig is a NodeConfig with these settings for a cluster and a runtime, without a node
 // name or a bootstrap token.
 func (s nodeSettings) nodeConfig(ctx context.Context, runtime v1alpha1.RuntimeName, c clusterFacts) (*v1alpha1.NodeConfig, diag.Diagnostics) {
@@ -146,7 +198,8 @@ func (s nodeSettings) nodeConfig(ctx context.Context, runtime v1alpha1.RuntimeNa
 		Node:    v1alpha1.Node{Labels: labels, Taints: taintsOf(s.Taints), MaxPods: int32(s.MaxPods.ValueInt64())},
 		Network: v1alpha1.Network{Mode: v1alpha1.NetworkMode(s.NetworkMode.ValueString())},
 		Runtime: v1alpha1.Runtime{Name: runtime},
-		Kubelet: v1alpha1.Kubelet{ExtraArgs: extra},
+		Kubelet: v1alpha1.Kubelet{ExtraArgs: extra, SystemReservedMemory: s.Memory.SystemReserved.ValueString(),
+			KubeReservedMemory: s.Memory.KubeReserved.ValueString(), EvictionHardMemory: s.Memory.EvictionHard.ValueString()},
 	}
 	cfg.Default()
 	return cfg, diags
@@ -195,4 +248,12 @@ func drainOptions(ctx context.Context, v types.Object) (drain.Options, diag.Diag
 		IgnoreDaemonSets:   dm.IgnoreDaemonSets.ValueBool(),
 		DeleteEmptyDirData: dm.DeleteEmptyDirData.ValueBool(),
 	}, diags
+}
+
+// optionalString is an optional attribute's value: null when empty.
+func optionalString(s string) types.String {
+	if s == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(s)
 }

@@ -56,14 +56,15 @@ type windowsNodeModel struct {
 	Taints           []taintModel    `tfsdk:"taints"`
 	MaxPods          types.Int64     `tfsdk:"max_pods"`
 	KubeletExtraArgs types.Map       `tfsdk:"kubelet_extra_args"`
-	TokenTTL         types.String    `tfsdk:"token_ttl"`
-	Drain            types.Object    `tfsdk:"drain"`
-	Timeouts         timeouts.Value  `tfsdk:"timeouts"`
-	ID               types.String    `tfsdk:"id"`
-	Ready            types.Bool      `tfsdk:"ready"`
-	WindowsBuild     types.Int64     `tfsdk:"windows_build"`
-	KubernetesVer    types.String    `tfsdk:"kubernetes_version"`
-	Runtime          types.String    `tfsdk:"runtime"`
+	memorySettings
+	TokenTTL      types.String   `tfsdk:"token_ttl"`
+	Drain         types.Object   `tfsdk:"drain"`
+	Timeouts      timeouts.Value `tfsdk:"timeouts"`
+	ID            types.String   `tfsdk:"id"`
+	Ready         types.Bool     `tfsdk:"ready"`
+	WindowsBuild  types.Int64    `tfsdk:"windows_build"`
+	KubernetesVer types.String   `tfsdk:"kubernetes_version"`
+	Runtime       types.String   `tfsdk:"runtime"`
 }
 
 type winrmModel struct {
@@ -424,7 +425,8 @@ func (r *windowsNodeResource) ModifyPlan(ctx context.Context, req resource.Modif
 }
 
 func (m *windowsNodeModel) settings() nodeSettings {
-	return nodeSettings{NetworkMode: m.NetworkMode, Labels: m.Labels, Taints: m.Taints, MaxPods: m.MaxPods, KubeletExtraArgs: m.KubeletExtraArgs}
+	return nodeSettings{NetworkMode: m.NetworkMode, Labels: m.Labels, Taints: m.Taints, MaxPods: m.MaxPods, KubeletExtraArgs: m.KubeletExtraArgs,
+		Memory: m.memorySettings}
 }
 
 // attributeOf maps a NodeConfig field path to the attribute it comes from.

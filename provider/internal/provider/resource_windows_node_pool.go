@@ -62,13 +62,14 @@ type nodePoolModel struct {
 	Taints           []taintModel    `tfsdk:"taints"`
 	MaxPods          types.Int64     `tfsdk:"max_pods"`
 	KubeletExtraArgs types.Map       `tfsdk:"kubelet_extra_args"`
-	MaxSurge         types.Int64     `tfsdk:"max_surge"`
-	TokenTTL         types.String    `tfsdk:"token_ttl"`
-	Drain            types.Object    `tfsdk:"drain"`
-	HealthCheck      types.Object    `tfsdk:"health_check"`
-	Timeouts         timeouts.Value  `tfsdk:"timeouts"`
-	ID               types.String    `tfsdk:"id"`
-	Nodes            types.List      `tfsdk:"nodes"`
+	memorySettings
+	MaxSurge    types.Int64    `tfsdk:"max_surge"`
+	TokenTTL    types.String   `tfsdk:"token_ttl"`
+	Drain       types.Object   `tfsdk:"drain"`
+	HealthCheck types.Object   `tfsdk:"health_check"`
+	Timeouts    timeouts.Value `tfsdk:"timeouts"`
+	ID          types.String   `tfsdk:"id"`
+	Nodes       types.List     `tfsdk:"nodes"`
 }
 
 type taintModel struct {
@@ -398,7 +399,8 @@ func nodeConfigTemplate(ctx context.Context, m *nodePoolModel, manifest *v1alpha
 }
 
 func (m *nodePoolModel) settings() nodeSettings {
-	return nodeSettings{NetworkMode: m.NetworkMode, Labels: m.Labels, Taints: m.Taints, MaxPods: m.MaxPods, KubeletExtraArgs: m.KubeletExtraArgs}
+	return nodeSettings{NetworkMode: m.NetworkMode, Labels: m.Labels, Taints: m.Taints, MaxPods: m.MaxPods, KubeletExtraArgs: m.KubeletExtraArgs,
+		Memory: m.memorySettings}
 }
 
 // attributeOf maps a NodeConfig field path to the pool attribute it comes from.
@@ -406,6 +408,8 @@ func attributeOf(field string, image path.Path) path.Path {
 	for prefix, attr := range map[string]path.Path{
 		"node.labels": path.Root("labels"), "node.taints": path.Root("taints"), "node.maxPods": path.Root("max_pods"),
 		"network": path.Root("network_mode"), "kubelet.extraArgs": path.Root("kubelet_extra_args"), "runtime": image,
+		"kubelet.systemReservedMemory": path.Root("system_reserved_memory"), "kubelet.kubeReservedMemory": path.Root("kube_reserved_memory"),
+		"kubelet.evictionHardMemory": path.Root("eviction_hard_memory"),
 	} {
 		if strings.HasPrefix(field, prefix) {
 			return attr
@@ -742,6 +746,8 @@ type poolSettings struct {
 	NotReadyTimeout                                        string `json:",omitempty"`
 	MaxReplacements                                        int64  `json:",omitempty"`
 	JoinRetries                                            *int64 `json:",omitempty"`
+	SystemReservedMemory, KubeReservedMemory               string `json:",omitempty"`
+	EvictionHardMemory                                     string `json:",omitempty"`
 }
 
 type localSettings struct {
@@ -771,6 +777,10 @@ func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagn
 		MaxPods:        m.MaxPods.ValueInt64(),
 		MaxSurge:       m.MaxSurge.ValueInt64(),
 		Taints:         taintsOf(m.Taints),
+
+		SystemReservedMemory: m.SystemReserved.ValueString(),
+		KubeReservedMemory:   m.KubeReserved.ValueString(),
+		EvictionHardMemory:   m.EvictionHard.ValueString(),
 	}
 	var diags, d diag.Diagnostics
 	s.Local, s.Azure, diags = m.backend().settings(ctx)
@@ -811,6 +821,8 @@ func (s poolSettings) model() nodePoolModel {
 		Labels:           stringMap(s.Labels),
 		KubeletExtraArgs: stringMap(s.KubeletExtraArgs),
 		Taints:           taintModelsOf(s.Taints),
+		memorySettings: memorySettings{SystemReserved: optionalString(s.SystemReservedMemory), KubeReserved: optionalString(s.KubeReservedMemory),
+			EvictionHard: optionalString(s.EvictionHardMemory)},
 		Drain: types.ObjectValueMust(drainAttrTypes, map[string]attr.Value{
 			"timeout": types.StringValue(s.DrainTimeout), "ignore_daemonsets": types.BoolValue(s.IgnoreDaemonSets),
 			"delete_emptydir_data": types.BoolValue(s.DeleteEmptyDirData),

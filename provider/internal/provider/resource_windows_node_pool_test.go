@@ -60,7 +60,8 @@ func testImage(t testing.TB, b *local.Backend, tag string) string {
 		KubernetesVersion: version, Runtime: v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"},
 		PauseImage:      v1alpha1.PauseImage{Reference: "registry.k8s.io/pause:3.10", Digest: "sha256:" + strings.Repeat("3", 64)},
 		NodebootVersion: "test-" + tag,
-	}, map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet " + tag), "k/kube-proxy.exe": []byte("simulated kube-proxy")})
+	}, map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet " + tag), "k/kube-proxy.exe": []byte("simulated kube-proxy"),
+		"k/kube-log-runner.exe": []byte("simulated kube-log-runner")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,6 +500,10 @@ resource "kubewin_windows_node_pool" "win" {
 			{Config: pool(`  name = "win"
   node_count = 1
   kubelet_extra_args = { "pod-infra-container-image" = "x" }`), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Invalid Kubelet Arguments.*was\s+removed\s+in\s+Kubernetes\s+1\.34`)},
+			{Config: pool(`  name = "win"
+  node_count = 1
+  system_reserved_memory = "2 GB"`), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Invalid Memory Quantity.*system_reserved_memory: "2 GB" is not a memory\s+quantity`)},
 		},
 	})
 }

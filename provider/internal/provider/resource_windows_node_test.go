@@ -66,7 +66,7 @@ func adminClient(t testing.TB, b *local.Backend, cluster string) func() kubernet
 func testRelease(t testing.TB, kubernetesVersion string) string {
 	t.Helper()
 	files := map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet"), "k/kube-proxy.exe": []byte("simulated kube-proxy"),
-		"k/nodeboot.exe": []byte("nodeboot.exe")}
+		"k/kube-log-runner.exe": []byte("simulated kube-log-runner"), "k/nodeboot.exe": []byte("nodeboot.exe")}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, ok := files[strings.TrimPrefix(r.URL.Path, "/")]
 		if !ok {

@@ -125,6 +125,7 @@ resource "kubewin_cluster" "test" {
 }
 ` + winrmNodeConfig(srv, fmt.Sprintf(`  cluster_id = kubewin_cluster.test.id
   timeouts   = { create = "2m", delete = "2m" }
+  system_reserved_memory = "3Gi"
   install {
     release = %q
     mirror  = "http://mirror.test/kubewin"
@@ -200,7 +201,8 @@ resource "kubewin_cluster" "test" {
 					if err != nil {
 						return fmt.Errorf("the NodeConfig the server received: %v", err)
 					}
-					if cfg.Node.Name != "winsrv02" || cfg.Cluster.BootstrapToken == "" || cfg.Runtime.Name != v1alpha1.RuntimeContainerd {
+					if cfg.Node.Name != "winsrv02" || cfg.Cluster.BootstrapToken == "" || cfg.Runtime.Name != v1alpha1.RuntimeContainerd ||
+						cfg.Kubelet.SystemReservedMemory != "3Gi" || cfg.Kubelet.KubeReservedMemory != "" {
 						return fmt.Errorf("NodeConfig %+v", cfg)
 					}
 					for _, c := range srv.Commands() {

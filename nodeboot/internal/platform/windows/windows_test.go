@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -31,9 +32,27 @@ func machine(t *testing.T) (*windows.Platform, *winfake.Machine) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	shipPayload(t, m)
 	p := windows.New(m.Backends())
 	p.Poll, p.MetadataRecheck = time.Millisecond, 0
 	return p, m
+}
+
+// payloadPrograms are the programs of a kubewin image the node services run.
+var payloadPrograms = []string{`C:\k\kubelet.exe`, `C:\k\kube-proxy.exe`, `C:\k\kube-log-runner.exe`, `C:\k\nodeboot.exe`}
+
+// shipPayload puts the payload's programs on the machine, as an image holds them.
+func shipPayload(t *testing.T, m *winfake.Machine) {
+	t.Helper()
+	for _, win := range payloadPrograms {
+		path := m.Backends().Files.Path(win)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("simulated "+win), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func spec(t *testing.T, mode v1alpha1.NetworkMode) platform.NetworkSpec {
@@ -456,6 +475,35 @@ func TestServices(t *testing.T) {
 	}
 }
 
+// A service whose program is not on the machine is created (CreateService takes any command
+// line) but does not start, as StartService fails with "The system cannot find the file
+// specified": a kubelet run under a kube-log-runner.exe the image lacks never starts. Nothing
+// that depends on the missing program runs.
+func TestServiceProgramMissing(t *testing.T) {
+	ctx := context.Background()
+	p, m := machine(t)
+	if err := os.Remove(m.Backends().Files.Path(`C:\k\kube-log-runner.exe`)); err != nil {
+		t.Fatal(err)
+	}
+	kubelet := platform.ServiceSpec{Name: "kubelet", Executable: `C:\k\kubelet.exe`, Dependencies: []string{"containerd"},
+		Start: platform.StartByNodeboot, LogFile: `C:\var\log\kubernetes\kubelet.log`, LogRunner: `C:\k\kube-log-runner.exe`}
+	if err := p.Services().Ensure(ctx, kubelet); err != nil {
+		t.Fatalf("creating the service: %v", err)
+	}
+	err := p.Services().Start(ctx, "kubelet")
+	if err == nil || !strings.Contains(err.Error(), `The system cannot find the file specified: service kubelet runs "C:\k\kube-log-runner.exe"`) {
+		t.Errorf("starting a service whose program is missing: %v", err)
+	}
+	if got := state(t, m).Service("kubelet").State; got != windows.Stopped {
+		t.Errorf("the service is %s", got)
+	}
+	// With the program there, the same service starts.
+	shipPayload(t, m)
+	if err := p.Services().Start(ctx, "kubelet"); err != nil {
+		t.Error(err)
+	}
+}
+
 // A node service whose program stops with an error (nodeboot's service handler returns a
 // non-zero exit code on a failed serve; service-host does when cri-dockerd exits) is restarted
 // like one that crashes: the SCM runs failure actions on an error stop only with the failure
@@ -470,6 +518,7 @@ func TestServiceRestartsAfterErrorStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	shipPayload(t, m)
 	p := windows.New(m.Backends())
 	p.Poll = time.Millisecond
 	spec := platform.ServiceSpec{Name: "nodeboot", Executable: `C:\k\nodeboot.exe`, Args: []string{"run"}, Start: platform.StartAtBoot}

@@ -3,9 +3,14 @@ package winfake
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 )
 
@@ -62,6 +67,24 @@ func (s scm) SetRecovery(name string, r windows.Recovery) error {
 	})
 }
 
+// programExists reports whether a program is on the machine: a file under its root, or one of
+// the programs the machine simulates itself, which have no file (Windows' own svchost.exe and
+// the container runtime it ships, at the paths its release unpacks to).
+func (m *Machine) programExists(win string) bool {
+	own := []string{`C:\Windows\system32\svchost.exe`}
+	switch m.cfg.Runtime {
+	case v1alpha1.RuntimeContainerd:
+		own = append(own, nodecmd.DefaultPaths().ContainerdBinDir+`\containerd.exe`)
+	case v1alpha1.RuntimeDocker:
+		own = append(own, nodecmd.DefaultPaths().DockerBinDir+`\dockerd.exe`)
+	}
+	if slices.ContainsFunc(own, func(p string) bool { return strings.EqualFold(p, win) }) {
+		return true
+	}
+	fi, err := os.Stat(simmachine.Path(m.cfg.Root, win))
+	return err == nil && fi.Mode().IsRegular()
+}
+
 // startLocked starts a service and, first, the services it depends on, as the SCM does.
 func (m *Machine) startLocked(st *State, name string, started *[]string) error {
 	svc, ok := st.Services[name]
@@ -83,13 +106,23 @@ func (m *Machine) startLocked(st *State, name string, started *[]string) error {
 			return err
 		}
 	}
+	// CreateService takes any command line; StartService then runs its program, and fails when
+	// the file is not there: "The service binary file could not be found"
+	// (https://learn.microsoft.com/en-us/windows/win32/api/winsvc/nf-winsvc-startservicew), error 2
+	// ERROR_FILE_NOT_FOUND, "The system cannot find the file specified", or 3 ERROR_PATH_NOT_FOUND
+	// ([MS-SCMR] 3.1.4.32 RStartServiceW,
+	// https://learn.microsoft.com/en-us/openspecs/windows_protocols/ms-scmr/d9be95a2-cf01-4bdc-b30f-6fe4b37ada16).
+	argv := append(windows.SplitCommandLine(svc.Config.BinaryPathName), "")
+	if !m.programExists(argv[0]) {
+		//nolint:staticcheck,revive // ST1005: Windows' own message, verbatim
+		return fmt.Errorf(`The system cannot find the file specified: service %s runs "%s"`, name, argv[0])
+	}
 	svc.State = windows.Running
 	*started = append(*started, name)
 	if m.OnStart != nil {
-		argv := windows.SplitCommandLine(svc.Config.BinaryPathName)
-		onStart := m.OnStart
+		onStart, args := m.OnStart, argv[:len(argv)-1]
 		m.hooks = append(m.hooks, func() {
-			if err := onStart(name, argv); err != nil {
+			if err := onStart(name, args); err != nil {
 				m.Exited(name, err)
 			}
 		})

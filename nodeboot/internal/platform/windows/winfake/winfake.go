@@ -23,6 +23,9 @@
 //   - services start their dependencies first and cannot stop while dependents run; a service
 //     that fails runs its recovery actions on a crash, and on a stop with an error only with
 //     the failure actions flag ([MS-SCMR] 2.2.40, 2.2.41);
+//   - a service is created with any command line, but starts only when its program is a file on
+//     the machine (StartService: "The service binary file could not be found"); Windows' own
+//     programs and the runtime the machine ships count as present;
 //   - containerd.exe and dockerd.exe --register-service register themselves as their code does;
 //   - until Windows setup is complete, ImageState is IMAGE_STATE_UNDEPLOYABLE ("Setup is currently
 //     running and has not fully completed the phase", Windows Setup States in the Windows
