@@ -147,7 +147,8 @@ func (Windows) Restart() string {
 // github.com").
 func (Windows) Fetch(url, sha256, node string) string {
 	return PowerShell(fmt.Sprintf(`$dst = %s; $want = %s; $url = %s
-if ((Test-Path -LiteralPath $dst) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $dst).Hash.ToLower() -eq $want)) { Write-Output "$dst present and verified"; exit 0 }
+if ((Test-Path -LiteralPath $dst) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $dst).Hash.ToLower() -eq $want)) `+
+		`{ Write-Output "$dst present and verified"; exit 0 }
 New-Item -ItemType Directory -Force -Path (Split-Path -Parent $dst) | Out-Null
 [Net.ServicePointManager]::SecurityProtocol = [Net.SecurityProtocolType]::Tls12
 Invoke-WebRequest -UseBasicParsing -Uri $url -OutFile "$dst.part"
@@ -204,9 +205,12 @@ func (Windows) Facts() string {
 $feature = Get-WindowsFeature -Name Containers -ErrorAction SilentlyContinue
 $pending = @('HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Component Based Servicing\RebootPending',
   'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\WindowsUpdate\Auto Update\RebootRequired') | Where-Object { Test-Path $_ }
-$rename = (Get-ItemProperty 'HKLM:\SYSTEM\CurrentControlSet\Control\ComputerName\ActiveComputerName').ComputerName -ne (Get-ItemProperty 'HKLM:\SYSTEM\CurrentControlSet\Control\ComputerName\ComputerName').ComputerName
-$ports = @(Get-NetTCPConnection -State Listen -ErrorAction SilentlyContinue | Where-Object { $_.LocalPort -in @(%s) } | ForEach-Object { [int]$_.LocalPort } | Sort-Object -Unique)
-$services = @(Get-Service -Name %s -ErrorAction SilentlyContinue | ForEach-Object { [ordered]@{ name = $_.Name; running = ($_.Status -eq 'Running') } })
+$rename = (Get-ItemProperty 'HKLM:\SYSTEM\CurrentControlSet\Control\ComputerName\ActiveComputerName').ComputerName `+
+		`-ne (Get-ItemProperty 'HKLM:\SYSTEM\CurrentControlSet\Control\ComputerName\ComputerName').ComputerName
+$ports = @(Get-NetTCPConnection -State Listen -ErrorAction SilentlyContinue | Where-Object { $_.LocalPort -in @(%s) } `+
+		`| ForEach-Object { [int]$_.LocalPort } | Sort-Object -Unique)
+$services = @(Get-Service -Name %s -ErrorAction SilentlyContinue `+
+		`| ForEach-Object { [ordered]@{ name = $_.Name; running = ($_.Status -eq 'Running') } })
 $files = @(%s | Where-Object { Test-Path -LiteralPath $_ })
 [ordered]@{
   computerName = $env:COMPUTERNAME; build = [int]$os.BuildNumber

@@ -37,7 +37,8 @@ func (l *local) Run(ctx context.Context, c Command, stdout, stderr io.Writer) (i
 func TestSimQuoting(t *testing.T) {
 	g := Sim{Root: "/tmp/it's a machine", Binary: "/opt/kube win/nodeboot"}
 	got := g.Bake(`C:\k\nodeboot.exe`, BakeArgs{Manifest: PlanPath, Parallel: 2, PullPause: PauseArchive})
-	want := `'/opt/kube win/nodeboot' --platform sim --root '/tmp/it'\''s a machine' bake --manifest '/tmp/it'\''s a machine/C/ProgramData/kubewin/bake/plan.json' --parallel 2 --pull-pause 'ProgramData/kubewin/images/pause.tar'`
+	want := `'/opt/kube win/nodeboot' --platform sim --root '/tmp/it'\''s a machine' ` +
+		`bake --manifest '/tmp/it'\''s a machine/C/ProgramData/kubewin/bake/plan.json' --parallel 2 --pull-pause 'ProgramData/kubewin/images/pause.tar'`
 	if got != want {
 		t.Errorf("sim bake:\n got %s\nwant %s", got, want)
 	}

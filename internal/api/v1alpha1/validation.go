@@ -24,7 +24,8 @@ var (
 	sha256RE      = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	networkNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 	flagNameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	imageRefRE    = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(\.[a-z0-9-]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$`)
+	imageRefRE    = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(\.[a-z0-9-]+)*(:[0-9]+)?` +
+		`(/[a-z0-9]+([._-][a-z0-9]+)*)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$`)
 )
 
 // Validate returns every problem in c with its field path. Call Default first.
@@ -70,7 +71,8 @@ func (c *Cluster) validate(p *field.Path) (clusterNets, field.ErrorList) {
 	switch {
 	case len(c.CACertHashes) == 0 && !c.UnsafeSkipCAVerification:
 		errs = append(errs, field.Required(p.Child("caCertHashes"),
-			`pin the cluster CA with "sha256:<hex of its SubjectPublicKeyInfo>" (kubeadm token create --print-join-command prints it), or set unsafeSkipCAVerification: true on a throw-away cluster`))
+			`pin the cluster CA with "sha256:<hex of its SubjectPublicKeyInfo>" (kubeadm token create --print-join-command prints it), `+
+				`or set unsafeSkipCAVerification: true on a throw-away cluster`))
 	case len(c.CACertHashes) > 0 && c.UnsafeSkipCAVerification:
 		errs = append(errs, field.Forbidden(p.Child("unsafeSkipCAVerification"), "must not be set together with caCertHashes: remove one of them"))
 	}

@@ -13,10 +13,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 )
 
-func (f *fixture) update(t *testing.T, name string, u armcompute.VirtualMachineScaleSetUpdate) armcompute.VirtualMachineScaleSet {
+// update applies u to scale set "win", the one the tests update.
+func (f *fixture) update(t *testing.T, u armcompute.VirtualMachineScaleSetUpdate) armcompute.VirtualMachineScaleSet {
 	t.Helper()
 	ctx := testContext(t)
-	p, err := f.compute.NewVirtualMachineScaleSetsClient().BeginUpdate(ctx, testGroup, name, u, nil)
+	p, err := f.compute.NewVirtualMachineScaleSetsClient().BeginUpdate(ctx, testGroup, "win", u, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestScaleSetScalesOutAndIn(t *testing.T) {
 		t.Fatalf("created %s with %d instances", *created.ID, len(f.s.Instances(id)))
 	}
 
-	f.update(t, "win", capacity(3))
+	f.update(t, capacity(3))
 	if _, err := f.booter.WaitBoots(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestScaleSetScalesOutAndIn(t *testing.T) {
 	}
 
 	// Scale in: the highest instance IDs go (default scale-in policy).
-	f.update(t, "win", capacity(3))
+	f.update(t, capacity(3))
 	if got := names(f.booter.Shutdowns()); strings.Join(got, ",") != "kwwin000003,kwwin000004" {
 		t.Fatalf("shut down %v, want kwwin000003 and kwwin000004", got)
 	}
@@ -142,7 +143,7 @@ func TestScaleSetScalesOutAndIn(t *testing.T) {
 		t.Fatalf("instances after scale-in: %v", got)
 	}
 	// Instance IDs are never reused; freed addresses are.
-	f.update(t, "win", capacity(4))
+	f.update(t, capacity(4))
 	ins := f.s.Instances(id)
 	if last := ins[len(ins)-1]; last.InstanceID != "5" || last.ComputerName != "kwwin000005" || last.PrivateIP.String() != "10.0.1.7" {
 		t.Fatalf("new instance %+v, want ID 5, kwwin000005, 10.0.1.7", last)
@@ -153,7 +154,7 @@ func TestNewInstancesGetTheCurrentModel(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := testContext(t)
 	f.createScaleSet(t, "win", f.windowsScaleSet(2, "config-v1"))
-	f.update(t, "win", armcompute.VirtualMachineScaleSetUpdate{
+	f.update(t, armcompute.VirtualMachineScaleSetUpdate{
 		SKU: &armcompute.SKU{Capacity: to.Ptr[int64](3)},
 		Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
 			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{
@@ -177,7 +178,7 @@ func TestNewInstancesGetTheCurrentModel(t *testing.T) {
 		}
 	}
 	// A capacity-only change keeps the model: the instances stay as they are.
-	f.update(t, "win", capacity(4))
+	f.update(t, capacity(4))
 	for _, vm := range f.instances(t, "win") {
 		if want := *vm.InstanceID >= "2"; *vm.Properties.LatestModelApplied != want {
 			t.Errorf("after scaling: instance %s latestModelApplied %v, want %v", *vm.InstanceID, *vm.Properties.LatestModelApplied, want)
@@ -196,7 +197,9 @@ func TestModelLimit(t *testing.T) {
 		u := armcompute.VirtualMachineScaleSetUpdate{
 			SKU: &armcompute.SKU{Capacity: to.Ptr(int64(n))},
 			Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{
-				OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("config-%d", n))))},
+				OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{
+					CustomData: to.Ptr(base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("config-%d", n)))),
+				},
 			}},
 		}
 		p, err := vmss.BeginUpdate(ctx, testGroup, "win", u, nil)
@@ -400,7 +403,8 @@ func TestScaleSetChecks(t *testing.T) {
 			m.Properties.VirtualMachineProfile.OSProfile.AdminPassword = to.Ptr("password")
 		}, http.StatusBadRequest, "InvalidParameter", "3 of password complexity requirements"},
 		{"unknown subnet", func(m *armcompute.VirtualMachineScaleSet) {
-			m.Properties.VirtualMachineProfile.NetworkProfile.NetworkInterfaceConfigurations[0].Properties.IPConfigurations[0].Properties.Subnet.ID = to.Ptr(f.subnetID + "x")
+			nic := m.Properties.VirtualMachineProfile.NetworkProfile.NetworkInterfaceConfigurations[0]
+			nic.Properties.IPConfigurations[0].Properties.Subnet.ID = to.Ptr(f.subnetID + "x")
 		}, http.StatusBadRequest, "InvalidResourceReference", "was not found"},
 		{"flexible", func(m *armcompute.VirtualMachineScaleSet) {
 			m.Properties.OrchestrationMode = to.Ptr(armcompute.OrchestrationModeFlexible)
@@ -547,11 +551,11 @@ func TestScaleSetUpdateRules(t *testing.T) {
 		t.Fatalf("changing the priority: %v", err)
 	}
 
-	got := f.update(t, "win", armcompute.VirtualMachineScaleSetUpdate{Zones: to.SliceOfPtrs("1", "2"), Tags: map[string]*string{"a": to.Ptr("1")}})
+	got := f.update(t, armcompute.VirtualMachineScaleSetUpdate{Zones: to.SliceOfPtrs("1", "2"), Tags: map[string]*string{"a": to.Ptr("1")}})
 	if len(got.Zones) != 2 || len(got.Tags) != 1 || got.Tags["a"] == nil {
 		t.Fatalf("after adding zone 2 and dropping tag b: zones %v, tags %v", got.Zones, got.Tags)
 	}
-	got = f.update(t, "win", capacity(2))
+	got = f.update(t, capacity(2))
 	var zones []string
 	for _, vm := range f.instances(t, "win") {
 		zones = append(zones, *vm.Zones[0])

@@ -9,11 +9,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 )
 
-// scaleOut raises a scale set's capacity and returns the operation's error.
-func (f *fixture) scaleOut(t *testing.T, name string, n int64) error {
+// scaleOut raises scale set "win"'s capacity and returns the operation's error.
+func (f *fixture) scaleOut(t *testing.T, n int64) error {
 	t.Helper()
 	ctx := testContext(t)
-	p, err := f.compute.NewVirtualMachineScaleSetsClient().BeginUpdate(ctx, testGroup, name, capacity(n), nil)
+	p, err := f.compute.NewVirtualMachineScaleSetsClient().BeginUpdate(ctx, testGroup, "win", capacity(n), nil)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func TestComputeFailures(t *testing.T) {
 
 	// AllocationFailed: the new instances are Failed and never start.
 	f.s.FailAllocation(Match{Method: http.MethodPatch, Path: `/win$`, Times: 1})
-	err := f.scaleOut(t, "win", 3)
+	err := f.scaleOut(t, 3)
 	if re := responseError(t, err); re.ErrorCode != "AllocationFailed" || !strings.Contains(err.Error(), "aka.ms/allocation-guidance") {
 		t.Fatalf("allocation failure: %v", err)
 	}
@@ -55,7 +55,7 @@ func TestComputeFailures(t *testing.T) {
 
 	// OSProvisioningTimedOut: the first new instance is Failed but runs, the other succeeded.
 	f.s.TimeOutProvisioning(Match{Method: http.MethodPatch, Path: `/win$`, Times: 1})
-	err = f.scaleOut(t, "win", 5)
+	err = f.scaleOut(t, 5)
 	if re := responseError(t, err); re.ErrorCode != "OSProvisioningTimedOut" ||
 		!strings.Contains(err.Error(), "OS Provisioning for VM 'win_3' did not finish") {
 		t.Fatalf("provisioning time-out: %v", err)
@@ -70,7 +70,7 @@ func TestComputeFailures(t *testing.T) {
 
 	// A preempted scale-out ends Canceled and changes nothing.
 	f.s.PreemptOperations(Match{Method: http.MethodPatch, Path: `/win$`, Times: 1})
-	err = f.scaleOut(t, "win", 7)
+	err = f.scaleOut(t, 7)
 	if re := responseError(t, err); re.ErrorCode != "OperationPreempted" {
 		t.Fatalf("preemption: %v", err)
 	}
@@ -83,13 +83,13 @@ func TestComputeFailures(t *testing.T) {
 
 	// The core quota: 5 machines of 4 vCPUs use 20; 2 more need 8.
 	f.s.LimitCores("standardDSv5Family", 24)
-	err = f.scaleOut(t, "win", 7)
+	err = f.scaleOut(t, 7)
 	if re := responseError(t, err); re.StatusCode != http.StatusConflict || re.ErrorCode != "OperationNotAllowed" ||
 		!strings.Contains(err.Error(), "exceeding approved standardDSv5Family Cores quota") ||
 		!strings.Contains(err.Error(), "Current Limit: 24, Current Usage: 20, Additional Required: 8, (Minimum) New Limit Required: 28") {
 		t.Fatalf("quota: %v", err)
 	}
-	if err := f.scaleOut(t, "win", 6); err != nil {
+	if err := f.scaleOut(t, 6); err != nil {
 		t.Fatalf("a scale-out within the quota: %v", err)
 	}
 	f.s.LimitCores("standardDSv5Family", -1)

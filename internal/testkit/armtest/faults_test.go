@@ -95,7 +95,7 @@ func TestServerErrorsAndResetsAreRetried(t *testing.T) {
 	}
 	// A poll may fail too: azcore retries it.
 	f.s.FailRequests(Match{Method: http.MethodGet, Path: `/operations/`, Times: 1}, http.StatusInternalServerError, "InternalServerError", "boom")
-	f.update(t, "win", capacity(2))
+	f.update(t, capacity(2))
 }
 
 func TestConflictIsSurfaced(t *testing.T) {
@@ -233,7 +233,7 @@ func TestUnpolledOperationsSettle(t *testing.T) {
 func TestWriteCountsAndLog(t *testing.T) {
 	f := newFixture(t, Options{})
 	f.createScaleSet(t, "win", f.windowsScaleSet(1, "cfg"))
-	f.update(t, "win", capacity(3))
+	f.update(t, capacity(3))
 	f.createRouteTable(t, "pods")
 	if err := f.putRoute(t, "pods", "r1", podRoute("10.244.1.0/24", "10.0.1.4")); err != nil {
 		t.Fatal(err)

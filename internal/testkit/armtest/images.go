@@ -25,7 +25,8 @@ type image struct {
 
 var (
 	managedImageID = regexp.MustCompile(`(?i)^/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/Microsoft\.Compute/images/[^/]+$`)
-	galleryImageID = regexp.MustCompile(`(?i)^/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/Microsoft\.Compute/galleries/[^/]+/images/[^/]+/versions/([0-9]+)\.([0-9]+)\.([0-9]+)$`)
+	galleryImageID = regexp.MustCompile(`(?i)^/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/Microsoft\.Compute/galleries/[^/]+` +
+		`/images/[^/]+/versions/([0-9]+)\.([0-9]+)\.([0-9]+)$`)
 )
 
 // AddImage seeds an image in the server's location: a managed image

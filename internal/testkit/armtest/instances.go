@@ -409,9 +409,11 @@ func instanceView(ss *scaleSet, in *vmInstance, withInstanceView bool) armcomput
 			ImageReference: p.StorageProfile.ImageReference,
 			OSDisk:         instanceOSDisk(p.StorageProfile.OSDisk, osType),
 		},
-		NetworkProfile:              &armcompute.NetworkProfile{},
-		NetworkProfileConfiguration: &armcompute.VirtualMachineScaleSetVMNetworkProfileConfiguration{NetworkInterfaceConfigurations: p.NetworkProfile.NetworkInterfaceConfigurations},
-		DiagnosticsProfile:          p.DiagnosticsProfile,
+		NetworkProfile: &armcompute.NetworkProfile{},
+		NetworkProfileConfiguration: &armcompute.VirtualMachineScaleSetVMNetworkProfileConfiguration{
+			NetworkInterfaceConfigurations: p.NetworkProfile.NetworkInterfaceConfigurations,
+		},
+		DiagnosticsProfile: p.DiagnosticsProfile,
 	}
 	for _, n := range in.nics {
 		props.NetworkProfile.NetworkInterfaces = append(props.NetworkProfile.NetworkInterfaces, &armcompute.NetworkInterfaceReference{

@@ -29,7 +29,7 @@ var loadBalancerKind = netObjectRules{
 func checkLoadBalancer(_ *Server, q *armRequest, v any) *apiError {
 	m := as[*armnetwork.LoadBalancer](v)
 	id := q.resourceID()
-	if _, e := locationOf(m.Location); e != nil {
+	if e := checkLocation(m.Location); e != nil {
 		return e
 	}
 	m.ID, m.Name, m.Type, m.Etag = nil, nil, nil, nil
@@ -73,16 +73,16 @@ func checkLoadBalancer(_ *Server, q *armRequest, v any) *apiError {
 			return newError(http.StatusBadRequest, "InvalidRequestFormat",
 				"Load balancing rule %s of %s needs a protocol, a frontend port and a backend port.", *r.Name, id)
 		}
-		if _, e := subResourceRef(id, "frontendIPConfigurations", rp.FrontendIPConfiguration, frontends); e != nil {
+		if e := checkSubResourceRef(id, "frontendIPConfigurations", rp.FrontendIPConfiguration, frontends); e != nil {
 			return e
 		}
 		if rp.BackendAddressPool != nil {
-			if _, e := subResourceRef(id, "backendAddressPools", rp.BackendAddressPool, pools); e != nil {
+			if e := checkSubResourceRef(id, "backendAddressPools", rp.BackendAddressPool, pools); e != nil {
 				return e
 			}
 		}
 		if rp.Probe != nil {
-			if _, e := subResourceRef(id, "probes", rp.Probe, probes); e != nil {
+			if e := checkSubResourceRef(id, "probes", rp.Probe, probes); e != nil {
 				return e
 			}
 		}
@@ -97,11 +97,11 @@ func checkLoadBalancer(_ *Server, q *armRequest, v any) *apiError {
 				*r.Name, id)
 		}
 		for _, f := range rp.FrontendIPConfigurations {
-			if _, e := subResourceRef(id, "frontendIPConfigurations", f, frontends); e != nil {
+			if e := checkSubResourceRef(id, "frontendIPConfigurations", f, frontends); e != nil {
 				return e
 			}
 		}
-		if _, e := subResourceRef(id, "backendAddressPools", rp.BackendAddressPool, pools); e != nil {
+		if e := checkSubResourceRef(id, "backendAddressPools", rp.BackendAddressPool, pools); e != nil {
 			return e
 		}
 	}

@@ -26,7 +26,7 @@ var natGatewayKind = netObjectRules{
 // checkNatGateway checks a NAT gateway body before the store is read.
 func checkNatGateway(_ *Server, q *armRequest, v any) *apiError {
 	m := as[*armnetwork.NatGateway](v)
-	if _, e := locationOf(m.Location); e != nil {
+	if e := checkLocation(m.Location); e != nil {
 		return e
 	}
 	m.ID, m.Name, m.Type, m.Etag = nil, nil, nil, nil

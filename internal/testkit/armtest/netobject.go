@@ -136,17 +136,17 @@ func scaleSetRefs(ss *scaleSet) []string {
 	return out
 }
 
-// subResourceRef checks that a reference inside a resource names one of its children of kind
-// (e.g. "probes") and returns that child's name.
-func subResourceRef(owner, kind string, ref *armnetwork.SubResource, names map[string]bool) (string, *apiError) {
+// checkSubResourceRef checks that a reference inside a resource names one of its children of kind
+// (e.g. "probes").
+func checkSubResourceRef(owner, kind string, ref *armnetwork.SubResource, names map[string]bool) *apiError {
 	if ref == nil || ref.ID == nil {
-		return "", newError(http.StatusBadRequest, "InvalidRequestFormat", "%s: a reference to %s has no id.", owner, kind)
+		return newError(http.StatusBadRequest, "InvalidRequestFormat", "%s: a reference to %s has no id.", owner, kind)
 	}
 	prefix := strings.ToLower(owner + "/" + kind + "/")
 	if !strings.HasPrefix(strings.ToLower(*ref.ID), prefix) || !names[strings.ToLower((*ref.ID)[len(prefix):])] {
-		return "", errReference(*ref.ID, owner)
+		return errReference(*ref.ID, owner)
 	}
-	return (*ref.ID)[len(prefix):], nil
+	return nil
 }
 
 func childNames[T any](items []*T, name func(*T) *string) (map[string]bool, *apiError) {
@@ -164,11 +164,12 @@ func childNames[T any](items []*T, name func(*T) *string) (map[string]bool, *api
 	return out, nil
 }
 
-func locationOf(loc *string) (string, *apiError) {
+// checkLocation checks that a resource body has a location.
+func checkLocation(loc *string) *apiError {
 	if loc == nil || *loc == "" {
-		return "", newError(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
+		return newError(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
 	}
-	return *loc, nil
+	return nil
 }
 
 // netObjectRules are the rules of a network object type, from which its kind is made.

@@ -28,7 +28,7 @@ var nicKind = netObjectRules{
 func checkNIC(_ *Server, q *armRequest, v any) *apiError {
 	m := as[*armnetwork.Interface](v)
 	id := q.resourceID()
-	if _, e := locationOf(m.Location); e != nil {
+	if e := checkLocation(m.Location); e != nil {
 		return e
 	}
 	m.ID, m.Name, m.Type, m.Etag = nil, nil, nil, nil

@@ -17,8 +17,8 @@ var nsgKind = netObjectRules{
 	typ: typeNSG, name: "networkSecurityGroups", inUseCode: "InUseNetworkSecurityGroupCannotBeDeleted",
 	model: func() json.Unmarshaler { return &armnetwork.SecurityGroup{} },
 	check: checkNSG,
-	build: func(s *Server, q *armRequest, m any, old *netObject) (*netObject, *apiError) {
-		return s.buildNSG(q, as[*armnetwork.SecurityGroup](m), old)
+	build: func(s *Server, q *armRequest, m any, _ *netObject) (*netObject, *apiError) {
+		return s.buildNSG(q, as[*armnetwork.SecurityGroup](m))
 	},
 	view: nsgView,
 }.kind()
@@ -27,7 +27,7 @@ var nsgKind = netObjectRules{
 func checkNSG(_ *Server, q *armRequest, v any) *apiError {
 	m := as[*armnetwork.SecurityGroup](v)
 	id := q.resourceID()
-	if _, e := locationOf(m.Location); e != nil {
+	if e := checkLocation(m.Location); e != nil {
 		return e
 	}
 	m.ID, m.Name, m.Type, m.Etag = nil, nil, nil, nil
@@ -57,9 +57,8 @@ func checkNSG(_ *Server, q *armRequest, v any) *apiError {
 	return nil
 }
 
-// buildNSG makes the network object of a checked network security group body (old: its current
-// version, or nil); s.mu is held.
-func (s *Server) buildNSG(q *armRequest, m *armnetwork.SecurityGroup, old *netObject) (*netObject, *apiError) {
+// buildNSG makes the network object of a checked network security group body; s.mu is held.
+func (s *Server) buildNSG(q *armRequest, m *armnetwork.SecurityGroup) (*netObject, *apiError) {
 	id, loc := q.resourceID(), *m.Location
 	return &netObject{id: id, typ: typeNSG, location: loc, model: m}, nil
 }

@@ -41,7 +41,7 @@ var publicIPKind = netObjectRules{
 // checkPublicIP checks a public IP address body before the store is read.
 func checkPublicIP(_ *Server, _ *armRequest, v any) *apiError {
 	m := as[*armnetwork.PublicIPAddress](v)
-	if _, e := locationOf(m.Location); e != nil {
+	if e := checkLocation(m.Location); e != nil {
 		return e
 	}
 	m.ID, m.Name, m.Type, m.Etag = nil, nil, nil, nil

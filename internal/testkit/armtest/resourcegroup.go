@@ -60,7 +60,8 @@ func (s *Server) putGroup(w http.ResponseWriter, q *armRequest) *apiError {
 	}
 	if !groupName.MatchString(name) {
 		return newError(http.StatusBadRequest, "InvalidResourceGroup",
-			"The provided resource group name '%s' has these invalid characters: '%s'. The name can only be a letter, digit, '-', '.', '(', ')' or '_'.", name, name)
+			"The provided resource group name '%s' has these invalid characters: '%s'. "+
+				"The name can only be a letter, digit, '-', '.', '(', ')' or '_'.", name, name)
 	}
 	if body.Location == "" {
 		return newError(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
@@ -70,7 +71,8 @@ func (s *Server) putGroup(w http.ResponseWriter, q *armRequest) *apiError {
 	g, status := s.groups[strings.ToLower(name)], http.StatusOK
 	switch {
 	case g != nil && g.deleting:
-		return newError(http.StatusConflict, "ResourceGroupBeingDeleted", "The resource group '%s' is in deprovisioning state and cannot perform this operation.", g.name)
+		return newError(http.StatusConflict, "ResourceGroupBeingDeleted",
+			"The resource group '%s' is in deprovisioning state and cannot perform this operation.", g.name)
 	case g != nil && !strings.EqualFold(normalLocation(g.location), normalLocation(body.Location)):
 		return newError(http.StatusConflict, "InvalidResourceGroupLocation",
 			"Invalid resource group location '%s'. The Resource group already exists in location '%s'.", body.Location, g.location)

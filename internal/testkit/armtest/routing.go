@@ -185,7 +185,9 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 	route := matchRoute(segs)
 	if route == nil {
 		writeError(w, newError(http.StatusNotFound, "InvalidResourceType",
-			"armtest does not serve %s %s: it implements the resource group, virtual machine, scale set, image, route table, virtual network, subnet, network security group, public IP address, load balancer, NAT gateway and network interface APIs kubewin uses", r.Method, r.URL.Path))
+			"armtest does not serve %s %s: it implements the resource group, virtual machine, scale set, image, route table, virtual network, "+
+				"subnet, network security group, public IP address, load balancer, NAT gateway and network interface APIs kubewin uses",
+			r.Method, r.URL.Path))
 		return
 	}
 	q := &armRequest{r: r, body: body, route: route, segs: segs, apiVersion: r.URL.Query().Get("api-version")}

@@ -34,7 +34,7 @@ func TestSchemaContract(t *testing.T) {
 
 	// What the SDK builds passes.
 	f.createScaleSet(t, "win", f.windowsScaleSet(1, "cfg"))
-	f.update(t, "win", capacity(2))
+	f.update(t, capacity(2))
 	f.createRouteTable(t, "pods")
 	if err := f.putRoute(t, "pods", "r1", podRoute("10.244.1.0/24", "10.0.1.4")); err != nil {
 		t.Fatal(err)

@@ -73,13 +73,15 @@ func TestThrottleScaleSetInstanceLists(t *testing.T) {
 	if secs < 1 || secs > 6 || ms <= 0 || ms > 6000 {
 		t.Errorf("Retry-After %q, retry-after-ms %q: want the rest of a 6 s window", h.Get("Retry-After"), h.Get("retry-after-ms"))
 	}
-	if got := h.Get("x-ms-ratelimit-remaining-resource"); got != "Microsoft.Compute/HighCostGetVMScaleSet3Min;0,Microsoft.Compute/HighCostGetVMScaleSet30Min;709" {
+	if got := h.Get("x-ms-ratelimit-remaining-resource"); got != "Microsoft.Compute/HighCostGetVMScaleSet3Min;0,"+
+		"Microsoft.Compute/HighCostGetVMScaleSet30Min;709" {
 		t.Errorf("remaining when refused: %q", got)
 	}
 	// Once the window ends, listing works again; the 30-minute window still counts.
 	time.Sleep(time.Duration(ms) * time.Millisecond)
 	status, h, e = f.get(t, list)
-	if status != http.StatusOK || h.Get("x-ms-ratelimit-remaining-resource") != "Microsoft.Compute/HighCostGetVMScaleSet3Min;189,Microsoft.Compute/HighCostGetVMScaleSet30Min;708" {
+	if status != http.StatusOK ||
+		h.Get("x-ms-ratelimit-remaining-resource") != "Microsoft.Compute/HighCostGetVMScaleSet3Min;189,Microsoft.Compute/HighCostGetVMScaleSet30Min;708" {
 		t.Errorf("after Retry-After: %d %v, remaining %q", status, e, h.Get("x-ms-ratelimit-remaining-resource"))
 	}
 	// Reading the scale set itself is not a high-cost list.

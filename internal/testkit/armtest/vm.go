@@ -54,7 +54,7 @@ var vmKind = kind{
 // checkVM checks a virtual machine body before the store is read.
 func checkVM(_ *Server, _ *armRequest, v any) *apiError {
 	m := as[*armcompute.VirtualMachine](v)
-	if _, e := locationOf(m.Location); e != nil {
+	if e := checkLocation(m.Location); e != nil {
 		return e
 	}
 	m.ID, m.Name, m.Type, m.Etag = nil, nil, nil, nil

@@ -157,7 +157,8 @@ func (w *WinRM) serve(rw http.ResponseWriter, r *http.Request, backend string) {
 		w.receive(body)
 		rw.Header().Set("Content-Type", "application/soap+xml;charset=UTF-8")
 		_, _ = io.WriteString(rw,
-			`<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:rsp="http://schemas.microsoft.com/wbem/wsman/1/windows/shell"><s:Body><rsp:SendResponse/></s:Body></s:Envelope>`)
+			`<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:rsp="http://schemas.microsoft.com/wbem/wsman/1/windows/shell">`+
+				`<s:Body><rsp:SendResponse/></s:Body></s:Envelope>`)
 		return
 	case strings.HasSuffix(action, "shell/Command"):
 		w.mu.Lock()

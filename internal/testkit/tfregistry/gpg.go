@@ -34,8 +34,7 @@ func NewKeyring(t testing.TB) *Keyring {
 	if err != nil {
 		t.Fatalf("gpg is missing: install Debian's gnupg (`make testenv` does, as root): %v", err)
 	}
-	// Not t.TempDir: gpg-agent's socket path in GNUPGHOME must stay short.
-	home, err := os.MkdirTemp("", "kubewin-gpg-")
+	home, err := os.MkdirTemp("", "kubewin-gpg-") //nolint:usetesting // not t.TempDir: gpg-agent's socket path in GNUPGHOME must stay short
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,7 +205,8 @@ func TestBakeFetches(t *testing.T) {
 	// containerd registered itself, with the configuration and log file given to
 	// --register-service, and runs its own service handler: no wrapper.
 	if svc := ws.Service("containerd"); svc == nil || svc.State != windows.Running ||
-		svc.Config.BinaryPathName != `"C:\Program Files\containerd\bin\containerd.exe" --run-service --config "C:\Program Files\containerd\config.toml" --log-file C:\var\log\kubernetes\containerd.log` {
+		svc.Config.BinaryPathName != `"C:\Program Files\containerd\bin\containerd.exe" --run-service `+
+			`--config "C:\Program Files\containerd\config.toml" --log-file C:\var\log\kubernetes\containerd.log` {
 		t.Errorf("containerd service: %+v", svc)
 	}
 	// The firewall lets in the kubelet, VXLAN, and what load balancers probe: kube-proxy's

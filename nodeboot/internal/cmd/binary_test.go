@@ -226,7 +226,7 @@ func waitNodeReady(t *testing.T, name string) {
 		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			readErr = err
-			return false, nil
+			return false, nil //nolint:nilerr // a failed read is retried until the timeout; readErr keeps it for the message
 		}
 		for _, cond := range n.Status.Conditions {
 			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {

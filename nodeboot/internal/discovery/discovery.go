@@ -194,7 +194,7 @@ func checkClock(date string, now func() time.Time) error {
 	}
 	serverTime, err := http.ParseTime(date)
 	if err != nil {
-		return nil // no Date header: nothing to compare
+		return nil //nolint:nilerr // no Date header (or none that parses): nothing to compare, deliberately not an error
 	}
 	if skew := now().Sub(serverTime); skew > MaxClockSkew || skew < -MaxClockSkew {
 		return nodestatus.Errorf(nodestatus.CodeClockSkew, "the machine's clock is %s off the API server's (%s): certificates and tokens would be rejected",

@@ -85,7 +85,7 @@ func floorJoin(ctx context.Context, endpoint, token, pin, nodeName string) error
 	if err != nil {
 		return err
 	}
-	name, uid, err := csr.RequestCertificate(bootstrap, request, "", certificatesv1.KubeAPIServerClientKubeletSignerName, nil,
+	name, uid, err := csr.RequestCertificateWithContext(ctx, bootstrap, request, "", certificatesv1.KubeAPIServerClientKubeletSignerName, nil,
 		[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, key)
 	if err != nil {
 		return err

@@ -110,7 +110,7 @@ func waitPodCIDR(ctx context.Context, d networkData) (netip.Prefix, error) {
 		node, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			readErr = err
-			return false, nil
+			return false, nil //nolint:nilerr // a failed read is retried until the timeout; readErr keeps it for the message
 		}
 		cidr = node.Spec.PodCIDR
 		return cidr != "", nil

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
-	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/hcnjson"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"
@@ -189,11 +188,7 @@ func comparableState(t *testing.T, st winfake.State) string {
 // directory under the kubelet's root. It returns the endpoint's name.
 func podsRun(t *testing.T, n *Node, pod string) string {
 	t.Helper()
-	p, ok := n.Platform.(*sim.Platform)
-	if !ok {
-		t.Fatalf("node %s is not on a simulated machine", n.Name)
-	}
-	fake := p.Windows()
+	fake := simWindows(t, n)
 	st := windowsState(t, n)
 	nw := st.Network(n.Config.Network.Name)
 	if nw == nil {
@@ -240,7 +235,7 @@ func TestWindowsRequestSequences(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			ctx := context.Background()
 			n := newNode(t, nodeOpts{mode: mode})
-			fake := n.Platform.(*sim.Platform).Windows()
+			fake := simWindows(t, n)
 			// The image has nodeboot (newNode's payload) and its service, registered by the bake,
 			// stopped until the first boot.
 			if err := fake.Edit(func(st *winfake.State) {
@@ -375,7 +370,8 @@ func TestDockerServices(t *testing.T) {
 	st := windowsState(t, n)
 	cri := st.Service("cri-dockerd")
 	if cri == nil || cri.State != windows.Running || cri.Config.StartType != windows.StartManual ||
-		!strings.HasPrefix(cri.Config.BinaryPathName, `C:\k\nodeboot.exe service-host --log-file=C:\var\log\kubernetes\cri-dockerd.log -- C:\k\cri-dockerd\cri-dockerd.exe --container-runtime-endpoint=npipe:////./pipe/cri-dockerd`) ||
+		!strings.HasPrefix(cri.Config.BinaryPathName, `C:\k\nodeboot.exe service-host --log-file=C:\var\log\kubernetes\cri-dockerd.log -- `+
+			`C:\k\cri-dockerd\cri-dockerd.exe --container-runtime-endpoint=npipe:////./pipe/cri-dockerd`) ||
 		!slices.Equal(cri.Config.Dependencies, []string{"docker"}) {
 		t.Errorf("cri-dockerd service: %+v", cri)
 	}

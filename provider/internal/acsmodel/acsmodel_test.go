@@ -168,7 +168,8 @@ func model(props string) []byte {
 
 // Each way of handling a field, on a field of each kind.
 func TestFields(t *testing.T) {
-	const winPool = `, "agentPoolProfiles": [{"name": "win", "count": 2, "vmSize": "Standard_D4s_v5", "osType": "Windows", "availabilityProfile": "VirtualMachineScaleSets"}]`
+	const winPool = `, "agentPoolProfiles": [{"name": "win", "count": 2, "vmSize": "Standard_D4s_v5", ` +
+		`"osType": "Windows", "availabilityProfile": "VirtualMachineScaleSets"}]`
 	for _, tt := range []struct {
 		name, props string
 		error       []string // rejected or refused fields

@@ -170,7 +170,7 @@ func (c *Cluster) remove(ctx context.Context, o object) error {
 	}
 	if notOurs := c.ours(id, tags); notOurs != nil {
 		tflog.Warn(ctx, "not deleting a resource the cluster did not create", map[string]any{"resource": id, "reason": notOurs.Error()})
-		return nil
+		return nil //nolint:nilerr // a resource that is not the cluster's is left in place, with the warning above
 	}
 	tflog.Info(ctx, "deleting", map[string]any{"resource": id})
 	if err := o.del(ctx, c.Client); err != nil && !notFound(err) {

@@ -210,15 +210,17 @@ func (c *Cluster) agentScaleSetBody(capacity int, linux *armcompute.LinuxConfigu
 						ManagedDisk: &armcompute.VirtualMachineScaleSetManagedDiskParameters{StorageAccountType: disk.ManagedDisk.StorageAccountType},
 					},
 				},
-				NetworkProfile: &armcompute.VirtualMachineScaleSetNetworkProfile{NetworkInterfaceConfigurations: []*armcompute.VirtualMachineScaleSetNetworkConfiguration{{
-					Name: to.Ptr("nic0"),
-					Properties: &armcompute.VirtualMachineScaleSetNetworkConfigurationProperties{
-						Primary: to.Ptr(true),
-						// Pod traffic routed to the node by the route table arrives for the pods.
-						EnableIPForwarding: to.Ptr(true),
-						IPConfigurations:   []*armcompute.VirtualMachineScaleSetIPConfiguration{{Name: to.Ptr("ip0"), Properties: ipc}},
-					},
-				}}},
+				NetworkProfile: &armcompute.VirtualMachineScaleSetNetworkProfile{
+					NetworkInterfaceConfigurations: []*armcompute.VirtualMachineScaleSetNetworkConfiguration{{
+						Name: to.Ptr("nic0"),
+						Properties: &armcompute.VirtualMachineScaleSetNetworkConfigurationProperties{
+							Primary: to.Ptr(true),
+							// Pod traffic routed to the node by the route table arrives for the pods.
+							EnableIPForwarding: to.Ptr(true),
+							IPConfigurations:   []*armcompute.VirtualMachineScaleSetIPConfiguration{{Name: to.Ptr("ip0"), Properties: ipc}},
+						},
+					}},
+				},
 				DiagnosticsProfile: &armcompute.DiagnosticsProfile{BootDiagnostics: &armcompute.BootDiagnostics{Enabled: to.Ptr(true)}},
 			},
 		},

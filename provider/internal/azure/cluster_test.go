@@ -175,7 +175,10 @@ func reachFromCluster(t *testing.T, c *Cluster, table *RouteTable) {
 	p, err := nics.BeginCreateOrUpdate(ctx, c.Spec.ResourceGroup, "windows-like", armnetwork.Interface{
 		Location: to.Ptr(c.Spec.Location),
 		Properties: &armnetwork.InterfacePropertiesFormat{IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
-			Name: to.Ptr("ipconfig"), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: to.Ptr(c.AgentSubnetID())}},
+			Name: to.Ptr("ipconfig"),
+			Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+				Subnet: &armnetwork.Subnet{ID: to.Ptr(c.AgentSubnetID())},
+			},
 		}}},
 	}, nil)
 	nic, err := wait(ctx, c.Client, p, err)

@@ -145,7 +145,8 @@ func ConfigFrom(set map[string]string) (Config, error) {
 		}
 	}
 	if len(c.AuxiliaryTenantIDs) > maxAuxiliaryTenants {
-		errs = append(errs, fmt.Errorf("auxiliary_tenant_ids names %d tenants: ARM takes at most %d (https://learn.microsoft.com/azure/azure-resource-manager/management/authenticate-multi-tenant)",
+		errs = append(errs, fmt.Errorf("auxiliary_tenant_ids names %d tenants: ARM takes at most %d "+
+			"(https://learn.microsoft.com/azure/azure-resource-manager/management/authenticate-multi-tenant)",
 			len(c.AuxiliaryTenantIDs), maxAuxiliaryTenants))
 	}
 	return c, errors.Join(errs...)
@@ -403,7 +404,7 @@ func (c Config) requestToken(ctx context.Context, opts azcore.ClientOptions, met
 	if err != nil {
 		return "", fmt.Errorf("request an OIDC token: %w", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("request an OIDC token from %s: %s", u.Host, resp.Status)
 	}

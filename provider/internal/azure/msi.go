@@ -64,7 +64,7 @@ func (m *msiEndpointCredential) GetToken(ctx context.Context, opts policy.TokenR
 	if err != nil {
 		return azcore.AccessToken{}, fmt.Errorf("managed identity endpoint %s: %w", m.endpoint.Host, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var body struct {
 		AccessToken string `json:"access_token"`
 		ExpiresOn   string `json:"expires_on"` // seconds since the epoch, as a string

@@ -585,7 +585,9 @@ func (s *ScaleSet) storageProfile() *armcompute.VirtualMachineScaleSetStoragePro
 		disk.Caching = to.Ptr(armcompute.CachingTypes(d.Caching))
 	}
 	if d.StorageAccountType != "" {
-		disk.ManagedDisk = &armcompute.VirtualMachineScaleSetManagedDiskParameters{StorageAccountType: to.Ptr(armcompute.StorageAccountTypes(d.StorageAccountType))}
+		disk.ManagedDisk = &armcompute.VirtualMachineScaleSetManagedDiskParameters{
+			StorageAccountType: to.Ptr(armcompute.StorageAccountTypes(d.StorageAccountType)),
+		}
 	}
 	if d.SizeGB > 0 {
 		disk.DiskSizeGB = to.Ptr(d.SizeGB)

@@ -52,7 +52,8 @@ func BenchmarkPlanRoutes(b *testing.B) {
 	_, provider := testAccLocal(b)
 	c := newCLI(b, b.TempDir(), provider+`
 locals {
-  routes = { for i in range(400) : "node${i}" => { cidr = "10.${100 + floor(i / 200)}.${i % 200}.0/24", ip = "10.240.${floor(i / 200)}.${i % 200 + 4}" } }
+  routes = { for i in range(400) : "node${i}" => { cidr = "10.${100 + floor(i / 200)}.${i % 200}.0/24", `+
+		`ip = "10.240.${floor(i / 200)}.${i % 200 + 4}" } }
 }
 
 resource "kubewin_pod_route" "node" {

@@ -55,8 +55,9 @@ func azureBlock() schema.Block {
 	}
 	return schema.SingleNestedBlock{
 		Description: "Connection to Azure for the `azure` backend, with the arguments and `ARM_*` environment variables of the azurerm provider. " +
-			"The first credential configured is used, in azurerm's order: client certificate, client secret, OIDC token (given, in a file, from AKS workload identity, " +
-			"or requested from an Azure DevOps service connection or GitHub Actions), managed identity, Azure CLI. " +
+			"The first credential configured is used, in azurerm's order: client certificate, client secret, " +
+			"OIDC token (given, in a file, from AKS workload identity, or requested from an Azure DevOps service connection or GitHub Actions), " +
+			"managed identity, Azure CLI. " +
 			"A Terraform Cloud workspace with Azure dynamic credentials needs nothing here: the run's `ARM_CLIENT_ID`, `ARM_OIDC_TOKEN` and `ARM_USE_OIDC` " +
 			"are read as azurerm reads them (set `ARM_SUBSCRIPTION_ID` and `ARM_TENANT_ID` on the workspace); the generic `TFC_WORKLOAD_IDENTITY_TOKEN` " +
 			"works too. " +
@@ -75,8 +76,9 @@ func azureBlock() schema.Block {
 			"client_certificate_path":     str("client_certificate_path", "A PKCS#12 file with the service principal's certificate and key.", false),
 			"client_certificate_password": str("client_certificate_password", "The password of the PKCS#12 bundle.", true),
 			"use_oidc":                    boolean("use_oidc", "Authenticate with an OIDC token exchanged for an Entra token (workload identity federation)."),
-			"use_aks_workload_identity": boolean("use_aks_workload_identity", "Authenticate with AKS workload identity: the token file, client ID and tenant ID "+
-				"its webhook injects (`AZURE_FEDERATED_TOKEN_FILE`, `AZURE_CLIENT_ID`, `AZURE_TENANT_ID`) are read when not set otherwise."),
+			"use_aks_workload_identity": boolean("use_aks_workload_identity",
+				"Authenticate with AKS workload identity: the token file, client ID and tenant ID "+
+					"its webhook injects (`AZURE_FEDERATED_TOKEN_FILE`, `AZURE_CLIENT_ID`, `AZURE_TENANT_ID`) are read when not set otherwise."),
 			"oidc_token":           str("oidc_token", "An OIDC token to exchange.", true),
 			"oidc_token_file_path": str("oidc_token_file_path", "A file holding the OIDC token, read again at every exchange.", false),
 			"oidc_request_url": str("oidc_request_url", "The URL a CI system serves OIDC tokens at: GitHub Actions, or an Azure DevOps pipeline "+
@@ -86,8 +88,9 @@ func azureBlock() schema.Block {
 			"ado_pipeline_service_connection_id": str("ado_pipeline_service_connection_id", "The ID of an Azure DevOps service connection with workload "+
 				"identity federation: its token is requested from the pipeline (`oidc_request_url`, `oidc_request_token`) and exchanged. "+
 				"Without it, a token request is GitHub Actions'.", false),
-			"use_msi":      boolean("use_msi", "Authenticate with the machine's managed identity."),
-			"msi_endpoint": str("msi_endpoint", "A managed identity endpoint to use instead of the instance metadata service, asked as that service is.", false),
+			"use_msi": boolean("use_msi", "Authenticate with the machine's managed identity."),
+			"msi_endpoint": str("msi_endpoint",
+				"A managed identity endpoint to use instead of the instance metadata service, asked as that service is.", false),
 			"auxiliary_tenant_ids": schema.ListAttribute{
 				Optional: true, ElementType: types.StringType,
 				Validators: []validator.List{listvalidator.SizeAtMost(3)},

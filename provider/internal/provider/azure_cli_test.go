@@ -91,7 +91,7 @@ func TestAccAzureKilledMidApply(t *testing.T) {
 	hold.Remove()
 
 	c.run(t, "apply", "-auto-approve", "-input=false")
-	if got := armServer.Instances(f.scaleSetID("win")); len(got) != 2 {
+	if got := armServer.Instances(f.scaleSetID()); len(got) != 2 {
 		t.Errorf("%d instances after the second apply, want 2: %v", len(got), got)
 	}
 	if n := f.scaleSetWrites() - before; n != 1 {

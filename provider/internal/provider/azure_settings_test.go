@@ -234,9 +234,9 @@ func TestAccWindowsNodePool_azureRefused(t *testing.T) {
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	base := f.settingsConfig(provider, 1, `    admin_username = "kubewin"`)
-	refused := func(old, new, attr string) resource.TestStep {
+	refused := func(before, after, attr string) resource.TestStep {
 		return resource.TestStep{
-			Config:   strings.Replace(base, old, new, 1),
+			Config:   strings.Replace(base, before, after, 1),
 			PlanOnly: true,
 			ExpectError: regexp.MustCompile(`(?s)Setting Cannot Change on an Existing Pool.*` + regexp.QuoteMeta(attr) +
 				`\s+changes\s+from.*add\s+a\s+kubewin_windows_node_pool\s+with\s+another\s+name`),

@@ -39,12 +39,12 @@ import (
 //
 // When the environment names an Azure subscription (azureacc.FromEnv: ARM_SUBSCRIPTION_ID and
 // ARM_TEST_LOCATION, with a credential as the provider reads it), the suites that need only ARM
-// run there instead (realAzure), each in its own tagged resource group; the suites that need the
+// run there instead (subscriptionTarget), each in its own tagged resource group; the suites that need the
 // test server's simulated machines, images and faults are skipped.
 var (
-	armServer *armtest.Server
-	armBooter *simboot.Booter
-	realAzure *azureacc.Target
+	armServer          *armtest.Server
+	armBooter          *simboot.Booter
+	subscriptionTarget *azureacc.Target
 )
 
 // startARM chooses the azure target: the subscription the environment names, or the test
@@ -52,7 +52,7 @@ var (
 // pool, which SSL_CERT_FILE then names.
 func startARM(dir string) error {
 	var err error
-	if realAzure, err = azureacc.FromEnv(context.Background()); err != nil || realAzure != nil {
+	if subscriptionTarget, err = azureacc.FromEnv(context.Background()); err != nil || subscriptionTarget != nil {
 		return err
 	}
 	bin, err := testenv.BinDir()
@@ -92,8 +92,8 @@ var serverTarget = sync.OnceValues(func() (*azureacc.Target, error) {
 // it, else the test server, whose ARM_* variables the provider then reads.
 func accTarget(t *testing.T) *azureacc.Target {
 	t.Helper()
-	if realAzure != nil {
-		return realAzure
+	if subscriptionTarget != nil {
+		return subscriptionTarget
 	}
 	for _, kv := range armServer.Env() {
 		k, v, _ := strings.Cut(kv, "=")
@@ -194,9 +194,9 @@ func imageTags(t testing.TB, dir string) map[string]string {
 	return azureimage.Tags(m)
 }
 
-// scaleSetID is the resource ID of a pool's scale set in the fixture's group.
-func (f *azureFixture) scaleSetID(name string) string {
-	return armServer.ResourceGroupID(f.group) + "/providers/Microsoft.Compute/virtualMachineScaleSets/" + name
+// scaleSetID is the resource ID of scale set "win", the tests' pool's, in the fixture's group.
+func (f *azureFixture) scaleSetID() string {
+	return armServer.ResourceGroupID(f.group) + "/providers/Microsoft.Compute/virtualMachineScaleSets/win"
 }
 
 // poolBackend is the fixture as the pool acceptance test's backend.
@@ -214,12 +214,12 @@ func (f *azureFixture) poolBackend() poolBackend {
 		imageA: f.imageA, imageB: f.imageB,
 		machines: func() ([]string, error) {
 			var names []string
-			for _, in := range armServer.Instances(f.scaleSetID("win")) {
+			for _, in := range armServer.Instances(f.scaleSetID()) {
 				names = append(names, strings.ToLower(in.ComputerName))
 			}
 			return names, nil
 		},
-		importID:      f.scaleSetID("win"),
+		importID:      f.scaleSetID(),
 		writes:        f.scaleSetWrites,
 		upgradeWrites: 1,
 	}
@@ -471,7 +471,7 @@ func TestAccWindowsNodePool_azureComputeFailures(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: poolConfig(provider, be, f.imageA, 1), ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(1))}},
+			{Config: poolConfig(provider, be, f.imageA, 1), ConfigStateChecks: []statecheck.StateCheck{instances(1)}},
 			{
 				// 1 machine of 4 vCPUs runs; 2 more need 8 against a limit of 8.
 				PreConfig: func() { armServer.LimitCores("standardDSv5Family", 8) },
@@ -493,10 +493,10 @@ func TestAccWindowsNodePool_azureComputeFailures(t *testing.T) {
 					fault = armServer.TimeOutProvisioning(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1})
 				},
 				Config: poolConfig(provider, be, f.imageA, 3),
-				ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(3)), checkFunc(func() error {
+				ConfigStateChecks: []statecheck.StateCheck{instances(3), checkFunc(func() error {
 					// The first apply's instance, then the two the timed-out scale-out added (in instance ID
 					// order): the first of those is the one whose provisioning timed out.
-					ins := armServer.Instances(f.scaleSetID("win"))
+					ins := armServer.Instances(f.scaleSetID())
 					if fault.Hits() != 1 || len(ins) != 3 {
 						return fmt.Errorf("the time-out hit %d scale-outs, want 1; %d instances, want 3", fault.Hits(), len(ins))
 					}
@@ -507,7 +507,7 @@ func TestAccWindowsNodePool_azureComputeFailures(t *testing.T) {
 			{
 				// The machine whose provisioning timed out runs and its node is Ready: it stays.
 				Config: poolConfig(provider, be, f.imageA, 3),
-				ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(3)), checkFunc(func() error {
+				ConfigStateChecks: []statecheck.StateCheck{instances(3), checkFunc(func() error {
 					if ms, _ := be.machines(); !slices.Contains(ms, timedOut) {
 						return fmt.Errorf("the instance whose provisioning timed out, %s, was replaced though it runs: %v", timedOut, ms)
 					}
@@ -517,7 +517,7 @@ func TestAccWindowsNodePool_azureComputeFailures(t *testing.T) {
 			{
 				PreConfig: func() { fault = armServer.PreemptOperations(armtest.Match{Method: "PATCH", Path: scaleSet, Times: 1}) },
 				Config:    poolConfig(provider, be, f.imageA, 4),
-				ConfigStateChecks: []statecheck.StateCheck{checkFunc(instances(4)), checkFunc(func() error {
+				ConfigStateChecks: []statecheck.StateCheck{instances(4), checkFunc(func() error {
 					if fault.Hits() != 1 {
 						return fmt.Errorf("the preemption hit %d scale-outs, want 1", fault.Hits())
 					}
@@ -545,7 +545,8 @@ func TestAccWindowsNodePool_azurePasswordVersion(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config(1), ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue("kubewin_windows_node_pool.win",
 				tfjsonpath.New("azure").AtMapKey("admin_password_wo_version"), knownvalue.Int64Exact(1))}},
-			{Config: config(2), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Setting Cannot Change on an Existing Pool.*changes\s+from\s+1\s+to\s+2.*` +
+			{Config: config(2), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Setting Cannot Change on an Existing Pool.*` +
+				`changes\s+from\s+1\s+to\s+2.*` +
 				`Keep\s+azure.admin_password_wo_version\s+=\s+1.*add\s+a\s+kubewin_windows_node_pool\s+with\s+another\s+name`)},
 		},
 	})

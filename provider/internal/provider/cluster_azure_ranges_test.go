@@ -28,7 +28,8 @@ func TestAccClusterAzure_authorizedRangesExistingSubnets(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: config, PlanOnly: true,
-			ExpectError: regexp.MustCompile(`(?s)Authorized Ranges Need the Cluster's Own Network.*existing\s+subnets.*would\s+be\s+ignored.*restrict\s+TCP\s+6443`),
+			ExpectError: regexp.MustCompile(`(?s)Authorized Ranges Need the Cluster's Own Network.*existing\s+subnets.*would\s+be\s+ignored.*` +
+				`restrict\s+TCP\s+6443`),
 		}},
 	})
 }

@@ -194,9 +194,10 @@ func TestAccClusterAzure(t *testing.T) {
 			},
 			{
 				// A new version would need a new cluster: refused, naming the attribute.
-				Config:      strings.Replace(one, version, "1.36.3", 1),
-				PlanOnly:    true,
-				ExpectError: regexp.MustCompile(`(?s)Change Would Replace the Cluster.*Changing kubernetes_version of azure cluster "acc".*kubewin never\s+destroys a cluster`),
+				Config:   strings.Replace(one, version, "1.36.3", 1),
+				PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Change Would Replace the Cluster.*Changing kubernetes_version of azure cluster "acc".*` +
+					`kubewin never\s+destroys a cluster`),
 			},
 			{
 				// No credential from the control planes: the error says what to check.

@@ -59,8 +59,9 @@ func TestAccImageManifestDataSource_errors(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      fmt.Sprintf(`data "kubewin_image_manifest" "test" { content = %q }`, invalid),
-				ExpectError: regexp.MustCompile(`(?s)Invalid Image Manifest.*windowsBuild:.*"14393".*kubernetesVersion.*criDockerdVersion:.*pauseImage.digest.*files\[0\].path`),
+				Config: fmt.Sprintf(`data "kubewin_image_manifest" "test" { content = %q }`, invalid),
+				ExpectError: regexp.MustCompile(`(?s)Invalid Image Manifest.*windowsBuild:.*"14393".*kubernetesVersion.*` +
+					`criDockerdVersion:.*pauseImage.digest.*files\[0\].path`),
 			},
 			{
 				Config:      `data "kubewin_image_manifest" "test" { path = "testdata/missing.json" }`,
@@ -71,7 +72,8 @@ func TestAccImageManifestDataSource_errors(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)Missing Attribute Configuration.*Exactly one of these attributes must be configured: \[path,content\]`),
 			},
 			{
-				Config:      `data "kubewin_image_manifest" "test" { content = "{\"apiVersion\":\"kubewin.io/v1alpha1\",\"kind\":\"ImageManifest\",\"extra\":1}" }`,
+				Config: `data "kubewin_image_manifest" "test" { content = "{\"apiVersion\":\"kubewin.io/v1alpha1\",\"kind\":\"ImageManifest\",` +
+					`\"extra\":1}" }`,
 				ExpectError: regexp.MustCompile(`unknown field\s+"extra"`),
 			},
 		},

@@ -120,8 +120,9 @@ func azurePoolBlock() schema.Block {
 			"the instance's serial console (boot diagnostics, always on). Changing `image_id`, `vm_size`, the OS disk, accelerated " +
 			"networking or `max_bid_price` replaces the nodes surge-first, with the new settings in the scale set's model; `tags` and " +
 			"added `zones` change the scale set in place; `resource_group_name`, `location`, `subnet_id`, `scale_set_name`, " +
-			"`admin_username`, `priority` and `admin_password_wo_version` are refused on an existing pool. Clusters running Azure's cloud-controller-manager must leave " +
-			"the route table to kubewin (`--configure-cloud-routes=false`) or not use `kubewin_pod_route`.",
+			"`admin_username`, `priority` and `admin_password_wo_version` are refused on an existing pool. " +
+			"Clusters running Azure's cloud-controller-manager must leave the route table to kubewin (`--configure-cloud-routes=false`) " +
+			"or not use `kubewin_pod_route`.",
 		PlanModifiers: backendReplaceIf,
 		Attributes: map[string]schema.Attribute{
 			"resource_group_name": schema.StringAttribute{
@@ -144,8 +145,9 @@ func azurePoolBlock() schema.Block {
 			"image_id": schema.StringAttribute{
 				Optional: true,
 				Description: requiredInBlock + "Resource ID of the image the kubewin Packer plugin published: a gallery image version or a managed image. " +
-					"Its Windows build, Kubernetes version and runtime are read from its tags `" + azureimage.TagWindowsBuild + "`, `" + azureimage.TagKubernetesVersion +
-					"`, `" + azureimage.TagRuntime + "` and `" + azureimage.TagRuntimeVersion + "` at plan time, or from `image_manifest`." + surgeNote,
+					"Its Windows build, Kubernetes version and runtime are read from its tags `" +
+					azureimage.TagWindowsBuild + "`, `" + azureimage.TagKubernetesVersion + "`, `" + azureimage.TagRuntime + "` and `" +
+					azureimage.TagRuntimeVersion + "` at plan time, or from `image_manifest`." + surgeNote,
 			},
 			"image_manifest": schema.StringAttribute{
 				Optional: true,
@@ -266,6 +268,12 @@ type nodePoolBackend interface {
 	// saveSettings keeps the pool's settings for import.
 	saveSettings(ctx context.Context, data *providerData, s poolSettings, client kubernetes.Interface) error
 }
+
+// Both blocks implement nodePoolBackend, checked here: oneBackend's run-time assertion would yield nil.
+var (
+	_ nodePoolBackend = (*localPoolModel)(nil)
+	_ nodePoolBackend = (*azurePoolModel)(nil)
+)
 
 // backend is the backend the pool's block names; nil when it names none or both.
 func (m *nodePoolModel) backend() nodePoolBackend {

@@ -284,6 +284,12 @@ type clusterBackend interface {
 	delete(ctx context.Context, data *providerData, m *clusterModel) diag.Diagnostics
 }
 
+// Both blocks implement clusterBackend, checked here: oneBackend's run-time assertion would yield nil.
+var (
+	_ clusterBackend = (*clusterLocalModel)(nil)
+	_ clusterBackend = (*clusterAzureModel)(nil)
+)
+
 // backend is the backend the cluster's block names; nil when it names none or both.
 func (m *clusterModel) backend() clusterBackend { return oneBackend[clusterBackend](m.Local, m.Azure) }
 

@@ -231,7 +231,8 @@ func TestClusterStateUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := `{"name":"dev","cluster_cidr":"10.244.0.0/16","service_cidr":"10.96.0.0/12","node_cidr_mask_size":24,"running":true,"id":"dev",` +
-		`"endpoint":"https://127.0.0.1:6443","kubernetes_version":"v1.37.1","ca_certificate":"PEM","ca_cert_hash":"sha256:00","kubeconfig_path":"/x/admin.conf"}`
+		`"endpoint":"https://127.0.0.1:6443","kubernetes_version":"v1.37.1",` +
+		`"ca_certificate":"PEM","ca_cert_hash":"sha256:00","kubeconfig_path":"/x/admin.conf"}`
 	resp, err := server.UpgradeResourceState(context.Background(), &tfprotov6.UpgradeResourceStateRequest{
 		TypeName: "kubewin_cluster", Version: 0, RawState: &tfprotov6.RawState{JSON: []byte(old)},
 	})

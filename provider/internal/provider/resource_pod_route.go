@@ -163,6 +163,12 @@ type routeBackend interface {
 	checkTable(ctx context.Context, t route.Table, hop netip.Addr) diag.Diagnostics
 }
 
+// Both blocks implement routeBackend, checked here: oneBackend's run-time assertion would yield nil.
+var (
+	_ routeBackend = (*localRouteModel)(nil)
+	_ routeBackend = (*azureRouteModel)(nil)
+)
+
 // backend is the backend the route's block names; nil when it names none or both.
 func (m *podRouteModel) backend() routeBackend { return oneBackend[routeBackend](m.Local, m.Azure) }
 

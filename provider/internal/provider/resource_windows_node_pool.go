@@ -135,8 +135,9 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"with a machine that joins. Change the pool's size with `node_count` only; kubewin's scale set leaves automatic instance repairs " +
 			"off, and they must stay off." + verifiedAzure,
 		Blocks: map[string]schema.Block{"local": localPoolBlock(), "azure": azurePoolBlock()},
-		Attributes: attributes(nodeAttributes("the pool mints one for each change that adds nodes; an apply interrupted or failed while they join leaves it to "+
-			"them until it expires, and a later apply replaces machines that have not joined once no token of the pool is left"), map[string]schema.Attribute{
+		Attributes: attributes(nodeAttributes("the pool mints one for each change that adds nodes; "+
+			"an apply interrupted or failed while they join leaves it to them until it expires, "+
+			"and a later apply replaces machines that have not joined once no token of the pool is left"), map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Required:      true,
 				PlanModifiers: replace,

@@ -464,7 +464,8 @@ resource "kubewin_windows_node_pool" "win" {
 			{Config: provider + `resource "kubewin_windows_node_pool" "win" {
   name       = "win"
   node_count = 1
-}`, PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Missing Backend.*with kubewin_windows_node_pool.win.*Add a backend block: .azure \{.*.local \{ image`)},
+}`, PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Missing Backend.*with kubewin_windows_node_pool.win.*Add a backend block: .azure \{.*.local \{ image`)},
 			{Config: provider + fmt.Sprintf(`resource "kubewin_windows_node_pool" "win" {
   name       = "win"
   node_count = 1
@@ -479,7 +480,8 @@ resource "kubewin_windows_node_pool" "win" {
   local {
     image = %q
   }
-}`, image), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Not a Cluster of the Local Backend.*cluster_id = "production".*has\s+no\s+cluster\s+"production"`)},
+}`, image), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Not a Cluster of the Local Backend.*cluster_id = "production".*has\s+no\s+cluster\s+"production"`)},
 			{Config: provider + `resource "kubewin_windows_node_pool" "win" {
   name       = "win"
   node_count = 1
@@ -488,7 +490,8 @@ resource "kubewin_windows_node_pool" "win" {
 				`Missing Azure Setting.*azure\.location.*Missing Azure Setting.*azure\.vm_size.*` +
 				`Missing Azure Setting.*azure\.subnet_id.*Missing Azure Setting.*azure\.image_id`)},
 			{Config: pool(`  name = "windowspool"
-  node_count = 1`), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Windows Computer Names Too Long.*"windowspool" makes Windows computer names of 17 characters`)},
+  node_count = 1`), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Windows Computer Names Too Long.*"windowspool" makes Windows computer names of 17 characters`)},
 			{Config: pool(`  name = "win"
   node_count = -1`), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)node_count.*must be at least 0`)},
 			{Config: pool(`  name = "win"
@@ -496,10 +499,12 @@ resource "kubewin_windows_node_pool" "win" {
   network_mode = "l3bridge"`), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)network_mode.*value must be one of`)},
 			{Config: pool(`  name = "win"
   node_count = 1
-  labels = { "kubernetes.io/role" = "windows" }`), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Invalid Node Setting.*a kubelet may not set labels in\s+the kubernetes.io`)},
+  labels = { "kubernetes.io/role" = "windows" }`), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Invalid Node Setting.*a kubelet may not set labels in\s+the kubernetes.io`)},
 			{Config: pool(`  name = "win"
   node_count = 1
-  kubelet_extra_args = { "pod-infra-container-image" = "x" }`), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Invalid Kubelet Arguments.*was\s+removed\s+in\s+Kubernetes\s+1\.34`)},
+  kubelet_extra_args = { "pod-infra-container-image" = "x" }`), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Invalid Kubelet Arguments.*was\s+removed\s+in\s+Kubernetes\s+1\.34`)},
 			{Config: pool(`  name = "win"
   node_count = 1
   system_reserved_memory = "2 GB"`), PlanOnly: true,

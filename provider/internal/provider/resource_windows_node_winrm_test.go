@@ -147,7 +147,8 @@ resource "kubewin_cluster" "test" {
 						Output: "[bake] payload file k/kubelet.exe from http://mirror.test/kubewin/k/kubelet.exe has sha256 0bad, the manifest says 1f00\r\n"}}
 				},
 				Config: config, ConfigVariables: passwordVar(winrmPassword),
-				ExpectError: wrapped(`(?s)Command Failed on the Server.*nodeboot bake failed on the guest with exit status\s+5.*k/kubelet.exe from\s+http://mirror.test/kubewin/k/kubelet.exe has sha256 0bad`),
+				ExpectError: wrapped(`(?s)Command Failed on the Server.*nodeboot bake failed on the guest with exit status\s+5.*` +
+					`k/kubelet.exe from\s+http://mirror.test/kubewin/k/kubelet.exe has sha256 0bad`),
 			},
 			{
 				PreConfig: func() {
@@ -160,7 +161,8 @@ resource "kubewin_cluster" "test" {
 						Message: "the cluster's CA is not the pinned one"}
 				},
 				Config: config, ConfigVariables: passwordVar(winrmPassword),
-				ExpectError: wrapped(`(?s)Node Failed to Join.*node winsrv02 failed in phase discovery with code\s+CAPinMismatch.*Last lines of nodeboot's output:.*\[discovery\] failed after 2ms`),
+				ExpectError: wrapped(`(?s)Node Failed to Join.*node winsrv02 failed in phase discovery with code\s+CAPinMismatch.*` +
+					`Last lines of nodeboot's output:.*\[discovery\] failed after 2ms`),
 			},
 			{
 				PreConfig: func() {
@@ -182,10 +184,12 @@ resource "kubewin_cluster" "test" {
 					err := matchSequence(got, []string{
 						`ConvertTo-Json -Compress`,
 						`(?s)\$list = 'C:\\ProgramData\\kubewin\\pre-join\.txt'.*entries recorded`,
-						`(?s)\$dst = 'C:\\k\\nodeboot\.exe'; \$want = '[0-9a-f]{64}'; \$url = 'http://mirror\.test/kubewin/k/nodeboot\.exe'.*Invoke-WebRequest -UseBasicParsing -Uri \$url `,
+						`(?s)\$dst = 'C:\\k\\nodeboot\.exe'; \$want = '[0-9a-f]{64}'; ` +
+							`\$url = 'http://mirror\.test/kubewin/k/nodeboot\.exe'.*Invoke-WebRequest -UseBasicParsing -Uri \$url `,
 						`New-Item -ItemType Directory -Force -Path 'C:\\ProgramData\\kubewin\\bake'`,
 						`(?s)\$dst = 'C:\\ProgramData\\kubewin\\bake\\plan\.json'.*FromBase64String`,
-						`& 'C:\\k\\nodeboot\.exe' bake --manifest 'C:\\ProgramData\\kubewin\\bake\\plan\.json' --parallel 4 --mirror 'http://mirror\.test/kubewin' --pull-pause 'ProgramData/kubewin/images/pause\.tar'`,
+						`& 'C:\\k\\nodeboot\.exe' bake --manifest 'C:\\ProgramData\\kubewin\\bake\\plan\.json' ` +
+							`--parallel 4 --mirror 'http://mirror\.test/kubewin' --pull-pause 'ProgramData/kubewin/images/pause\.tar'`,
 						`ReadAllBytes\('C:\\ProgramData\\kubewin\\image-manifest\.json'\)`,
 						`(?s)\$dst = 'C:\\AzureData\\CustomData\.bin'.*SetAccessRuleProtection.*FromBase64String`,
 						`Stop-Service -Name nodeboot`,
@@ -318,7 +322,8 @@ resource "kubewin_windows_node" "srv" {
 func TestAccWindowsNode_wrongPassword(t *testing.T) {
 	srv, _ := winrmServer(t)
 	badServer(t, srv, "not-the-password", winrmNodeConfig(srv, `  cluster_id = "lab"`),
-		`(?s)Server Refused the Credentials.*HTTP 401 Unauthorized.*Check winrm.user and the\s+password \(winrm.password_wo, or \$KUBEWIN_WINRM_PASSWORD\)`, 0)
+		`(?s)Server Refused the Credentials.*HTTP 401 Unauthorized.*`+
+			`Check winrm.user and the\s+password \(winrm.password_wo, or \$KUBEWIN_WINRM_PASSWORD\)`, 0)
 	if srv.Refused() == 0 {
 		t.Error("the server refused nothing")
 	}

@@ -89,13 +89,13 @@ func (m *linuxMachine) serial(format string, args ...any) {
 	_, _ = fmt.Fprintf(f, format+"\n", args...)
 }
 
-// run runs a command on the machine, its output going to the serial console as cloud-init's does.
-func (m *linuxMachine) run(ctx context.Context, name string, args ...string) error {
-	m.serial("$ %s %s", name, strings.Join(args, " "))
-	out, err := m.machine.Command(ctx, name, args...).CombinedOutput()
+// kubeadm runs kubeadm on the machine, its output going to the serial console as cloud-init's does.
+func (m *linuxMachine) kubeadm(ctx context.Context, args ...string) error {
+	m.serial("$ kubeadm %s", strings.Join(args, " "))
+	out, err := m.machine.Command(ctx, "kubeadm", args...).CombinedOutput()
 	m.serial("%s", strings.TrimRight(string(out), "\n"))
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+		return fmt.Errorf("kubeadm %s: %w", strings.Join(args, " "), err)
 	}
 	return nil
 }
@@ -176,10 +176,11 @@ func (b *Booter) bootRole(ctx context.Context, m *linuxMachine, in armtest.Insta
 		}
 		return "kubeadm", b.initControlPlane(ctx, m, cluster)
 	case kubeadmboot.RoleControlPlane:
-		return "kubeadm", m.run(ctx, "kubeadm", "join", "--config", cfg,
-			"--skip-phases", "preflight,control-plane-prepare/control-plane,check-etcd,kubelet-start,etcd-join,kubelet-wait-bootstrap,control-plane-join,wait-control-plane")
+		skip := []string{"preflight", "control-plane-prepare/control-plane", "check-etcd", "kubelet-start", "etcd-join",
+			"kubelet-wait-bootstrap", "control-plane-join", "wait-control-plane"}
+		return "kubeadm", m.kubeadm(ctx, "join", "--config", cfg, "--skip-phases", strings.Join(skip, ","))
 	default:
-		if err := m.run(ctx, "kubeadm", "join", "--config", cfg, "--skip-phases", "preflight,kubelet-wait-bootstrap"); err != nil {
+		if err := m.kubeadm(ctx, "join", "--config", cfg, "--skip-phases", "preflight,kubelet-wait-bootstrap"); err != nil {
 			return "kubeadm", err
 		}
 		return "kubelet", b.startKubelet(ctx, m, in, version)
@@ -215,7 +216,7 @@ func reach(in armtest.Instance, hostport string) error {
 func (b *Booter) initControlPlane(ctx context.Context, m *linuxMachine, cluster kubeadmboot.Cluster) error {
 	cfg := kubeadmboot.ConfigPath
 	for _, phase := range [][]string{{"certs", "all"}, {"kubeconfig", "admin"}, {"kubeconfig", "super-admin"}} {
-		if err := m.run(ctx, "kubeadm", append(append([]string{"init", "phase"}, phase...), "--config", cfg)...); err != nil {
+		if err := m.kubeadm(ctx, append(append([]string{"init", "phase"}, phase...), "--config", cfg)...); err != nil {
 			return err
 		}
 	}
@@ -256,7 +257,7 @@ func (b *Booter) initControlPlane(ctx context.Context, m *linuxMachine, cluster 
 	// with it exists already.)
 	for _, phase := range [][]string{{"upload-config", "all"}, {"upload-certs", "--upload-certs"}, {"bootstrap-token"}, {"addon", "all"}} {
 		args := append(append([]string{"init", "phase"}, phase...), "--config", cfg, "--kubeconfig", "/etc/kubernetes/super-admin.conf")
-		if err := m.run(ctx, "kubeadm", args...); err != nil {
+		if err := m.kubeadm(ctx, args...); err != nil {
 			return err
 		}
 	}

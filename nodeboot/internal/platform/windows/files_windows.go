@@ -59,7 +59,7 @@ func (ntfs) Write(path string, data []byte, sddl string) error {
 		werr = err
 	}
 	if werr != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: the failure above is the error to report
 		return werr
 	}
 	from, _ := windows.UTF16PtrFromString(tmp)
@@ -68,7 +68,7 @@ func (ntfs) Write(path string, data []byte, sddl string) error {
 		return err
 	}
 	if err := windows.MoveFileEx(from, to, windows.MOVEFILE_REPLACE_EXISTING|windows.MOVEFILE_WRITE_THROUGH); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: the failure above is the error to report
 		return fmt.Errorf("replace %s: %w", path, err)
 	}
 	return nil
@@ -87,7 +87,7 @@ func (ntfs) Symlink(path, target string) error {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: the failure above is the error to report
 		return fmt.Errorf("replace %s: %w", path, err)
 	}
 	return nil

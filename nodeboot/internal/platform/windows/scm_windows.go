@@ -17,7 +17,7 @@ func withService(name string, f func(*mgr.Service) error) error {
 	if err != nil {
 		return err
 	}
-	defer m.Disconnect()
+	defer func() { _ = m.Disconnect() }() // freeing the handle cannot change the operation's result
 	s, err := m.OpenService(name)
 	if errors.Is(err, windows.ERROR_SERVICE_DOES_NOT_EXIST) {
 		return errors.Join(ErrNotFound, err)
@@ -25,7 +25,7 @@ func withService(name string, f func(*mgr.Service) error) error {
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }() // freeing the handle cannot change the operation's result
 	return f(s)
 }
 
@@ -69,7 +69,7 @@ func (scmAPI) Create(name string, c ServiceConfig) error {
 	if err != nil {
 		return err
 	}
-	defer m.Disconnect()
+	defer func() { _ = m.Disconnect() }() // freeing the handle cannot change the operation's result
 	// mgr.CreateService quotes exe and args itself; the command line is already quoted, so it
 	// is passed as a whole as the service's binary path (CreateService takes the command line).
 	h, err := windows.CreateService(m.Handle, windows.StringToUTF16Ptr(name), windows.StringToUTF16Ptr(c.DisplayName),
@@ -79,7 +79,7 @@ func (scmAPI) Create(name string, c ServiceConfig) error {
 		return err
 	}
 	s := &mgr.Service{Name: name, Handle: h}
-	defer s.Close()
+	defer func() { _ = s.Close() }() // freeing the handle cannot change the operation's result
 	cfg, err := s.Config()
 	if err != nil {
 		return err

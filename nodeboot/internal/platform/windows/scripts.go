@@ -23,12 +23,14 @@ func listRoutesScript() Script {
 foreach ($store in @(%s, %s)) {
   foreach ($r in @(Get-NetRoute -AddressFamily IPv4 -PolicyStore $store -ErrorAction SilentlyContinue)) {
     if ($r.RouteMetric -eq %d) {
-      $routes += [pscustomobject]@{ DestinationPrefix = $r.DestinationPrefix; NextHop = $r.NextHop; InterfaceIndex = $r.InterfaceIndex; Store = $store }
+      $routes += [pscustomobject]@{ DestinationPrefix = $r.DestinationPrefix; NextHop = $r.NextHop; `+
+		`InterfaceIndex = $r.InterfaceIndex; Store = $store }
     }
   }
 }
 $index = 0
-$default = Get-NetRoute -AddressFamily IPv4 -DestinationPrefix '0.0.0.0/0' -PolicyStore %s -ErrorAction SilentlyContinue | Sort-Object -Property RouteMetric | Select-Object -First 1
+$default = Get-NetRoute -AddressFamily IPv4 -DestinationPrefix '0.0.0.0/0' -PolicyStore %s -ErrorAction SilentlyContinue `+
+		`| Sort-Object -Property RouteMetric | Select-Object -First 1
 if ($default) { $index = $default.InterfaceIndex }
 ConvertTo-Json -Compress -Depth 3 -InputObject ([pscustomobject]@{ InterfaceIndex = $index; Routes = @($routes) })
 `, q(ActiveStore), q(PersistentStore), RouteMetric, q(ActiveStore))
@@ -78,7 +80,8 @@ func metadataRoutesScript(adapters []string, destinations []netip.Prefix) Script
   if (-not $adapter) { continue }
   foreach ($prefix in %s) {
     if (-not (Get-NetRoute -AddressFamily IPv4 -DestinationPrefix $prefix -InterfaceIndex $adapter.InterfaceIndex -ErrorAction SilentlyContinue)) {
-      New-NetRoute -AddressFamily IPv4 -DestinationPrefix $prefix -InterfaceIndex $adapter.InterfaceIndex -PolicyStore %s -ErrorAction SilentlyContinue | Out-Null
+      New-NetRoute -AddressFamily IPv4 -DestinationPrefix $prefix -InterfaceIndex $adapter.InterfaceIndex `+
+		`-PolicyStore %s -ErrorAction SilentlyContinue | Out-Null
     }
   }
 }

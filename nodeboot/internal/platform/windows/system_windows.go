@@ -24,7 +24,7 @@ func (system) ImageState() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer k.Close()
+	defer func() { _ = k.Close() }() // freeing the handle cannot change the value read
 	v, _, err := k.GetStringValue("ImageState")
 	return v, err
 }

@@ -440,7 +440,8 @@ func TestServices(t *testing.T) {
 	// kube-log-runner writes the kubelet's output to its log, rotating it; the kubelet talks to
 	// the SCM itself (--windows-service); the SCM never starts it on its own; it restarts 10 s
 	// after every failure.
-	wantCmd := `C:\k\kube-log-runner.exe -log-file=C:\var\log\kubernetes\kubelet.log -log-file-size=100M -log-file-age=168h -flush-interval=5s C:\k\kubelet.exe --windows-service --config=C:\var\lib\kubelet\config.yaml`
+	wantCmd := `C:\k\kube-log-runner.exe -log-file=C:\var\log\kubernetes\kubelet.log -log-file-size=100M -log-file-age=168h -flush-interval=5s ` +
+		`C:\k\kubelet.exe --windows-service --config=C:\var\lib\kubelet\config.yaml`
 	if svc.Config.BinaryPathName != wantCmd || svc.Config.StartType != windows.StartManual || svc.State != windows.Stopped ||
 		len(svc.Recovery.Actions) != 1 || !svc.Recovery.Actions[0].Restart || svc.Recovery.Actions[0].Delay != 10*time.Second {
 		t.Errorf("kubelet service %+v %+v\nwant %s", svc.Config, svc.Recovery, wantCmd)
@@ -559,12 +560,15 @@ func TestSelfRegisteringRuntime(t *testing.T) {
 		t.Errorf("registration changed %v", got)
 	}
 	script := bodies(log, "shell", "program.run")[0]
-	if !strings.HasPrefix(script, `& 'C:\Program Files\containerd\bin\containerd.exe' '--register-service' '--config' 'C:\Program Files\containerd\config.toml' '--log-file' 'C:\var\log\kubernetes\containerd.log'`) {
+	wantRegister := `& 'C:\Program Files\containerd\bin\containerd.exe' '--register-service' ` +
+		`'--config' 'C:\Program Files\containerd\config.toml' '--log-file' 'C:\var\log\kubernetes\containerd.log'`
+	if !strings.HasPrefix(script, wantRegister) {
 		t.Errorf("register script:\n%s", script)
 	}
 	svc := state(t, m).Service("containerd")
-	if svc.Config.BinaryPathName != `"C:\Program Files\containerd\bin\containerd.exe" --run-service --config "C:\Program Files\containerd\config.toml" --log-file C:\var\log\kubernetes\containerd.log` ||
-		svc.Config.StartType != windows.StartAutomatic {
+	wantCmd := `"C:\Program Files\containerd\bin\containerd.exe" --run-service ` +
+		`--config "C:\Program Files\containerd\config.toml" --log-file C:\var\log\kubernetes\containerd.log`
+	if svc.Config.BinaryPathName != wantCmd || svc.Config.StartType != windows.StartAutomatic {
 		t.Errorf("containerd service %+v", svc.Config)
 	}
 	mark := m.Mark()

@@ -184,10 +184,12 @@ func TestProvisionWindowsGuestFetch(t *testing.T) {
 		regexp.MustCompile(`(?s)^run: .*LastBootUpTime`),
 		regexp.MustCompile(`(?s)^run: .*LastBootUpTime`),
 		// nodeboot comes from the mirror, verified; the path is a PowerShell literal.
-		regexp.MustCompile(`(?s)^run: \$ErrorActionPreference = 'Stop'.*\$dst = 'C:\\k\\nodeboot\.exe'; \$want = 'b{64}'; \$url = 'http://mirror\.example\.test/kubewin/k/nodeboot\.exe'.*Invoke-WebRequest -UseBasicParsing -Uri \$url `),
+		regexp.MustCompile(`(?s)^run: \$ErrorActionPreference = 'Stop'.*\$dst = 'C:\\k\\nodeboot\.exe'; \$want = 'b{64}'; ` +
+			`\$url = 'http://mirror\.example\.test/kubewin/k/nodeboot\.exe'.*Invoke-WebRequest -UseBasicParsing -Uri \$url `),
 		regexp.MustCompile(`(?s)^run: .*New-Item -ItemType Directory -Force -Path 'C:\\ProgramData\\kubewin\\bake'`),
 		regexp.MustCompile(`^upload: C:\\ProgramData\\kubewin\\bake\\plan\.json$`),
-		regexp.MustCompile(`(?s)^elevated: .*& 'C:\\k\\nodeboot\.exe' bake --manifest 'C:\\ProgramData\\kubewin\\bake\\plan\.json' --parallel 6 --mirror 'http://mirror\.example\.test/kubewin' --pull-pause 'ProgramData/kubewin/images/pause\.tar'\nexit \$LASTEXITCODE`),
+		regexp.MustCompile(`(?s)^elevated: .*& 'C:\\k\\nodeboot\.exe' bake --manifest 'C:\\ProgramData\\kubewin\\bake\\plan\.json' ` +
+			`--parallel 6 --mirror 'http://mirror\.example\.test/kubewin' --pull-pause 'ProgramData/kubewin/images/pause\.tar'\nexit \$LASTEXITCODE`),
 		regexp.MustCompile(`^download: C:\\ProgramData\\kubewin\\image-manifest\.json$`),
 	}
 	if len(steps) != len(want) {

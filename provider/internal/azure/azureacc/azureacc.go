@@ -64,7 +64,8 @@ func FromEnv(ctx context.Context) (*Target, error) {
 	}
 	location := os.Getenv(EnvLocation)
 	if location == "" {
-		return nil, fmt.Errorf("ARM_SUBSCRIPTION_ID is set, so the azure acceptance tests target Azure: set %s to the region to create their resources in (e.g. westeurope)", EnvLocation)
+		return nil, fmt.Errorf("ARM_SUBSCRIPTION_ID is set, so the azure acceptance tests target Azure: "+
+			"set %s to the region to create their resources in (e.g. westeurope)", EnvLocation)
 	}
 	c, err := azure.ConfigFrom(nil)
 	if err != nil {

@@ -24,7 +24,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	server = s
-	os.Setenv("SSL_CERT_FILE", s.CAFile())
+	if err := os.Setenv("SSL_CERT_FILE", s.CAFile()); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	if err := s.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -65,7 +67,8 @@ func TestGroupLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(subnet, "/virtualNetworks/vnet/subnets/nodes") || !strings.HasSuffix(table, "/routeTables/pods") || len(server.ResourceIDs(name)) != 2 {
+	if !strings.HasSuffix(subnet, "/virtualNetworks/vnet/subnets/nodes") || !strings.HasSuffix(table, "/routeTables/pods") ||
+		len(server.ResourceIDs(name)) != 2 {
 		t.Errorf("network %s %s; group holds %v", subnet, table, server.ResourceIDs(name))
 	}
 	if err := tg.DeleteGroup(ctx, name); err != nil {
