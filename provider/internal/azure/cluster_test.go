@@ -78,6 +78,7 @@ func TestAzureClusterLifecycle(t *testing.T) {
 	if string(access.CACert) != string(state.CACert) {
 		t.Error("the run command's CA differs from the serial console's")
 	}
+	runOnceAnswerLost(ctx, t, c)
 	kc, err := kubernetes.NewForConfig(access.REST())
 	if err != nil {
 		t.Fatal(err)
@@ -188,5 +189,21 @@ func reachFromCluster(t *testing.T, c *Cluster, table *RouteTable) {
 	d, err := nics.BeginDelete(ctx, c.Spec.ResourceGroup, "windows-like", nil)
 	if _, err := wait(ctx, c.Client, d, err); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// runOnceAnswerLost loses the answer to a run command: azcore sends the POST again, and the
+// script, which counts its runs, runs once.
+func runOnceAnswerLost(ctx context.Context, t *testing.T, c *Cluster) {
+	t.Helper()
+	lost := server.LoseResponses(armtest.Match{Method: "POST", Path: "/virtualMachines/" + c.masterName(0) + "/runCommand$", Times: 1})
+	defer lost.Remove()
+	out, err := c.RunScript(ctx, 0, "set -eu\necho run >>/var/lib/kubewin-test-runs\nsleep 1\nwc -l </var/lib/kubewin-test-runs")
+	if err != nil || lost.Hits() != 1 {
+		t.Fatalf("run command with its answer lost (hit %d times): %v", lost.Hits(), err)
+	}
+	runs, err := c.RunScript(ctx, 0, "wc -l </var/lib/kubewin-test-runs")
+	if err != nil || !strings.Contains(out, "[stdout]\n1\n") || !strings.Contains(runs, "[stdout]\n1\n") {
+		t.Errorf("the script ran more than once: it answered %q, and the count is %q (%v)", out, runs, err)
 	}
 }
