@@ -34,11 +34,13 @@ type Access struct {
 	CACert, Cert, Key []byte
 	// Expires is when the certificate expires.
 	Expires time.Time
+	dial    func(ctx context.Context, network, address string) (net.Conn, error) // Client.dial
 }
 
 // REST is a client configuration with the credential.
 func (a *Access) REST() *rest.Config {
-	return &rest.Config{Host: "https://" + a.Endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: a.CACert, CertData: a.Cert, KeyData: a.Key}}
+	return &rest.Config{Host: "https://" + a.Endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: a.CACert, CertData: a.Cert, KeyData: a.Key},
+		Dial: a.dial}
 }
 
 // AdminGroup is the group kubeadm binds to cluster-admin; the admin certificates are in it.
@@ -79,7 +81,7 @@ func (c *Cluster) Access(ctx context.Context, endpoint string, masters int) (*Ac
 			var cert, ca []byte
 			if cert, ca, err = kubeadmboot.ParseAdminCertificate(out); err == nil {
 				return &Access{Endpoint: endpoint, CACert: ca, Cert: cert, Key: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-					Expires: time.Now().Add(adminValidity)}, nil
+					Expires: time.Now().Add(adminValidity), dial: c.Client.dial}, nil
 			}
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", c.masterName(i), err))
