@@ -19,6 +19,9 @@ type KubeadmFiles struct {
 	// system:kube-scheduler that reach the API server at the control plane endpoint.
 	ControllerManager string `json:"controllerManager"`
 	Scheduler         string `json:"scheduler"`
+	// ServerName, when set, is the name the API server's certificate is checked for: the control
+	// plane endpoint's name, when the API server is bound at an address its certificate lacks.
+	ServerName string `json:"serverName,omitempty"`
 }
 
 // StartKubeadm runs a control plane, in cfg.Dir, from the certificates and kubeconfigs kubeadm

@@ -426,7 +426,11 @@ func (cp *ControlPlane) caHTTPClient() (*http.Client, error) {
 	if !pool.AppendCertsFromPEM(ca) {
 		return nil, fmt.Errorf("no certificate in %s", cp.CACertFile())
 	}
-	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}, nil
+	cfg := &tls.Config{RootCAs: pool}
+	if cp.Kubeadm != nil {
+		cfg.ServerName = cp.Kubeadm.ServerName
+	}
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}, nil
 }
 
 func httpOK(c *http.Client, url string) error {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"text/template"
 	"time"
 
@@ -60,8 +61,18 @@ type Cluster struct {
 	// KubernetesVersion is a release, "v1.37.1".
 	KubernetesVersion string
 	// Endpoint is the control plane endpoint every node reaches the API servers at: the load
-	// balancer's frontend address and APIServerPort.
-	Endpoint                 string
+	// balancer's frontend address (or a name standing for it, see EndpointAddress) and
+	// APIServerPort.
+	Endpoint string
+	// EndpointAddress, set when Endpoint's host is a name, is the internal load balancer frontend
+	// address the name stands for. A backend's connection to its own internal load balancer's
+	// frontend fails (https://learn.microsoft.com/azure/load-balancer/components#limitations), and
+	// `kubeadm init` and a control plane's admin.conf go through the endpoint, so every machine
+	// maps the name in /etc/hosts (cloud-init's bootcmd, at every boot): a worker to this address,
+	// a control plane to 127.0.0.1, its own API server — a joining one to JoinAddress until its
+	// own API server runs — as cluster-api-provider-azure's private cluster template does
+	// (templates/flavors/private/patches/apiserver-host-dns.yaml).
+	EndpointAddress          string
 	PodSubnet, ServiceSubnet string
 	NodeCIDRMaskSize         int
 	// CertSANs are further names of the API server (the frontend's DNS name).
@@ -82,6 +93,9 @@ type Machine struct {
 	CertificateKey string
 	// CAHash pins the cluster CA for discovery (joins): "sha256:<hex>".
 	CAHash string
+	// JoinAddress is the address of a running control plane, which a joining control plane
+	// reaches the endpoint's name at (Cluster.EndpointAddress) until its own API server runs.
+	JoinAddress string
 }
 
 // Check reports what is missing or wrong in the inputs.
@@ -89,8 +103,16 @@ func Check(c Cluster, m Machine) error {
 	if _, err := version.ParseSemantic(c.KubernetesVersion); err != nil {
 		return fmt.Errorf("kubernetes version %q: %w", c.KubernetesVersion, err)
 	}
-	if _, _, err := net.SplitHostPort(c.Endpoint); err != nil {
+	host, _, err := net.SplitHostPort(c.Endpoint)
+	if err != nil {
 		return fmt.Errorf("control plane endpoint %q: %w", c.Endpoint, err)
+	}
+	if isName := net.ParseIP(host) == nil; isName != (c.EndpointAddress != "") {
+		return fmt.Errorf("control plane endpoint %q: a name needs the address it stands for, an address none (EndpointAddress %q)", c.Endpoint,
+			c.EndpointAddress)
+	}
+	if c.EndpointAddress != "" && m.Role == RoleControlPlane && m.JoinAddress == "" {
+		return fmt.Errorf("a joining control plane needs a running control plane's address to reach endpoint %s at", c.Endpoint)
 	}
 	if m.Token == "" {
 		return fmt.Errorf("a %s needs a bootstrap token", m.Role)
@@ -287,6 +309,7 @@ type File struct {
 
 // cloudConfig is the part of cloud-init's cloud-config kubewin writes.
 type cloudConfig struct {
+	BootCmd    []string    `json:"bootcmd,omitempty"`
 	WriteFiles []File      `json:"write_files"`
 	RunCmd     [][]string  `json:"runcmd"`
 	Output     *outputSpec `json:"output,omitempty"`
@@ -306,14 +329,29 @@ func UserData(c Cluster, m Machine) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	host, _, _ := net.SplitHostPort(c.Endpoint) // Check parsed it
+	var bootCmd []string
+	ownEndpoint := "" // the script's command that maps the endpoint's name to this machine once it runs an API server
+	if c.EndpointAddress != "" {
+		switch m.Role {
+		case RoleInit:
+			bootCmd = []string{HostsCommand(host, "127.0.0.1")}
+		case RoleControlPlane:
+			bootCmd = []string{HostsCommand(host, "$a", "a="+m.JoinAddress+"; [ ! -f "+AdminKubeconfig+" ] || a=127.0.0.1")}
+			ownEndpoint = HostsCommand(host, "127.0.0.1")
+		default:
+			bootCmd = []string{HostsCommand(host, c.EndpointAddress)}
+		}
+	}
 	var sh bytes.Buffer
 	if err := script.Execute(&sh, map[string]any{
 		"Role": m.Role, "Minor": fmt.Sprintf("%d.%d", v.Major(), v.Minor()), "Version": fmt.Sprintf("%d.%d.%d", v.Major(), v.Minor(), v.Patch()),
-		"Config": ConfigPath, "CNITemplate": CNITemplatePath,
+		"Config": ConfigPath, "CNITemplate": CNITemplatePath, "OwnEndpoint": ownEndpoint,
 	}); err != nil {
 		return nil, err
 	}
 	doc := cloudConfig{
+		BootCmd: bootCmd,
 		WriteFiles: []File{
 			{Path: ConfigPath, Content: string(cfg), Permissions: "0600", Owner: "root:root"},
 			{Path: ScriptPath, Content: sh.String(), Permissions: "0700", Owner: "root:root"},
@@ -332,10 +370,19 @@ func UserData(c Cluster, m Machine) ([]byte, error) {
 	return append([]byte("#cloud-config\n"), body...), nil
 }
 
+// HostsCommand is the shell command that maps name to addr in /etc/hosts, replacing the name's
+// earlier entry; addr may be a shell expansion that the commands in prepare, run first, set.
+func HostsCommand(name, addr string, prepare ...string) string {
+	pattern := "/[[:space:]]" + strings.ReplaceAll(name, ".", `\.`) + "$/d"
+	return strings.Join(append(prepare, "sed -i '"+pattern+"' /etc/hosts", `echo "`+addr+` `+name+`" >>/etc/hosts`), "; ")
+}
+
 // Document is user data as a machine reads it.
 type Document struct {
-	Role  Role
-	Files map[string]File
+	Role Role
+	// BootCmd are the commands cloud-init runs at every boot, before it writes the files.
+	BootCmd []string
+	Files   map[string]File
 }
 
 // Parse reads user data UserData wrote: its files and the role its run command names.
@@ -347,7 +394,7 @@ func Parse(userData []byte) (*Document, error) {
 	if err := yaml.UnmarshalStrict(userData, &cfg); err != nil {
 		return nil, fmt.Errorf("cloud-config: %w", err)
 	}
-	d := &Document{Files: map[string]File{}}
+	d := &Document{Files: map[string]File{}, BootCmd: cfg.BootCmd}
 	for _, f := range cfg.WriteFiles {
 		d.Files[f.Path] = f
 	}

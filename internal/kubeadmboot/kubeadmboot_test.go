@@ -34,18 +34,100 @@ var (
 	}
 )
 
+// internalCluster has an internal load balancer's frontend behind a name.
+var internalCluster = func() Cluster {
+	c := testCluster
+	c.Endpoint, c.EndpointAddress = "apiserver.acs.kubewin.internal:6443", "10.240.255.4"
+	c.CertSANs = []string{"apiserver.acs.kubewin.internal", "10.240.255.4"}
+	return c
+}()
+
 // Every role's user data passes cloud-init's own schema check, its kubeadm configuration passes
-// `kubeadm config validate` of the test environment's kubeadm, and its bootstrap script parses.
+// `kubeadm config validate` of the test environment's kubeadm, and its bootstrap script parses,
+// with a public endpoint and an internal one.
 func TestUserDataValidates(t *testing.T) {
+	for name, c := range map[string]Cluster{"public": testCluster, "internal": internalCluster} {
+		t.Run(name, func(t *testing.T) { userDataValidates(t, c) })
+	}
+}
+
+// Behind an internal load balancer every machine maps the endpoint's name in /etc/hosts at every
+// boot: the first control plane to itself, a joining one to the control plane it joins through
+// until it has joined (then to itself, which its bootstrap script sets once kubeadm is done), a
+// worker to the frontend.
+func TestInternalEndpointHosts(t *testing.T) {
+	join := machines[RoleControlPlane]
+	join.JoinAddress = "10.240.255.5"
+	for _, tc := range []struct {
+		m            Machine
+		joined, want string
+	}{
+		{machines[RoleInit], "", "127.0.0.1"},
+		{join, "", "10.240.255.5"},
+		{join, "joined", "127.0.0.1"},
+		{machines[RoleWorker], "", "10.240.255.4"},
+	} {
+		ud, err := UserData(internalCluster, tc.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := Parse(ud)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		hosts := filepath.Join(dir, "hosts")
+		if err := os.WriteFile(hosts, []byte("127.0.0.1 localhost\n10.9.9.9 apiserver.acs.kubewin.internal\n10.9.9.9 apiserverxacs.kubewin.internal\n"),
+			0o600); err != nil {
+			t.Fatal(err)
+		}
+		if tc.joined != "" {
+			if err := os.WriteFile(filepath.Join(dir, "admin.conf"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, cmd := range doc.BootCmd {
+			cmd = strings.NewReplacer("/etc/hosts", hosts, AdminKubeconfig, filepath.Join(dir, "admin.conf")).Replace(cmd)
+			if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", cmd, err, out)
+			}
+		}
+		got, err := os.ReadFile(hosts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "127.0.0.1 localhost\n10.9.9.9 apiserverxacs.kubewin.internal\n" + tc.want + " apiserver.acs.kubewin.internal\n"; string(got) != want {
+			t.Errorf("%s %s: /etc/hosts after bootcmd:\n%s\nwant\n%s", tc.m.Role, tc.joined, got, want)
+		}
+		own := strings.Contains(doc.Files[ScriptPath].Content, HostsCommand("apiserver.acs.kubewin.internal", "127.0.0.1"))
+		if own != (tc.m.Role == RoleControlPlane) {
+			t.Errorf("%s: the script maps the name to the machine itself after kubeadm: %v", tc.m.Role, own)
+		}
+	}
+	if _, err := UserData(internalCluster, machines[RoleControlPlane]); err == nil {
+		t.Error("a joining control plane without a join address was accepted")
+	}
+	noAddress := internalCluster
+	noAddress.EndpointAddress = ""
+	if _, err := UserData(noAddress, machines[RoleWorker]); err == nil {
+		t.Error("an endpoint name without its address was accepted")
+	}
+}
+
+func userDataValidates(t *testing.T, c Cluster) {
+	t.Helper()
 	cloudInit, err := exec.LookPath("cloud-init")
 	if err != nil {
 		t.Fatal("cloud-init is missing: `make testenv` installs Debian's cloud-init package (as root)")
 	}
 	kubeadm := testenv.MustBinary(t, "kubeadm")
 	for role, m := range machines {
+		if c.EndpointAddress != "" {
+			m.JoinAddress = "10.240.255.5"
+		}
 		t.Run(string(role), func(t *testing.T) {
 			dir := t.TempDir()
-			ud, err := UserData(testCluster, m)
+			ud, err := UserData(c, m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +214,7 @@ func TestParseRejects(t *testing.T) {
 	for name, ud := range map[string]string{
 		"not cloud-config": "#!/bin/sh\necho hi\n",
 		"no bootstrap":     "#cloud-config\nruncmd: [[echo, hi]]\n",
-		"unknown key":      "#cloud-config\nbootcmd: [[echo]]\n",
+		"unknown key":      "#cloud-config\npackages: [curl]\n",
 	} {
 		if _, err := Parse([]byte(ud)); err == nil {
 			t.Errorf("%s: parsed", name)

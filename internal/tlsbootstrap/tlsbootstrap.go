@@ -34,10 +34,13 @@ import (
 
 // Options say whom to ask for which certificate and where to keep it.
 type Options struct {
-	Server   string // API server URL
-	CACert   []byte // pinned cluster CA (PEM)
-	Token    string
-	NodeName string
+	Server string // API server URL
+	// ServerName, when set, is the name the API server's certificate is verified for instead of
+	// Server's host.
+	ServerName string
+	CACert     []byte // pinned cluster CA (PEM)
+	Token      string
+	NodeName   string
 	// KeyFile and CertFile hold the kubelet client key and certificate, as paths ReadFile and
 	// WriteFile understand.
 	KeyFile, CertFile string
@@ -67,8 +70,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "kubelet client key: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: o.Server, BearerToken: o.Token, TLSClientConfig: rest.TLSClientConfig{CAData: o.CACert},
-		Timeout: 30 * time.Second})
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: o.Server, BearerToken: o.Token, TLSClientConfig: rest.TLSClientConfig{CAData: o.CACert,
+		ServerName: o.ServerName}, Timeout: 30 * time.Second})
 	if err != nil {
 		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "%w", err)
 	}

@@ -42,6 +42,9 @@ type Instance struct {
 	// why not (Server.Reach): the machine asks before each connection its bootstrap makes. Set
 	// for Boot; nil elsewhere.
 	Reach func(to netip.AddrPort) error `json:"-"`
+	// HostAddress is where on this host the machine's connection to an address goes, and a
+	// private address of its own listens (Server.HostAddress). Set for Boot; nil elsewhere.
+	HostAddress func(to netip.AddrPort) netip.AddrPort `json:"-"`
 }
 
 // Booter runs the machines behind scale-set instances.

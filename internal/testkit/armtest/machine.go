@@ -40,6 +40,7 @@ func (s *Server) bootAll(ins []*machine) {
 		}
 		info := in.info
 		info.Reach = func(to netip.AddrPort) error { return s.Reach(info.ID, to) }
+		info.HostAddress = s.HostAddress
 		go func(in *machine) {
 			defer s.boots.Done()
 			defer close(in.bootDone)

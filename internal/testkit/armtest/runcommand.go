@@ -49,6 +49,14 @@ func (s *Server) runCommand(w http.ResponseWriter, q *armRequest) *apiError {
 		return newError(http.StatusConflict, "OperationNotAllowed", "The operation requires the VM to be running (or set to run).")
 	}
 	if op := s.busy(id); op != nil {
+		if op.working != nil {
+			// A VM runs one action run command at a time; Compute refuses another while one runs
+			// (https://learn.microsoft.com/azure/virtual-machines/linux/run-command#restrictions: "Only one
+			// script can run at a time"), with 409 Conflict, not AnotherOperationInProgress (the answer as
+			// Azure/azure-cli#32305 and #19137 show it).
+			return newError(http.StatusConflict, "Conflict", "Run command extension execution is in progress. Please wait for completion before "+
+				"invoking a run command.")
+		}
 		return s.conflict(op, id)
 	}
 	op := s.startOperation(q, id, func(*apiError) func() { return nil })

@@ -194,6 +194,7 @@ type Server struct {
 	coreQuota  map[string]int // lower-case VM family → vCPUs (computefaults.go)
 	publicNet  [2]byte        // public addresses are 127.publicNet.n
 	publicUsed map[netip.Addr]bool
+	standIns   map[netip.Addr]netip.Addr // private address -> its loopback stand-in (hostaddr.go)
 	ops        map[string]*operation
 	blobs      map[string]blob
 	imdsTokens map[string]*machine // IMDS token → machine
@@ -225,6 +226,7 @@ func New(opts Options) (*Server, error) {
 		vms:        map[string]*virtualMachine{},
 		coreQuota:  map[string]int{},
 		publicUsed: map[netip.Addr]bool{},
+		standIns:   map[netip.Addr]netip.Addr{},
 		ops:        map[string]*operation{},
 		blobs:      map[string]blob{},
 		imdsTokens: map[string]*machine{},

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -38,6 +39,9 @@ type Client struct {
 	network        *armnetwork.ClientFactory
 	// poll is how often long-running operations are polled when ARM gives no Retry-After.
 	poll time.Duration
+	// dial connects to clusters' API servers; nil: directly. Tests reach an internal load
+	// balancer's frontend through the ARM test server's stand-in for it.
+	dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // New connects to Azure with the configuration: it resolves the cloud (reading the metadata

@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -32,11 +34,13 @@ type Access struct {
 	CACert, Cert, Key []byte
 	// Expires is when the certificate expires.
 	Expires time.Time
+	dial    func(ctx context.Context, network, address string) (net.Conn, error) // Client.dial
 }
 
 // REST is a client configuration with the credential.
 func (a *Access) REST() *rest.Config {
-	return &rest.Config{Host: "https://" + a.Endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: a.CACert, CertData: a.Cert, KeyData: a.Key}}
+	return &rest.Config{Host: "https://" + a.Endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: a.CACert, CertData: a.Cert, KeyData: a.Key},
+		Dial: a.dial}
 }
 
 // AdminGroup is the group kubeadm binds to cluster-admin; the admin certificates are in it.
@@ -77,7 +81,7 @@ func (c *Cluster) Access(ctx context.Context, endpoint string, masters int) (*Ac
 			var cert, ca []byte
 			if cert, ca, err = kubeadmboot.ParseAdminCertificate(out); err == nil {
 				return &Access{Endpoint: endpoint, CACert: ca, Cert: cert, Key: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-					Expires: time.Now().Add(adminValidity)}, nil
+					Expires: time.Now().Add(adminValidity), dial: c.Client.dial}, nil
 			}
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", c.masterName(i), err))
@@ -86,12 +90,17 @@ func (c *Cluster) Access(ctx context.Context, endpoint string, masters int) (*Ac
 }
 
 // RunScript runs a shell script on control plane i through ARM's run command and returns its
-// output; a script that fails is an error with its output.
+// output; a script that fails is an error with its output. The script runs once however often
+// the POST is sent (runOnce): azcore sends it again when its answer is lost (a connection error
+// or timeout), and Compute answers 409 Conflict while the machine still runs it, which is sent
+// again too, until the recorded result is replayed.
 func (c *Cluster) RunScript(ctx context.Context, i int, script string) (string, error) {
 	tflog.Debug(ctx, "run command", map[string]any{"vm": c.masterName(i)})
-	p, err := c.Client.compute.NewVirtualMachinesClient().BeginRunCommand(ctx, c.Spec.ResourceGroup, c.masterName(i), armcompute.RunCommandInput{
-		CommandID: to.Ptr("RunShellScript"), Script: to.SliceOfPtrs(strings.Split(strings.TrimRight(script, "\n"), "\n")...),
-	}, nil)
+	once := runOnce(randomHex(8), script)
+	p, err := c.Client.compute.NewVirtualMachinesClient().BeginRunCommand(policy.WithRetryOptions(ctx, runCommandRetryOptions), c.Spec.ResourceGroup,
+		c.masterName(i), armcompute.RunCommandInput{
+			CommandID: to.Ptr("RunShellScript"), Script: to.SliceOfPtrs(strings.Split(strings.TrimRight(once, "\n"), "\n")...),
+		}, nil)
 	r, err := wait(ctx, c.Client, p, err)
 	if err != nil {
 		return "", err
@@ -109,6 +118,40 @@ func (c *Cluster) RunScript(ctx context.Context, i int, script string) (string, 
 		return "", fmt.Errorf("the run command failed: %s", strings.TrimSpace(out.String()))
 	}
 	return out.String(), nil
+}
+
+// runCommandRetryOptions are retryOptions that also send a run command again when Compute refuses
+// it because a run command is in progress on the machine (409 Conflict: one script runs at a
+// time, https://learn.microsoft.com/azure/virtual-machines/linux/run-command#restrictions): the
+// one in progress may be this one, whose answer was lost.
+var runCommandRetryOptions = func() policy.RetryOptions {
+	o := retryOptions
+	o.ShouldRetry = func(resp *http.Response, err error) bool {
+		return retryOptions.ShouldRetry(resp, err) || resp != nil && resp.StatusCode == http.StatusConflict && errorCode(resp) == "Conflict"
+	}
+	return o
+}()
+
+// runCommandDir is where runOnce keeps the results of run commands on a machine.
+const runCommandDir = "/var/lib/kubewin/run-commands"
+
+// runOnce wraps a script so that it runs once per id: its output, error output and exit status
+// are kept on the machine, and the same script sent again (a retried POST) prints them again
+// instead of running. Results older than a day are removed. The script runs in a subshell, its
+// own `set -e` and traps included.
+func runOnce(id, script string) string {
+	d := runCommandDir + "/" + id
+	return strings.Join([]string{
+		"d=" + d,
+		`if [ -f "$d/exit" ]; then cat "$d/stdout"; cat "$d/stderr" >&2; exit "$(cat "$d/exit")"; fi`,
+		"find " + runCommandDir + " -mindepth 1 -maxdepth 1 -mmin +1440 -exec rm -rf {} + 2>/dev/null",
+		`mkdir -p -m 0700 "$d"`,
+		"(",
+		strings.TrimRight(script, "\n"),
+		`) >"$d/stdout" 2>"$d/stderr"`,
+		`echo $? >"$d/exit.new" && mv "$d/exit.new" "$d/exit"`,
+		`cat "$d/stdout"; cat "$d/stderr" >&2; exit "$(cat "$d/exit")"`,
+	}, "\n") + "\n"
 }
 
 // Endpoint reads the API server's endpoint (host:port) from the load balancer's frontend, and

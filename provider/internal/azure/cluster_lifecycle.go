@@ -41,6 +41,11 @@ type ClusterState struct {
 // machines joined.
 const joinTokenTTL = 2 * time.Hour
 
+// kubeadmCluster is the cluster as kubeadm sees it, with the API server's endpoint (host:port)
+// and the DNS name of a public one. Behind an internal load balancer the machines reach the API
+// servers at EndpointName (kubeadmboot.Cluster.EndpointAddress: a control plane, a backend of
+// that load balancer, cannot reach its frontend), and the API server's certificate names both
+// that name and the frontend's address, which the provider and the Windows nodes use.
 func (c *Cluster) kubeadmCluster(endpoint, fqdn string) kubeadmboot.Cluster {
 	k := kubeadmboot.Cluster{
 		Name: c.Spec.Name, KubernetesVersion: c.Spec.KubernetesVersion, Endpoint: endpoint,
@@ -49,8 +54,18 @@ func (c *Cluster) kubeadmCluster(endpoint, fqdn string) kubeadmboot.Cluster {
 	if fqdn != "" {
 		k.CertSANs = []string{fqdn}
 	}
+	if host, port, err := net.SplitHostPort(endpoint); err == nil && !c.Spec.Network.PublicAPIServer {
+		k.Endpoint, k.EndpointAddress = net.JoinHostPort(c.EndpointName(), port), host
+		k.CertSANs = []string{c.EndpointName(), host}
+	}
 	return k
 }
+
+// EndpointName is the name the machines of a cluster with an internal API server reach the API
+// servers at (their /etc/hosts maps it): under .internal, which the ICANN Board reserved from
+// delegation for private use on 29 July 2024
+// (https://www.icann.org/en/public-comment/proceeding/proposed-top-level-domain-string-for-private-use-24-01-2024).
+func (c *Cluster) EndpointName() string { return "apiserver." + c.Spec.Name + ".kubewin.internal" }
 
 // Create makes the cluster — network, load balancer, control planes one after the first, Linux
 // agents — and returns once the agents are Ready nodes with their routes. What it made before an
@@ -87,6 +102,10 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 		return nil, err
 	}
 	certKey := randomHex(32)
+	first, err := controlPlaneAddress(subnet, 0)
+	if err != nil {
+		return nil, err
+	}
 	if err := c.createControlPlanes(ctx, subnet, cluster, 0, 1, kubeadmboot.Machine{Role: kubeadmboot.RoleInit, Token: token, TokenTTL: joinTokenTTL,
 		CertificateKey: certKey}); err != nil {
 		return nil, err
@@ -101,7 +120,7 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 	}
 	state := &ClusterState{Endpoint: endpoint, FQDN: fqdn, CACert: ca, CAHash: pin}
 	if err := c.createControlPlanes(ctx, subnet, cluster, 1, c.Spec.ControlPlanes.Count, kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane,
-		Token: token, CertificateKey: certKey, CAHash: pin}); err != nil {
+		Token: token, CertificateKey: certKey, CAHash: pin, JoinAddress: first.String()}); err != nil {
 		return state, err
 	}
 	access, err := c.Access(ctx, endpoint, c.Spec.ControlPlanes.Count)
@@ -163,7 +182,7 @@ func (c *Cluster) AddControlPlanes(ctx context.Context, access *Access, state *C
 	}
 	certKey := randomHex(32)
 	script := kubeadmboot.UploadCertificatesScript(certKey)
-	uploaded := false
+	uploaded := -1 // the control plane that uploaded them: the new ones join through it
 	var errs []error
 	for i := range maxControlPlanes {
 		if slices.Contains(indexes, i) {
@@ -173,10 +192,10 @@ func (c *Cluster) AddControlPlanes(ctx context.Context, access *Access, state *C
 			errs = append(errs, err)
 			continue
 		}
-		uploaded = true
+		uploaded = i
 		break
 	}
-	if !uploaded {
+	if uploaded < 0 {
 		return fmt.Errorf("no control plane uploaded the certificates for the new ones: %w", errors.Join(errs...))
 	}
 	token, err := bootstraptoken.Create(ctx, client, "kubewin-control-planes", joinTokenTTL)
@@ -188,8 +207,12 @@ func (c *Cluster) AddControlPlanes(ctx context.Context, access *Access, state *C
 	if err != nil {
 		return err
 	}
+	via, err := controlPlaneAddress(subnet, uploaded)
+	if err != nil {
+		return err
+	}
 	cluster := c.kubeadmCluster(state.Endpoint, state.FQDN)
-	m := kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: state.CAHash}
+	m := kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: state.CAHash, JoinAddress: via.String()}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, i := range indexes {
 		g.Go(func() error { return c.createControlPlanes(gctx, subnet, cluster, i, i+1, m) })

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -78,6 +79,7 @@ func TestAzureClusterLifecycle(t *testing.T) {
 	if string(access.CACert) != string(state.CACert) {
 		t.Error("the run command's CA differs from the serial console's")
 	}
+	runOnceAnswerLost(ctx, t, c)
 	kc, err := kubernetes.NewForConfig(access.REST())
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +192,71 @@ func reachFromCluster(t *testing.T, c *Cluster, table *RouteTable) {
 	}
 	d, err := nics.BeginDelete(ctx, c.Spec.ResourceGroup, "windows-like", nil)
 	if _, err := wait(ctx, c.Client, d, err); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runOnceAnswerLost loses the answer to a run command: azcore sends the POST again, and the
+// script, which counts its runs, runs once.
+func runOnceAnswerLost(ctx context.Context, t *testing.T, c *Cluster) {
+	t.Helper()
+	lost := server.LoseResponses(armtest.Match{Method: "POST", Path: "/virtualMachines/" + c.masterName(0) + "/runCommand$", Times: 1})
+	defer lost.Remove()
+	out, err := c.RunScript(ctx, 0, "set -eu\necho run >>/var/lib/kubewin-test-runs\nsleep 1\nwc -l </var/lib/kubewin-test-runs")
+	if err != nil || lost.Hits() != 1 {
+		t.Fatalf("run command with its answer lost (hit %d times): %v", lost.Hits(), err)
+	}
+	runs, err := c.RunScript(ctx, 0, "wc -l </var/lib/kubewin-test-runs")
+	if err != nil || !strings.Contains(out, "[stdout]\n1\n") || !strings.Contains(runs, "[stdout]\n1\n") {
+		t.Errorf("the script ran more than once: it answered %q, and the count is %q (%v)", out, runs, err)
+	}
+}
+
+// A cluster with an internal API server through the ARM test server, which refuses a backend's
+// connection to its own internal load balancer's frontend: the first control plane reaches its
+// API server through the endpoint's name mapped to itself, a Linux agent through the frontend.
+// The test reaches the frontend through the server's stand-in for it.
+func TestAzureClusterInternal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	group := "cluster-internal"
+	server.AddResourceGroup(group)
+	cfg := base()
+	cfg.ClientID, cfg.ClientSecret = server.Credentials().ClientID, server.Credentials().ClientSecret
+	client, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+		to, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return nil, err
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, server.HostAddress(to).String())
+	}
+	c := &Cluster{Client: client, Spec: testClusterSpec(t, group, "ilb")}
+	c.Spec.Network.PublicAPIServer, c.Spec.Network.DNSPrefix = false, ""
+	t.Cleanup(func() { _ = c.Delete(context.Background()) })
+	state, err := c.Create(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Endpoint != "10.240.255.4:6443" || state.FQDN != "" {
+		t.Errorf("state = %+v, want the frontend's address", state)
+	}
+	access, err := c.Access(ctx, state.Endpoint, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := kubernetes.NewForConfig(access.REST())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("nodes %v, %v: want the agent", nodes, err)
+	}
+	if err := c.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,10 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,10 +60,21 @@ import (
 //     its Node Ready, marked simulated; it runs no containers.
 //
 //
+// cloud-init's bootcmd runs on the machine (sh, before the files are written, as cloud-init runs
+// it): kubewin's maps the endpoint's name in /etc/hosts behind an internal load balancer.
+//
 // Before its package and kubeadm steps the machine asks the ARM test server's network whether its
 // connections would be carried (armtest.Instance.Reach): a machine from a marketplace image needs
-// the package mirrors on the Internet, and every kubeadm step the API server endpoint; a
-// connection Azure would not carry fails the step, as its timeout would.
+// the package mirrors on the Internet, and every kubeadm step the API server endpoint, a name
+// resolved through the machine's /etc/hosts; a connection Azure would not carry fails the step,
+// as its timeout would. This host carries no virtual network: once Reach allowed it, the
+// machine's /etc/hosts maps the endpoint's name to the stand-in on this host of the address it
+// mapped it to (armtest.Instance.HostAddress; 127.0.0.1 stands for the machine's own address),
+// a first control plane behind a name binds its API server at its own address's stand-in, and
+// the processes of this host (the control plane, the simulated kubelet) connect to the stand-in
+// and check the API server's certificate for the name. The bootstrap script's own change of
+// /etc/hosts after a control plane joined is not made: the simulated cluster's API server is the
+// first control plane's.
 //
 // Run commands run their script with sh on the machine.
 
@@ -119,6 +136,12 @@ func (b *Booter) bootLinux(ctx context.Context, in armtest.Instance, doc *kubead
 	m.serial("armtest: SIMULATED Linux machine %s (%s) booted from %s: cloud-init's files are written, its bootstrap script is not run; kubeadm "+
 		"runs the %s steps a simulated machine can (see internal/armtest/simboot)", in.ComputerName, in.PrivateIP, in.ImageID, doc.Role)
 	m.serial("%sstart role=%s", kubeadmboot.SerialPrefix, doc.Role)
+	for _, cmd := range doc.BootCmd { // cloud-init runs them before it writes the files
+		if err := m.run(ctx, "sh", "-c", cmd); err != nil {
+			m.serial("%s", kubeadmboot.FailedLine(doc.Role, "bootcmd", 1))
+			return fmt.Errorf("machine %s: bootcmd: %w", in.ComputerName, err)
+		}
+	}
 	for _, f := range doc.Files {
 		if m.machine.File(f.Path) == f.Path {
 			m.serial("armtest: %s is outside the simulated machine's /etc and /var/lib: not written", f.Path)
@@ -161,8 +184,17 @@ func (b *Booter) bootRole(ctx context.Context, m *linuxMachine, in armtest.Insta
 	if err != nil {
 		return "kubeadm", err
 	}
-	if err := reach(in, endpoint); err != nil {
-		return "kubeadm", fmt.Errorf("kubeadm cannot connect to the API server at %s: %w", endpoint, err)
+	to, name, err := m.resolve(endpoint)
+	if err != nil {
+		return "kubeadm", err
+	}
+	if err := reach(in, to); err != nil {
+		return "kubeadm", fmt.Errorf("kubeadm cannot connect to the API server at %s (%s): %w", endpoint, to, err)
+	}
+	if name != "" {
+		if err := m.standIn(in, name, to); err != nil {
+			return "kubeadm", err
+		}
 	}
 	cfg := kubeadmboot.ConfigPath
 	switch doc.Role {
@@ -174,7 +206,11 @@ func (b *Booter) bootRole(ctx context.Context, m *linuxMachine, in armtest.Insta
 		if cluster.KubernetesVersion != version {
 			return "packages", fmt.Errorf("the simulated machine has Kubernetes %s only, the configuration asks for %s", version, cluster.KubernetesVersion)
 		}
-		return "kubeadm", b.initControlPlane(ctx, m, cluster)
+		listen := to // the frontend's address, or the machine's own behind a name that maps to it
+		if name != "" {
+			listen = in.HostAddress(netip.AddrPortFrom(in.PrivateIP, to.Port()))
+		}
+		return "kubeadm", b.initControlPlane(ctx, m, cluster, name, listen)
 	case kubeadmboot.RoleControlPlane:
 		skip := []string{"preflight", "control-plane-prepare/control-plane", "check-etcd", "kubelet-start", "etcd-join",
 			"kubelet-wait-bootstrap", "control-plane-join", "wait-control-plane"}
@@ -193,27 +229,120 @@ func reachable(in armtest.Instance) error {
 	if strings.Count(in.ImageID, ":") != 3 {
 		return nil
 	}
-	if err := reach(in, armtest.PackageMirror.String()); err != nil {
+	if err := reach(in, armtest.PackageMirror); err != nil {
 		return fmt.Errorf("apt-get update: could not connect to the package mirrors (%s has no kubeadm): %w", in.ImageID, err)
 	}
 	return nil
 }
 
-// reach asks the ARM test server's network whether the machine's connection to host:port would
+// reach asks the ARM test server's network whether the machine's connection to an address would
 // be carried.
-func reach(in armtest.Instance, hostport string) error {
+func reach(in armtest.Instance, to netip.AddrPort) error {
 	if in.Reach == nil {
 		return nil
-	}
-	to, err := netip.ParseAddrPort(hostport)
-	if err != nil {
-		return fmt.Errorf("%s is not an address and port: %w", hostport, err)
 	}
 	return in.Reach(to)
 }
 
-// initControlPlane is `kubeadm init --upload-certs` on a simulated machine.
-func (b *Booter) initControlPlane(ctx context.Context, m *linuxMachine, cluster kubeadmboot.Cluster) error {
+// resolve is host:port's address as the machine resolves it, and the name it resolved ("" for an
+// address): a name through the machine's /etc/hosts (the first entry naming it), where kubewin's
+// bootcmd maps the endpoint's name; the simulated machine has no DNS.
+func (m *linuxMachine) resolve(hostport string) (netip.AddrPort, string, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return netip.AddrPort{}, "", err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, "", fmt.Errorf("%s: port: %w", hostport, err)
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return netip.AddrPortFrom(a, uint16(p)), "", nil
+	}
+	hosts, err := m.hosts()
+	if err != nil {
+		return netip.AddrPort{}, "", err
+	}
+	for _, line := range strings.Split(string(hosts), "\n") {
+		f := strings.Fields(strings.SplitN(line, "#", 2)[0])
+		if len(f) > 1 && slices.Contains(f[1:], host) {
+			a, err := netip.ParseAddr(f[0])
+			return netip.AddrPortFrom(a, uint16(p)), host, err
+		}
+	}
+	return netip.AddrPort{}, "", fmt.Errorf("could not resolve %s: no entry in /etc/hosts names it, and kubewin's names are in no DNS", host)
+}
+
+// hosts is the machine's /etc/hosts: its own once it changed it, else the host's.
+func (m *linuxMachine) hosts() ([]byte, error) {
+	if data, err := m.machine.ReadFile("/etc/hosts"); !errors.Is(err, fs.ErrNotExist) {
+		return data, err
+	}
+	return os.ReadFile("/etc/hosts")
+}
+
+// standIn maps name, which the machine's /etc/hosts maps to to's address, to that address's
+// stand-in on this host instead (armtest.Server.HostAddress), once Reach has said whether Azure
+// would carry the connection: 127.0.0.1 (the machine itself) becomes the stand-in of the
+// machine's own address, where its API server listens.
+func (m *linuxMachine) standIn(in armtest.Instance, name string, to netip.AddrPort) error {
+	if in.HostAddress == nil {
+		return nil
+	}
+	if to.Addr().IsLoopback() {
+		to = netip.AddrPortFrom(in.PrivateIP, to.Port())
+	}
+	host := in.HostAddress(to)
+	hosts, err := m.hosts()
+	if err != nil {
+		return err
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimRight(string(hosts), "\n"), "\n") {
+		if f := strings.Fields(strings.SplitN(line, "#", 2)[0]); len(f) > 1 && slices.Contains(f[1:], name) {
+			continue
+		}
+		out = append(out, line)
+	}
+	out = append(out, host.Addr().String()+" "+name)
+	m.serial("armtest: /etc/hosts maps %s to %s, the stand-in on this host of %s, which the machine's /etc/hosts maps it to", name, host.Addr(),
+		to.Addr())
+	return m.machine.WriteFile("/etc/hosts", []byte(strings.Join(out, "\n")+"\n"), 0o644)
+}
+
+// hostServer is an API server URL of the machine as this host's processes reach it, and the
+// name its certificate is verified for: a name is resolved through the machine's /etc/hosts.
+func (m *linuxMachine) hostServer(server string) (string, string, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", "", err
+	}
+	to, name, err := m.resolve(u.Host)
+	if err != nil || name == "" {
+		return server, "", err
+	}
+	return "https://" + to.String(), name, nil
+}
+
+// hostKubeconfig is a kubeconfig of the machine as processes of this host use it: the clusters
+// at https://name:port are at https://listen, verified as name (this host resolves no name of
+// the machine's /etc/hosts).
+func hostKubeconfig(data []byte, name string, listen netip.AddrPort) ([]byte, error) {
+	kc, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range kc.Clusters {
+		if u, err := url.Parse(c.Server); err == nil && u.Hostname() == name {
+			c.Server, c.TLSServerName = "https://"+listen.String(), name
+		}
+	}
+	return clientcmd.Write(*kc)
+}
+
+// initControlPlane is `kubeadm init --upload-certs` on a simulated machine whose API server
+// listens at listen; name is the endpoint's name ("" when it is an address).
+func (b *Booter) initControlPlane(ctx context.Context, m *linuxMachine, cluster kubeadmboot.Cluster, name string, listen netip.AddrPort) error {
 	cfg := kubeadmboot.ConfigPath
 	for _, phase := range [][]string{{"certs", "all"}, {"kubeconfig", "admin"}, {"kubeconfig", "super-admin"}} {
 		if err := m.kubeadm(ctx, append(append([]string{"init", "phase"}, phase...), "--config", cfg)...); err != nil {
@@ -224,7 +353,32 @@ func (b *Booter) initControlPlane(ctx context.Context, m *linuxMachine, cluster 
 	// which a simulated machine has not: theirs reach the API server at the endpoint.
 	files := controlplane.KubeadmFiles{
 		PKIDir: m.machine.File("/etc/kubernetes/pki"), Admin: m.machine.File(kubeadmboot.AdminKubeconfig),
-		SuperAdmin: m.machine.File("/etc/kubernetes/super-admin.conf"),
+		SuperAdmin: m.machine.File("/etc/kubernetes/super-admin.conf"), ServerName: name,
+	}
+	// With a name for the endpoint, this host's processes use copies of the kubeconfigs that
+	// reach the API server at listen.
+	hostView := func(path string, data []byte) (string, error) {
+		if name == "" {
+			return path, nil
+		}
+		var err error
+		if data == nil {
+			if data, err = os.ReadFile(path); err != nil {
+				return "", err
+			}
+		}
+		if data, err = hostKubeconfig(data, name, listen); err != nil {
+			return "", err
+		}
+		out := filepath.Join(m.dir, "host-"+filepath.Base(path))
+		return out, os.WriteFile(out, data, 0o600)
+	}
+	var err error
+	if files.Admin, err = hostView(files.Admin, nil); err != nil {
+		return err
+	}
+	if files.SuperAdmin, err = hostView(files.SuperAdmin, nil); err != nil {
+		return err
 	}
 	for _, c := range []struct {
 		user string
@@ -238,13 +392,16 @@ func (b *Booter) initControlPlane(ctx context.Context, m *linuxMachine, cluster 
 		if err := os.WriteFile(*c.path, out, 0o600); err != nil {
 			return err
 		}
+		if *c.path, err = hostView(*c.path, out); err != nil {
+			return err
+		}
 	}
-	m.serial("armtest: starting etcd, kube-apiserver (at %s), kube-controller-manager and kube-scheduler as processes", cluster.Endpoint)
+	m.serial("armtest: starting etcd, kube-apiserver (at %s), kube-controller-manager and kube-scheduler as processes", listen)
 	cp, err := controlplane.StartKubeadm(ctx, controlplane.Config{
 		Dir: filepath.Join(m.dir, "controlplane"), BinDir: b.KubeBin, ClusterName: cluster.Name,
 		ClusterCIDR: cluster.PodSubnet, ServiceCIDR: cluster.ServiceSubnet, NodeCIDRMaskSize: cluster.NodeCIDRMaskSize,
 		Progress: serialWriter{m},
-	}, files, cluster.Endpoint)
+	}, files, listen.String())
 	if err != nil {
 		return err
 	}
@@ -295,10 +452,16 @@ func (b *Booter) startKubelet(ctx context.Context, m *linuxMachine, in armtest.I
 		return fmt.Errorf("%s has no usable current context", bootstrapKubeconfig)
 	}
 	cluster, user := kc.Clusters[kctx.Cluster], kc.AuthInfos[kctx.AuthInfo]
+	// The kubelet runs in this process, which resolves no name of the machine's /etc/hosts: it
+	// connects where the machine resolves the server's name to (a stand-in) and verifies the name.
+	server, serverName, err := m.hostServer(cluster.Server)
+	if err != nil {
+		return err
+	}
 	name := m.machine.Hostname
 	write := func(p string, data []byte) error { return m.machine.WriteFile(p, data, 0o600) }
 	res, err := tlsbootstrap.Run(ctx, tlsbootstrap.Options{
-		Server: cluster.Server, CACert: cluster.CertificateAuthorityData, Token: user.Token, NodeName: name,
+		Server: server, ServerName: serverName, CACert: cluster.CertificateAuthorityData, Token: user.Token, NodeName: name,
 		KeyFile: kubeletKey, CertFile: kubeletCert, ReadFile: m.machine.ReadFile, WriteFile: write, Timeout: 2 * time.Minute,
 	})
 	if err != nil {
@@ -319,8 +482,8 @@ func (b *Booter) startKubelet(ctx context.Context, m *linuxMachine, in armtest.I
 	_ = os.Remove(m.machine.File(bootstrapKubeconfig)) // as kubeadm does once the kubelet bootstrapped
 	m.serial("[simulated-kubelet] TLS bootstrap done: certificate signing request %s", res.CSRName)
 
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: cluster.Server, TLSClientConfig: rest.TLSClientConfig{
-		CAData: cluster.CertificateAuthorityData, CertData: res.CertPEM, KeyData: res.KeyPEM,
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{
+		CAData: cluster.CertificateAuthorityData, CertData: res.CertPEM, KeyData: res.KeyPEM, ServerName: serverName,
 	}})
 	if err != nil {
 		return err
