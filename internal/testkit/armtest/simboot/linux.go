@@ -107,12 +107,15 @@ func (m *linuxMachine) serial(format string, args ...any) {
 }
 
 // kubeadm runs kubeadm on the machine, its output going to the serial console as cloud-init's does.
-func (m *linuxMachine) kubeadm(ctx context.Context, args ...string) error {
-	m.serial("$ kubeadm %s", strings.Join(args, " "))
-	out, err := m.machine.Command(ctx, "kubeadm", args...).CombinedOutput()
+func (m *linuxMachine) kubeadm(ctx context.Context, args ...string) error { return m.run(ctx, "kubeadm", args...) }
+
+// run runs a program in the machine, its command line and output in the serial log.
+func (m *linuxMachine) run(ctx context.Context, name string, args ...string) error {
+	m.serial("$ %s %s", name, strings.Join(args, " "))
+	out, err := m.machine.Command(ctx, name, args...).CombinedOutput()
 	m.serial("%s", strings.TrimRight(string(out), "\n"))
 	if err != nil {
-		return fmt.Errorf("kubeadm %s: %w", strings.Join(args, " "), err)
+		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
 	}
 	return nil
 }
