@@ -174,8 +174,9 @@ func clusterAzureBlock(context.Context) schema.Block {
 				Description: "`public`: the load balancer's frontend is a static public IP address; `internal`: the frontend is the control planes' " +
 					"subnet's fifth address, and the cluster's machines reach it as `apiserver.<name>.kubewin.internal`, which their " +
 					"`/etc/hosts` maps (on the control planes to themselves: a backend cannot reach its own internal load balancer's " +
-					"frontend); the API server's certificate names both. Outbound connections go through the cluster's NAT gateway either way (in existing subnets, the " +
-					"load balancer's outbound rules for the control planes and Linux agents of a public cluster, and your NAT gateways). " +
+					"frontend); the API server's certificate names both. Outbound connections go through the cluster's NAT gateway " +
+					"either way (in existing subnets, the load balancer's outbound rules for the control planes and Linux agents of a " +
+					"public cluster, and your NAT gateways). " +
 					"Default `public`.",
 			},
 			"api_server_authorized_ip_ranges": schema.ListAttribute{

@@ -107,7 +107,9 @@ func (m *linuxMachine) serial(format string, args ...any) {
 }
 
 // kubeadm runs kubeadm on the machine, its output going to the serial console as cloud-init's does.
-func (m *linuxMachine) kubeadm(ctx context.Context, args ...string) error { return m.run(ctx, "kubeadm", args...) }
+func (m *linuxMachine) kubeadm(ctx context.Context, args ...string) error {
+	return m.run(ctx, "kubeadm", args...)
+}
 
 // run runs a program in the machine, its command line and output in the serial log.
 func (m *linuxMachine) run(ctx context.Context, name string, args ...string) error {
