@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -168,11 +169,8 @@ func (cp *ControlPlane) writePKI() error {
 	// user` uses controlPlaneEndpoint.
 	for _, c := range []string{KubeControllerManager, KubeScheduler} {
 		var out bytes.Buffer
-		cmd := exec.Command(filepath.Join(cp.Config.BinDir, "kubeadm"), "kubeconfig", "user", "--config", cp.KubeadmConfig(), "--client-name", "system:"+c)
-		cmd.Stdout = &out
-		cmd.Stderr = cp.logWriter("kubeadm")
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("kubeadm kubeconfig user system:%s: %w", c, err)
+		if err := cp.runKubeadm(&out, "kubeconfig", "user", "--config", cp.KubeadmConfig(), "--client-name", "system:"+c); err != nil {
+			return err
 		}
 		if err := writeFileAtomic(cp.kubeconfig(c), out.Bytes(), 0o600); err != nil {
 			return err
@@ -206,10 +204,20 @@ func (cp *ControlPlane) kubeconfig(name string) string {
 	return filepath.Join(cp.Config.Dir, strings.TrimPrefix(name, "kube-")+".conf")
 }
 
-func (cp *ControlPlane) kubeadm(args ...string) error {
+func (cp *ControlPlane) kubeadm(args ...string) error { return cp.runKubeadm(nil, args...) }
+
+// runKubeadm runs kubeadm, its output to stdout (nil: the kubeadm log) and its errors to the log.
+func (cp *ControlPlane) runKubeadm(stdout io.Writer, args ...string) error {
+	log := cp.logWriter("kubeadm")
+	if log == nil {
+		return fmt.Errorf("open log %s", cp.LogFile("kubeadm"))
+	}
+	defer func() { _ = log.Close() }()
 	cmd := exec.Command(filepath.Join(cp.Config.BinDir, "kubeadm"), args...)
-	cmd.Stdout = cp.logWriter("kubeadm")
-	cmd.Stderr = cmd.Stdout
+	cmd.Stdout, cmd.Stderr = log, log
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("kubeadm %s: %w (see %s)", strings.Join(args[:min(len(args), 4)], " "), err, cp.LogFile("kubeadm"))
 	}
