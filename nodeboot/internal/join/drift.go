@@ -132,13 +132,17 @@ func (k *keeper) pass(ctx context.Context, peersDue bool) bool {
 		ok = ok && !k.peersFailed
 	}
 	k.probeDNS(ctx)
-	if err := k.publish(ctx); err != nil {
-		if ctx.Err() == nil {
-			_, _ = fmt.Fprintf(k.n.Out, "[conditions] %v\n", err)
-		}
-		ok = false
+	return k.publishLogged(ctx) && ok
+}
+
+// publishLogged publishes the conditions, logging a failure unless ctx ended; it reports
+// whether they were published.
+func (k *keeper) publishLogged(ctx context.Context) bool {
+	err := k.publish(ctx)
+	if err != nil && ctx.Err() == nil {
+		_, _ = fmt.Fprintf(k.n.Out, "[conditions] %v\n", err)
 	}
-	return ok
+	return err == nil
 }
 
 // repaired counts a repair of kind and logs it.
@@ -170,9 +174,7 @@ func (k *keeper) keepNetwork(ctx context.Context) (good, remade bool) {
 	}
 	_, _ = fmt.Fprintf(k.n.Out, "[drift] %s\n", d)
 	k.conds.set(ConditionNetworkReady, corev1.ConditionFalse, "NetworkDrift", d.String()+": repairing")
-	if err := k.publish(ctx); err != nil && ctx.Err() == nil {
-		_, _ = fmt.Fprintf(k.n.Out, "[conditions] %v\n", err)
-	}
+	k.publishLogged(ctx)
 	err = k.repairNetwork(ctx, d)
 	if err != nil {
 		k.conds.set(ConditionNetworkReady, corev1.ConditionFalse, "RepairFailed", d.String()+": "+err.Error())

@@ -466,7 +466,7 @@ var keptSettings = []fixedSetting{
 }
 
 // checkFixedSettings refuses, on an existing pool that is not being replaced anyway, a change of
-// a fixed setting, and zones that are not a superset of the scale set's: zones can be added to a
+// a fixed setting, a kept setting going back to unset, and zones that are not a superset of the scale set's: zones can be added to a
 // scale set but never removed or replaced, nor can a zonal scale set become regional
 // ("Update scale set to add availability zones" in
 // https://learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones).
