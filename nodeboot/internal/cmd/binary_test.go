@@ -39,16 +39,20 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	nodeboot = filepath.Join(dir, "nodeboot")
-	// Built as it is released, so that figures such as its memory are the released binary's.
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", nodeboot, "../..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build nodeboot: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	os.Exit(testenv.Main(m, &cp))
+	// os.Exit skips deferred calls, so the directory is removed before each exit.
+	code := func() int {
+		nodeboot = filepath.Join(dir, "nodeboot")
+		// Built as it is released, so that figures such as its memory are the released binary's.
+		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", nodeboot, "../..")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build nodeboot: %v\n%s", err, out)
+			return 1
+		}
+		return testenv.Main(m, &cp)
+	}()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // machine provisions a simulated machine for a pool node and returns its root.
