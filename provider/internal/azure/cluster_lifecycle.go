@@ -83,6 +83,11 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 	if err := c.ensureAll(ctx, c.network(ctx, subnet)); err != nil {
 		return nil, err
 	}
+	if c.Spec.CloudProvider != nil {
+		if err := c.ensureAll(ctx, c.identity(ctx)); err != nil {
+			return nil, err
+		}
+	}
 	var host, fqdn string
 	if c.Spec.Network.PublicAPIServer {
 		host, fqdn, err = c.publicAddress(ctx)
@@ -411,7 +416,9 @@ const maxControlPlanes = 5
 
 // Delete removes everything the cluster made, and nothing else: agents, control planes (their
 // disks with them), network interfaces, the load balancer and its address, the virtual network,
-// the NAT gateway and its address, the route table (with its routes) and the security groups.
+// the NAT gateway and its address, the route table (with its routes), the security groups, and
+// the cloud provider's identity and its role assignments (whether or not the cloud provider is
+// on: it may have been before).
 func (c *Cluster) Delete(ctx context.Context) error {
 	if err := c.remove(ctx, c.agentScaleSet(0, nil)); err != nil {
 		return err
@@ -427,6 +434,9 @@ func (c *Cluster) Delete(ctx context.Context) error {
 		if err := c.remove(ctx, c.controlPlaneNIC(i, netip.Addr{})); err != nil {
 			return err
 		}
+	}
+	if err := c.removeAll(ctx, c.identity(ctx)); err != nil {
+		return err
 	}
 	return c.removeAll(ctx, c.network(ctx, netip.Prefix{}))
 }
