@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
@@ -295,6 +296,25 @@ func testAccWindowsNodePool(t *testing.T, state, provider string, be poolBackend
 					}
 					return nil
 				})),
+			},
+			{
+				// A new name replaces the pool (the table in the pool's page says so).
+				Config:             strings.Replace(poolConfig(provider, be, imageB, 3), `name       = "win"`, `name       = "win2"`, 1),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("kubewin_windows_node_pool.win", plancheck.ResourceActionReplace),
+				}},
+			},
+			{
+				// So does another cluster.
+				Config: strings.Replace(poolConfig(provider, be, imageB, 3), "cluster_id = kubewin_cluster.test.id",
+					"cluster_id = kubewin_cluster.other.id", 1) + "resource \"kubewin_cluster\" \"other\" {\n  name = \"pooltest2\"\n  local {}\n}\n",
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("kubewin_windows_node_pool.win", plancheck.ResourceActionReplace),
+				}},
 			},
 		},
 	})
