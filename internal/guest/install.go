@@ -52,9 +52,13 @@ type Install struct {
 	Mirror string
 	// Parallel is how many files the guest downloads at once.
 	Parallel int
-	// CacheDir is the host cache of HostCache; Registry configures pause image pulls into it.
+	// CacheDir is the host cache of HostCache and of workload images; Registry configures image
+	// pulls into it (registry logins among them, which stay on the host).
 	CacheDir string
 	Registry ociimage.Options
+	// Images are workload images, by tag or by digest, pulled on the host into the cache,
+	// uploaded and imported into the runtime's image store by the bake, with either transfer.
+	Images []string
 	// Say receives a line of progress; Out the commands' output.
 	Say func(string)
 	Out io.Writer
@@ -69,6 +73,12 @@ func (in Install) Run(ctx context.Context, t Transport, l Lang) ([]byte, error) 
 	}
 	plan := in.Plan
 	args := BakeArgs{Manifest: PlanPath, Parallel: max(in.Parallel, 1)}
+	c := &cache{dir: in.CacheDir, client: &http.Client{Timeout: 30 * time.Minute}, registry: in.Registry}
+	// Every image is resolved and checked before anything reaches the guest.
+	uploads, err := in.pullImages(ctx, c, &plan)
+	if err != nil {
+		return nil, err
+	}
 	switch in.Transfer {
 	case GuestFetch:
 		args.Mirror = in.Mirror
@@ -79,11 +89,16 @@ func (in Install) Run(ctx context.Context, t Transport, l Lang) ([]byte, error) 
 			return nil, err
 		}
 	case HostCache:
-		if err := in.upload(ctx, t, l, &plan); err != nil {
+		items, err := in.cacheFiles(ctx, c, &plan)
+		if err != nil {
 			return nil, err
 		}
+		uploads = append(items, uploads...)
 	default:
 		return nil, fmt.Errorf("transfer %q is not a transfer mode: use %q or %q", in.Transfer, GuestFetch, HostCache)
+	}
+	if err := in.upload(ctx, t, l, uploads); err != nil {
+		return nil, err
 	}
 	doc, err := api.EncodeJSON(plan)
 	if err != nil {
@@ -131,36 +146,101 @@ func (in Install) fetchNodeboot(ctx context.Context, t Transport, l Lang) error 
 	return fmt.Errorf("the release lists no %s: use the manifest of a kubewin-release data source", NodebootFile)
 }
 
-// upload fills the host cache and uploads every artifact and the pause image archive.
-func (in Install) upload(ctx context.Context, t Transport, l Lang, plan *v1alpha1.ImageManifest) error {
-	c := &cache{dir: in.CacheDir, client: &http.Client{Timeout: 30 * time.Minute}, registry: in.Registry}
+// upload is a file to upload: its node path and local copy.
+type upload struct{ node, local string }
+
+// cacheFiles fills the host cache with every artifact and the pause image archive, and returns
+// them to upload.
+func (in Install) cacheFiles(ctx context.Context, c *cache, plan *v1alpha1.ImageManifest) ([]upload, error) {
 	start := time.Now()
-	type item struct{ node, local string }
-	var items []item
+	downloaded, reused := c.Downloaded, c.Reused
+	var items []upload
 	for _, f := range plan.Files {
 		local, err := c.file(ctx, f)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		items = append(items, item{nodecmd.DefaultPaths().Payload(f.Path), local})
+		items = append(items, upload{nodecmd.DefaultPaths().Payload(f.Path), local})
 	}
 	if plan.PauseImage.Archive == "" {
-		local, err := c.pauseArchive(ctx, plan.PauseImage)
+		local, err := c.imageArchive(ctx, plan.PauseImage.Reference, plan.PauseImage.Digest)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("the pause image: %w", err)
 		}
 		sum, size, err := filesum.File(local)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		plan.Files = append(plan.Files, v1alpha1.File{Path: PauseArchive, SHA256: sum, Size: size})
 		plan.PauseImage.Archive = PauseArchive
-		items = append(items, item{nodecmd.DefaultPaths().Payload(PauseArchive), local})
+		items = append(items, upload{nodecmd.DefaultPaths().Payload(PauseArchive), local})
 	}
 	in.Say(fmt.Sprintf("host cache %s: %d files, %d bytes downloaded, %d bytes from the cache, in %s",
-		c.dir, len(items), c.Downloaded, c.Reused, time.Since(start).Round(time.Millisecond)))
+		c.dir, len(items), c.Downloaded-downloaded, c.Reused-reused, time.Since(start).Round(time.Millisecond)))
+	return items, nil
+}
+
+// WorkloadArchive is the payload path of a workload image's OCI archive.
+func WorkloadArchive(digest string) string {
+	return "ProgramData/kubewin/images/" + strings.Replace(digest, ":", "-", 1) + ".tar"
+}
+
+// pullImages resolves every workload image for the plan's Windows build, pinned by digest, then
+// exports each into the host cache, adds its archive and record to the plan and returns the
+// archives to upload. Nothing is exported unless every image resolves.
+func (in Install) pullImages(ctx context.Context, c *cache, plan *v1alpha1.ImageManifest) ([]upload, error) {
+	if len(in.Images) == 0 {
+		return nil, nil
+	}
+	start := time.Now()
+	images := make([]v1alpha1.WorkloadImage, len(in.Images))
+	seen := map[string]string{}
+	for i, ref := range in.Images {
+		// Process isolation, the only one an image offers yet: the image must be of the host's
+		// build (false is what a Hyper-V isolation option of the plan will set).
+		img, err := ociimage.Resolve(ctx, ref, plan.WindowsBuild, false, in.Registry)
+		if err != nil {
+			return nil, fmt.Errorf("workload image %s: %w", ref, err)
+		}
+		if other, dup := seen[img.Digest]; dup {
+			return nil, fmt.Errorf("workload images %s and %s are the same image (%s): list it once", other, ref, img.Digest)
+		}
+		seen[img.Digest] = ref
+		images[i] = v1alpha1.WorkloadImage{Reference: ref, Digest: img.Digest, OSVersion: img.OSVersion, Size: img.Size,
+			Archive: WorkloadArchive(img.Digest)}
+	}
+	downloaded, reused := c.Downloaded, c.Reused
+	var items []upload
+	var size int64
+	for _, w := range images {
+		t := time.Now()
+		local, err := c.imageArchive(ctx, w.Reference, w.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("workload image %s: %w", w.Reference, err)
+		}
+		sum, n, err := filesum.File(local)
+		if err != nil {
+			return nil, err
+		}
+		plan.Files = append(plan.Files, v1alpha1.File{Path: w.Archive, SHA256: sum, Size: n})
+		items = append(items, upload{nodecmd.DefaultPaths().Payload(w.Archive), local})
+		size += w.Size
+		in.Say(fmt.Sprintf("workload image %s: %s, os.version %s, %d bytes, in %s", w.Reference, w.Digest, w.OSVersion, w.Size,
+			time.Since(t).Round(time.Millisecond)))
+	}
+	plan.WorkloadImages = append(plan.WorkloadImages, images...)
+	in.Say(fmt.Sprintf("workload images: %d images, %d bytes (%d bytes downloaded, %d bytes from the cache %s) in %s",
+		len(images), size, c.Downloaded-downloaded, c.Reused-reused, c.dir, time.Since(start).Round(time.Millisecond)))
+	return items, nil
+}
+
+// upload uploads files to the guest.
+func (in Install) upload(ctx context.Context, t Transport, l Lang, items []upload) error {
+	if len(items) == 0 {
+		return nil
+	}
 	dirs := map[string]bool{}
-	start = time.Now()
+	start := time.Now()
 	var sent int64
 	for _, it := range items {
 		if dir := winDir(it.node); !dirs[dir] {
