@@ -200,10 +200,10 @@ func (in Install) pullImages(ctx context.Context, c *cache, plan *v1alpha1.Image
 		// build (false is what a Hyper-V isolation option of the plan will set).
 		img, err := ociimage.Resolve(ctx, ref, plan.WindowsBuild, false, in.Registry)
 		if err != nil {
-			return nil, fmt.Errorf("workload image %s: %w", ref, err)
+			return nil, fmt.Errorf("images: %w", err)
 		}
 		if other, dup := seen[img.Digest]; dup {
-			return nil, fmt.Errorf("workload images %s and %s are the same image (%s): list it once", other, ref, img.Digest)
+			return nil, fmt.Errorf("images: %s and %s are the same image (%s): list it once", other, ref, img.Digest)
 		}
 		seen[img.Digest] = ref
 		images[i] = v1alpha1.WorkloadImage{Reference: ref, Digest: img.Digest, OSVersion: img.OSVersion, Size: img.Size,
@@ -216,7 +216,7 @@ func (in Install) pullImages(ctx context.Context, c *cache, plan *v1alpha1.Image
 		t := time.Now()
 		local, err := c.imageArchive(ctx, w.Reference, w.Digest)
 		if err != nil {
-			return nil, fmt.Errorf("workload image %s: %w", w.Reference, err)
+			return nil, fmt.Errorf("images: %w", err)
 		}
 		sum, n, err := filesum.File(local)
 		if err != nil {
