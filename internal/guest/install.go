@@ -75,10 +75,11 @@ func (in Install) Run(ctx context.Context, t Transport, l Lang) ([]byte, error) 
 	args := BakeArgs{Manifest: PlanPath, Parallel: max(in.Parallel, 1)}
 	c := &cache{dir: in.CacheDir, client: &http.Client{Timeout: 30 * time.Minute}, registry: in.Registry}
 	// Every image is resolved and checked before anything reaches the guest.
-	uploads, err := in.pullImages(ctx, c, &plan)
+	warm, err := in.pullImages(ctx, c, plan.WindowsBuild)
 	if err != nil {
 		return nil, err
 	}
+	var uploads []upload
 	switch in.Transfer {
 	case GuestFetch:
 		args.Mirror = in.Mirror
@@ -93,10 +94,13 @@ func (in Install) Run(ctx context.Context, t Transport, l Lang) ([]byte, error) 
 		if err != nil {
 			return nil, err
 		}
-		uploads = append(items, uploads...)
+		uploads = items
 	default:
 		return nil, fmt.Errorf("transfer %q is not a transfer mode: use %q or %q", in.Transfer, GuestFetch, HostCache)
 	}
+	plan.Files = append(plan.Files, warm.files...)
+	plan.WorkloadImages = append(plan.WorkloadImages, warm.images...)
+	uploads = append(uploads, warm.uploads...)
 	if err := in.upload(ctx, t, l, uploads); err != nil {
 		return nil, err
 	}
@@ -185,53 +189,57 @@ func WorkloadArchive(digest string) string {
 	return "ProgramData/kubewin/images/" + strings.Replace(digest, ":", "-", 1) + ".tar"
 }
 
-// pullImages resolves every workload image for the plan's Windows build, pinned by digest, then
-// exports each into the host cache, adds its archive and record to the plan and returns the
-// archives to upload. Nothing is exported unless every image resolves.
-func (in Install) pullImages(ctx context.Context, c *cache, plan *v1alpha1.ImageManifest) ([]upload, error) {
+// workloads are the workload images of a bake: their records, archives and uploads.
+type workloads struct {
+	images  []v1alpha1.WorkloadImage
+	files   []v1alpha1.File
+	uploads []upload
+}
+
+// pullImages resolves every workload image for Windows build host, pinned by digest, then
+// exports each into the host cache. Nothing is exported unless every image resolves.
+func (in Install) pullImages(ctx context.Context, c *cache, host v1alpha1.WindowsBuild) (workloads, error) {
+	var w workloads
 	if len(in.Images) == 0 {
-		return nil, nil
+		return w, nil
 	}
 	start := time.Now()
-	images := make([]v1alpha1.WorkloadImage, len(in.Images))
 	seen := map[string]string{}
-	for i, ref := range in.Images {
+	for _, ref := range in.Images {
 		// Process isolation, the only one an image offers yet: the image must be of the host's
 		// build (false is what a Hyper-V isolation option of the plan will set).
-		img, err := ociimage.Resolve(ctx, ref, plan.WindowsBuild, false, in.Registry)
+		img, err := ociimage.Resolve(ctx, ref, host, false, in.Registry)
 		if err != nil {
-			return nil, fmt.Errorf("images: %w", err)
+			return w, fmt.Errorf("images: %w", err)
 		}
 		if other, dup := seen[img.Digest]; dup {
-			return nil, fmt.Errorf("images: %s and %s are the same image (%s): list it once", other, ref, img.Digest)
+			return w, fmt.Errorf("images: %s and %s are the same image (%s): list it once", other, ref, img.Digest)
 		}
 		seen[img.Digest] = ref
-		images[i] = v1alpha1.WorkloadImage{Reference: ref, Digest: img.Digest, OSVersion: img.OSVersion, Size: img.Size,
-			Archive: WorkloadArchive(img.Digest)}
+		w.images = append(w.images, v1alpha1.WorkloadImage{Reference: ref, Digest: img.Digest, OSVersion: img.OSVersion, Size: img.Size,
+			Archive: WorkloadArchive(img.Digest)})
 	}
 	downloaded, reused := c.Downloaded, c.Reused
-	var items []upload
 	var size int64
-	for _, w := range images {
+	for _, im := range w.images {
 		t := time.Now()
-		local, err := c.imageArchive(ctx, w.Reference, w.Digest)
+		local, err := c.imageArchive(ctx, im.Reference, im.Digest)
 		if err != nil {
-			return nil, fmt.Errorf("images: %w", err)
+			return w, fmt.Errorf("images: %w", err)
 		}
 		sum, n, err := filesum.File(local)
 		if err != nil {
-			return nil, err
+			return w, err
 		}
-		plan.Files = append(plan.Files, v1alpha1.File{Path: w.Archive, SHA256: sum, Size: n})
-		items = append(items, upload{nodecmd.DefaultPaths().Payload(w.Archive), local})
-		size += w.Size
-		in.Say(fmt.Sprintf("workload image %s: %s, os.version %s, %d bytes, in %s", w.Reference, w.Digest, w.OSVersion, w.Size,
+		w.files = append(w.files, v1alpha1.File{Path: im.Archive, SHA256: sum, Size: n})
+		w.uploads = append(w.uploads, upload{nodecmd.DefaultPaths().Payload(im.Archive), local})
+		size += im.Size
+		in.Say(fmt.Sprintf("workload image %s: %s, os.version %s, %d bytes, in %s", im.Reference, im.Digest, im.OSVersion, im.Size,
 			time.Since(t).Round(time.Millisecond)))
 	}
-	plan.WorkloadImages = append(plan.WorkloadImages, images...)
 	in.Say(fmt.Sprintf("workload images: %d images, %d bytes (%d bytes downloaded, %d bytes from the cache %s) in %s",
-		len(images), size, c.Downloaded-downloaded, c.Reused-reused, c.dir, time.Since(start).Round(time.Millisecond)))
-	return items, nil
+		len(w.images), size, c.Downloaded-downloaded, c.Reused-reused, c.dir, time.Since(start).Round(time.Millisecond)))
+	return w, nil
 }
 
 // upload uploads files to the guest.

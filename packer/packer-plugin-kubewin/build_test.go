@@ -259,8 +259,15 @@ var hostCacheLine = regexp.MustCompile(`host cache .*: (\d+) files, (\d+) bytes 
 // downloaded, as the provisioner reports them, and the build's output.
 func hostCacheBuild(t testing.TB, e *env, u *upstream, pause, dir, cache, out string) (int64, string) {
 	t.Helper()
-	log, err := e.build(t, dir, releaseBlock(u, pause)+localBuild(e, out, fmt.Sprintf("    transfer = \"host-cache\"\n    cache_dir = %q", cache)),
-		"-force")
+	return hostCacheBuildWith(t, e, u, pause, dir, cache, out, "")
+}
+
+// hostCacheBuildWith is hostCacheBuild with more provisioner configuration and packer build
+// arguments.
+func hostCacheBuildWith(t testing.TB, e *env, u *upstream, pause, dir, cache, out, provisioner string, args ...string) (int64, string) {
+	t.Helper()
+	log, err := e.build(t, dir, passwordVariable+releaseBlock(u, pause)+localBuild(e, out, fmt.Sprintf("    transfer = \"host-cache\"\n"+
+		"    cache_dir = %q\n%s", cache, provisioner)), append([]string{"-force", "-var", "registry_password=" + registryPassword}, args...)...)
 	if err != nil {
 		t.Fatalf("packer build: %v\n%s", err, log)
 	}
@@ -297,7 +304,8 @@ func TestBuildHostCache(t *testing.T) {
 }
 
 // BenchmarkSecondBake reports what a host-cache build downloads with a cold cache and with the
-// cache the first build warmed.
+// cache the first build warmed, what pre-pulled workload images add to a bake (bytes and
+// seconds per image), and what a node baked with them downloads at first boot.
 func BenchmarkSecondBake(b *testing.B) {
 	e, u, _, pause := serveRelease(b, 20348)
 	dir := b.TempDir()
@@ -309,6 +317,27 @@ func BenchmarkSecondBake(b *testing.B) {
 	}
 	b.ReportMetric(float64(first), "first-bake-bytes")
 	b.ReportMetric(float64(second), "second-bake-bytes")
+
+	// What pre-pulling workload images adds to a bake: two images of two 2 MiB layers each,
+	// against the same bake without them, both with a cold cache; then what a node from that
+	// image downloads at first boot.
+	private, public, app, web := workloadRegistries(b, 2<<20)
+	start := time.Now()
+	hostCacheBuild(b, e, u, pause, dir, filepath.Join(dir, "cache-base"), out)
+	base := time.Since(start)
+	start = time.Now()
+	_, log := hostCacheBuildWith(b, e, u, pause, dir, filepath.Join(dir, "cache-images"), out, imagesBlock(private, app, web))
+	withImages := time.Since(start)
+	m := regexp.MustCompile(`workload images: 2 images, \d+ bytes \((\d+) bytes downloaded`).FindStringSubmatch(log)
+	if m == nil {
+		b.Fatalf("no workload image figures in the output:\n%s", log)
+	}
+	pulled, _ := strconv.ParseInt(m[1], 10, 64)
+	sent := private.Sent.Load() + public.Sent.Load() + u.Sent.Load()
+	firstBoot(b, e, out)
+	b.ReportMetric(float64(pulled)/2, "bake-bytes/workload-image")
+	b.ReportMetric((withImages-base).Seconds()/2, "bake-s/workload-image")
+	b.ReportMetric(float64(private.Sent.Load()+public.Sent.Load()+u.Sent.Load()-sent), "first-boot-bytes")
 }
 
 // workloadRegistries serves two workload images for the builds Windows Server publishes: one in
@@ -360,15 +389,30 @@ func TestBuildWorkloadImages(t *testing.T) {
 	e, u, _, pause := serveRelease(t, 20348)
 	private, public, app, web := workloadRegistries(t, 1<<20)
 	dir := t.TempDir()
-	out := filepath.Join(dir, "image")
-	tpl := passwordVariable + releaseBlock(u, pause) + localBuild(e, out, imagesBlock(private, app, web))
-	log, err := e.build(t, dir, tpl, "-var", "registry_password="+registryPassword)
-	if err != nil {
-		t.Fatalf("packer build: %v\n%s", err, log)
+	for _, transfer := range []string{"guest-fetch", "host-cache"} {
+		t.Run(transfer, func(t *testing.T) {
+			out := filepath.Join(dir, transfer)
+			tpl := passwordVariable + releaseBlock(u, pause) + localBuild(e, out, imagesBlock(private, app, web)+
+				fmt.Sprintf("    transfer = %q\n    cache_dir = %q\n", transfer, filepath.Join(dir, "cache-"+transfer)))
+			log, err := e.build(t, dir, tpl, "-var", "registry_password="+registryPassword)
+			if err != nil {
+				t.Fatalf("packer build: %v\n%s", err, log)
+			}
+			if os.Getenv("KUBEWIN_SHOW_BUILD") != "" {
+				t.Log(log)
+			}
+			checkWarmImage(t, e, out, log, private, public, app, web)
+			if where := findString(t, registryPassword, log, dir); where != "" {
+				t.Errorf("the registry password is in %s", where)
+			}
+		})
 	}
-	if os.Getenv("KUBEWIN_SHOW_BUILD") != "" {
-		t.Log(log)
-	}
+	refuseImages(t, e, u, pause, dir, private, public, app, web)
+}
+
+// checkWarmImage checks an image baked with workload images app and web.
+func checkWarmImage(t *testing.T, e *env, out, log string, private, public *ociregistry.Registry, app, web string) {
+	t.Helper()
 	checkImage(t, out)
 	raw, err := os.ReadFile(filepath.Join(out, simmachine.ImageManifestFile))
 	if err != nil {
@@ -395,9 +439,6 @@ func TestBuildWorkloadImages(t *testing.T) {
 		!regexp.MustCompile(`workload images: 2 images, \d+ bytes \(\d+ bytes downloaded`).MatchString(log) {
 		t.Errorf("the build does not report the workload images' cost:\n%s", log)
 	}
-	if where := findString(t, registryPassword, log, dir); where != "" {
-		t.Errorf("the registry password is in %s", where)
-	}
 
 	// A node from the image: its first boot finds the images in the payload, verified, and
 	// neither registry sends a byte.
@@ -406,7 +447,11 @@ func TestBuildWorkloadImages(t *testing.T) {
 	if d := private.Sent.Load() + public.Sent.Load() - sent; d != 0 {
 		t.Errorf("the registries sent %d bytes at first boot", d)
 	}
+}
 
+// refuseImages checks that images a node cannot run, or cannot get, fail the build.
+func refuseImages(t *testing.T, e *env, u *upstream, pause, dir string, private, public *ociregistry.Registry, app, web string) {
+	t.Helper()
 	linux := public.PushLinuxImage(t, "tools:linux")
 	win10, _ := public.PushWindowsImage(t, "desktop:1", 4<<10, "10.0.19041.1")
 	old, _ := public.PushWindowsImage(t, "legacy:1", 4<<10, "10.0.17763.6532")
@@ -473,7 +518,7 @@ func findString(t *testing.T, s, text, dir string) string {
 // firstBoot provisions a simulated machine from an image directory, as a pool does, and runs
 // its first boot's preflight (nodeboot join phase preflight), which verifies every payload file
 // against the image manifest without downloading any.
-func firstBoot(t *testing.T, e *env, image string) {
+func firstBoot(t testing.TB, e *env, image string) {
 	t.Helper()
 	nc, err := api.EncodeJSON(v1alpha1.NodeConfig{
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindNodeConfig,
