@@ -193,6 +193,13 @@ func TestImageManifestValidation(t *testing.T) {
     {"path": "containerd.exe", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1,
 	"unpack": "Program Files/containerd"},
     {"path": "cni.tgz", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1, "unpack": "C:/opt"}
+  ],
+  "workloadImages": [
+    {"reference": "Example.com/App", "digest": "sha256:abc", "osVersion": "10.0.19041.1", "size": 0, "archive": "app.tar"},
+    {"reference": "example.com/app:1", "digest": "sha256:0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d",
+     "osVersion": "10.0.20348.1", "size": 5, "archive": "cni.tgz"},
+    {"reference": "example.com/web:1", "digest": "sha256:0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d",
+     "osVersion": "linux", "size": 5, "archive": "cni.tgz"}
   ]
 }`
 	_, err := LoadImageManifest([]byte(doc))
@@ -212,6 +219,13 @@ func TestImageManifestValidation(t *testing.T) {
 		`files[2].size: Invalid value: -1`,
 		`files[3].path: Invalid value: "containerd.exe": an unpacked file must end in .zip, .tar.gz or .tgz`,
 		`files[4].unpack: Invalid value: "C:/opt"`,
+		`workloadImages[0].reference: Invalid value: "Example.com/App"`,
+		`workloadImages[0].digest: Invalid value: "sha256:abc"`,
+		`workloadImages[0].osVersion: Invalid value: "10.0.19041.1": os.version 10.0.19041.1 is Windows build 19041, which kubewin nodes do not run`,
+		`workloadImages[0].size: Invalid value: 0`,
+		`workloadImages[0].archive: Invalid value: "app.tar": must be the path of one of the files listed in files`,
+		`workloadImages[2].osVersion: Invalid value: "linux": os.version "linux" is not a Windows version`,
+		`workloadImages[2].archive: Duplicate value: "cni.tgz (the archive of workloadImages[1])"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q\nfull error: %v", want, err)

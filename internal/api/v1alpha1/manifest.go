@@ -15,6 +15,10 @@ type ImageManifest struct {
 	Runtime RuntimeInfo `json:"runtime"`
 	// PauseImage is the sandbox image, imported into the runtime, matching WindowsBuild.
 	PauseImage PauseImage `json:"pauseImage"`
+	// WorkloadImages are the workload container images pre-pulled into the runtime's image store
+	// (containerd's k8s.io namespace, or Docker's) when the image was baked: the kubelet finds
+	// them present, and first boot pulls nothing for them.
+	WorkloadImages []WorkloadImage `json:"workloadImages,omitempty"`
 	// NodebootVersion is the version of nodeboot in the image.
 	NodebootVersion string `json:"nodebootVersion"`
 	// Files lists every file of the payload with its sha256.
@@ -36,6 +40,21 @@ type PauseImage struct {
 	// Archive is the payload path of the image as an OCI archive, imported into the runtime when
 	// the image is baked, so that the first boot pulls nothing.
 	Archive string `json:"archive,omitempty"`
+}
+
+// WorkloadImage is a workload container image baked into the runtime's image store.
+type WorkloadImage struct {
+	// Reference is the image as it was asked for, by tag or by digest ("mcr.microsoft.com/windows/servercore:ltsc2022").
+	Reference string `json:"reference"`
+	// Digest is the digest of the windows/amd64 image that was imported (not of a multi-platform index).
+	Digest string `json:"digest"`
+	// OSVersion is the image's os.version ("10.0.20348.2849"): its Windows build.
+	OSVersion string `json:"osVersion"`
+	// Size is what a pull of the image downloads, in bytes: its manifest, config and compressed layers.
+	Size int64 `json:"size"`
+	// Archive is the payload path of the image as an OCI archive, imported into the runtime when
+	// the image is baked.
+	Archive string `json:"archive"`
 }
 
 // File is one file of the payload.

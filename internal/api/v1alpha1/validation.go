@@ -408,10 +408,43 @@ func (m *ImageManifest) Validate() field.ErrorList {
 	if a := m.PauseImage.Archive; a != "" && !slices.ContainsFunc(m.Files, func(f File) bool { return f.Path == a }) {
 		errs = append(errs, field.Invalid(pp.Child("archive"), a, "must be the path of one of the files listed in files"))
 	}
+	errs = append(errs, m.validateWorkloadImages(field.NewPath("workloadImages"))...)
 	if m.NodebootVersion == "" {
 		errs = append(errs, field.Required(field.NewPath("nodebootVersion"), "the nodeboot version baked into the image"))
 	}
 	return append(errs, validateFiles(field.NewPath("files"), m.Files)...)
+}
+
+func (m *ImageManifest) validateWorkloadImages(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	archives := map[string]int{}
+	for i, w := range m.WorkloadImages {
+		ip := p.Index(i)
+		if !imageRefRE.MatchString(w.Reference) {
+			errs = append(errs, field.Invalid(ip.Child("reference"), w.Reference,
+				"must be an image reference such as mcr.microsoft.com/windows/nanoserver:ltsc2022"))
+		}
+		if !digestRE.MatchString(w.Digest) {
+			errs = append(errs, field.Invalid(ip.Child("digest"), w.Digest, `must be "sha256:" followed by 64 lower-case hex digits`))
+		}
+		if _, err := ImageBuild(w.OSVersion); err != nil {
+			errs = append(errs, field.Invalid(ip.Child("osVersion"), w.OSVersion, err.Error()))
+		}
+		if w.Size <= 0 {
+			errs = append(errs, field.Invalid(ip.Child("size"), w.Size, "must be the image's size in bytes"))
+		}
+		switch j, dup := archives[w.Archive]; {
+		case !slices.ContainsFunc(m.Files, func(f File) bool { return f.Path == w.Archive }):
+			errs = append(errs, field.Invalid(ip.Child("archive"), w.Archive, "must be the path of one of the files listed in files"))
+		case dup:
+			errs = append(errs, field.Duplicate(ip.Child("archive"), fmt.Sprintf("%s (the archive of workloadImages[%d])", w.Archive, j)))
+		case w.Archive == m.PauseImage.Archive:
+			errs = append(errs, field.Duplicate(ip.Child("archive"), w.Archive+" (the pause image's archive)"))
+		default:
+			archives[w.Archive] = i
+		}
+	}
+	return errs
 }
 
 func validateFiles(p *field.Path, files []File) field.ErrorList {

@@ -24,6 +24,7 @@ import (
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/filesum"
 	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/internal/testkit/ociregistry"
 	"github.com/kubewin/kubewin/internal/testkit/releasemirror"
@@ -348,5 +349,68 @@ func TestBakeRegistersDocker(t *testing.T) {
 	}
 	if st.Service("containerd") != nil {
 		t.Error("a Docker image registered containerd")
+	}
+}
+
+// archive exports image ref@digest from a registry as the OCI archive a bake imports.
+func archive(t *testing.T, reg *ociregistry.Registry, ref, digest string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := ociimage.WriteArchive(context.Background(), &buf, ref, digest, reg.Options()); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Workload images the manifest lists are imported into the runtime's image store with the pause
+// image, and the bake says what they cost. One of another Windows build than the machine's is
+// refused, as the runtime refuses it, naming the image.
+func TestBakeImportsWorkloadImages(t *testing.T) {
+	reg := ociregistry.Serve(t)
+	pause, pauseDigests := reg.PushPause(t, "pause:3.10.2", 26100)
+	app, appDigests := reg.PushWindowsImage(t, "app:1", 64<<10, "10.0.20348.2849", "10.0.26100.2314")
+	web, webDigests := reg.PushWindowsImage(t, "web:2", 32<<10, "10.0.26100.2314")
+	files := payload()
+	images := []v1alpha1.WorkloadImage{
+		{Reference: app, Digest: appDigests["10.0.26100.2314"], OSVersion: "10.0.26100.2314", Size: 130_000, Archive: "ProgramData/kubewin/images/app.tar"},
+		{Reference: web, Digest: webDigests["10.0.26100.2314"], OSVersion: "10.0.26100.2314", Size: 66_000, Archive: "ProgramData/kubewin/images/web.tar"},
+	}
+	for _, w := range images {
+		files[w.Archive] = archive(t, reg, w.Reference, w.Digest)
+	}
+	srv := newServer(t, files)
+	p := plan(srv.URL, files)
+	p.PauseImage = v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}
+	p.WorkloadImages = images
+	m := machine(t, v1alpha1.RuntimeContainerd)
+	var out bytes.Buffer
+	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
+		PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out}); err != nil {
+		t.Fatalf("bake: %v\n%s", err, out.String())
+	}
+	want := []string{`containerd:C:\ProgramData\kubewin\images\pause.tar`, `containerd:C:\ProgramData\kubewin\images\app.tar`,
+		`containerd:C:\ProgramData\kubewin\images\web.tar`}
+	if got := state(t, m).Images; !slices.Equal(got, want) {
+		t.Errorf("images imported: %v, want %v", got, want)
+	}
+	for _, line := range []string{"[bake] workload image " + app + " (" + images[0].Digest + ", os.version 10.0.26100.2314, 130000 bytes) " +
+		"imported into containerd in ", "[bake] workload images: 2 imported, 196000 bytes, in "} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("the bake does not say %q:\n%s", line, out.String())
+		}
+	}
+
+	// The 2022 variant of app on a 2025 machine.
+	files[images[0].Archive] = archive(t, reg, app, appDigests["10.0.20348.2849"])
+	srv = newServer(t, files)
+	p = plan(srv.URL, files)
+	p.PauseImage = v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}
+	p.WorkloadImages = images
+	p.WorkloadImages[0].Digest, p.WorkloadImages[0].OSVersion = appDigests["10.0.20348.2849"], "10.0.20348.2849"
+	_, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(),
+		Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
+	if err == nil || !strings.Contains(err.Error(), "workload image "+app+": ") ||
+		!strings.Contains(err.Error(), "the container operating system does not match the host operating system") {
+		t.Errorf("a 2022 image was imported on a 2025 machine: %v", err)
 	}
 }

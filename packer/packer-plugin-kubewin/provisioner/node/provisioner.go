@@ -42,7 +42,7 @@ type Provisioner struct {
 	comm packersdk.Communicator
 	// restartPoll is how often the guest is asked whether it is back; tests shorten it.
 	restartPoll time.Duration
-	// registry configures pause image pulls on the host; tests count bytes with it.
+	// registry configures image pulls on the host; tests count bytes with it.
 	registry ociimage.Options
 }
 
@@ -57,6 +57,11 @@ func (p *Provisioner) Prepare(raws ...any) error {
 	}
 	if p.config.ElevatedPassword != "" {
 		packersdk.LogSecretFilter.Set(p.config.ElevatedPassword)
+	}
+	for _, rc := range p.config.RegistryCredentials {
+		if rc.Password != "" {
+			packersdk.LogSecretFilter.Set(rc.Password)
+		}
 	}
 	return p.config.prepare()
 }
@@ -84,9 +89,11 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 			return err
 		}
 	}
+	registry := p.registry
+	registry.Keychain = p.config.logins
 	manifest, err := guest.Install{
 		Plan: plan, Transfer: p.config.Transfer, Mirror: p.config.Mirror, Parallel: p.config.Parallel,
-		CacheDir: p.config.CacheDir, Registry: p.registry,
+		CacheDir: p.config.CacheDir, Registry: registry, Images: p.config.Images,
 		Say: func(s string) { ui.Say("kubewin: " + s) }, Out: out,
 	}.Run(ctx, t, g)
 	if err != nil {
@@ -193,6 +200,7 @@ func (p *Provisioner) saveManifest(ui packersdk.Ui, raw []byte) error {
 	if err := os.WriteFile(p.config.ManifestOutput, raw, 0o644); err != nil {
 		return fmt.Errorf("write manifest_output: %w", err)
 	}
-	ui.Say(fmt.Sprintf("kubewin: image manifest (%d files, pause %s) written to %s", len(m.Files), m.PauseImage.Reference, p.config.ManifestOutput))
+	ui.Say(fmt.Sprintf("kubewin: image manifest (%d files, pause %s, %d workload images) written to %s", len(m.Files), m.PauseImage.Reference,
+		len(m.WorkloadImages), p.config.ManifestOutput))
 	return nil
 }

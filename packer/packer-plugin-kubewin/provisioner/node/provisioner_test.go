@@ -329,3 +329,28 @@ func sha256hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
+
+func TestPrepareImages(t *testing.T) {
+	var p Provisioner
+	err := p.Prepare(map[string]any{"release": "<unknown>", "images": []string{"Not A Reference", "example.com/app:1", "example.com/app:1"},
+		"registry_credentials": []map[string]any{{"server": "", "username": "u", "password": "p"}, {"server": "example.com", "username": "u"},
+			{"server": "docker.io", "username": "u", "password": "hub-secret-1"}, {"server": "index.docker.io", "username": "v", "password": "q"}}})
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	for _, want := range []string{
+		`images[0] "Not A Reference" is not an image reference`, "use registry/repository:tag or registry/repository@sha256:<digest>",
+		`images[2] "example.com/app:1" is images[1] again: list each image once`,
+		`registry_credentials[0].server "" is not a registry host name`,
+		"registry_credentials[1] (example.com) needs both username and password",
+		"registry_credentials[3]: index.docker.io has credentials already: give one block per registry",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+	// The password is a secret Packer filters out of its logs.
+	if got := packersdk.LogSecretFilter.FilterString("login hub-secret-1"); strings.Contains(got, "hub-secret-1") {
+		t.Errorf("the registry password is not filtered from the logs: %q", got)
+	}
+}
