@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -218,6 +219,54 @@ func TestImageManifestValidation(t *testing.T) {
 		}
 	}
 }
+
+// The isolation modes an image records: process always, hyperv with containerd only, each
+// once; every mistake is named with its field path.
+func TestImageManifestIsolation(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		runtime   v1alpha1.RuntimeInfo
+		isolation []v1alpha1.Isolation
+		want      []string // empty: valid
+	}{
+		{name: "none recorded: process only", runtime: containerd},
+		{name: "process", runtime: containerd, isolation: []v1alpha1.Isolation{"process"}},
+		{name: "process and hyperv", runtime: containerd, isolation: []v1alpha1.Isolation{"process", "hyperv"}},
+		{name: "hyperv on docker", runtime: docker, isolation: []v1alpha1.Isolation{"process", "hyperv"}, want: []string{
+			`isolation[1]: Invalid value: "hyperv": Hyper-V isolation is configured only with containerd (its runhcs-wcow-hypervisor runtime ` +
+				`handler), and the image's runtime is docker: bake a containerd image, or leave hyperv out`}},
+		{name: "hyperv without process", runtime: containerd, isolation: []v1alpha1.Isolation{"hyperv"}, want: []string{
+			`isolation: Required value: process isolation is always configured: list process first, e.g. [process, hyperv]`}},
+		{name: "unknown and repeated", runtime: containerd, isolation: []v1alpha1.Isolation{"process", "sandbox", "process"}, want: []string{
+			`isolation[1]: Unsupported value: "sandbox": supported values: "process", "hyperv"`,
+			`isolation[2]: Duplicate value: "process"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := LoadImageManifest(readFile(t, "imagemanifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Runtime, m.Isolation = tc.runtime, tc.isolation
+			errs := m.Validate()
+			if len(errs) != len(tc.want) {
+				t.Fatalf("got %d errors, want %d: %v", len(errs), len(tc.want), errs)
+			}
+			for i, want := range tc.want {
+				if errs[i].Error() != want {
+					t.Errorf("error %d:\n%s\nwant\n%s", i, errs[i].Error(), want)
+				}
+			}
+			if got := m.HyperV(); got != slices.Contains(tc.isolation, v1alpha1.IsolationHyperV) {
+				t.Errorf("HyperV() = %v", got)
+			}
+		})
+	}
+}
+
+var (
+	containerd = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"}
+	docker     = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "24.0.7", CRIDockerdVersion: "0.3.16"}
+)
 
 func FuzzDecodeNodeConfig(f *testing.F) {
 	f.Add(readFileF(f, "nodeconfig-full.yaml"))

@@ -174,6 +174,11 @@ func TestContainerdConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden.Assert(t, "containerd-"+v+".toml", c.Files[in.Paths.ContainerdConfigFile])
+		in.Manifest.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
+		if c, err = ContainerdConfig(in.Manifest, in.Paths); err != nil {
+			t.Fatal(err)
+		}
+		golden.Assert(t, "containerd-"+v+"-hyperv.toml", c.Files[in.Paths.ContainerdConfigFile])
 	}
 	in := testInput(t, 36, v1alpha1.RuntimeContainerd)
 	in.Manifest.Runtime.Version = "3.0.0"

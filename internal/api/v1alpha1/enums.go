@@ -53,6 +53,21 @@ const (
 // RuntimeNames lists every RuntimeName.
 var RuntimeNames = []RuntimeName{RuntimeContainerd, RuntimeDocker}
 
+// Isolation is how a Windows container is isolated from its host.
+type Isolation string
+
+const (
+	// IsolationProcess shares the host's kernel: the container's image must match the host's
+	// build (a down-level image fails with HCS_E_IMAGE_MISMATCH).
+	IsolationProcess Isolation = "process"
+	// IsolationHyperV runs each pod in a utility VM with its own kernel: images of the host's
+	// build and of earlier builds run (a 2019 or 2022 image on a 2025 host). containerd only.
+	IsolationHyperV Isolation = "hyperv"
+)
+
+// Isolations lists every Isolation.
+var Isolations = []Isolation{IsolationProcess, IsolationHyperV}
+
 // ProxyMode says how kube-proxy runs on the node.
 type ProxyMode string
 

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // ImageManifest says what a baked kubewin image contains. The Packer plugin writes it into the
 // image; nodeboot verifies the payload against it on first boot; the provider reads it to check
 // version skew and OS build before creating anything.
@@ -15,6 +17,11 @@ type ImageManifest struct {
 	Runtime RuntimeInfo `json:"runtime"`
 	// PauseImage is the sandbox image, imported into the runtime, matching WindowsBuild.
 	PauseImage PauseImage `json:"pauseImage"`
+	// Isolation lists the isolation modes the image's runtime is configured for: process
+	// (always) and hyperv when the image was baked with Hyper-V isolation (the Hyper-V feature
+	// installed and containerd's runhcs-wcow-hypervisor runtime handler configured). Empty
+	// means process only, as in images baked before the field existed.
+	Isolation []Isolation `json:"isolation,omitempty"`
 	// NodebootVersion is the version of nodeboot in the image.
 	NodebootVersion string `json:"nodebootVersion"`
 	// Files lists every file of the payload with its sha256.
@@ -52,3 +59,6 @@ type File struct {
 	// extracted at bake into this directory, relative to the system drive ("Program Files/containerd").
 	Unpack string `json:"unpack,omitempty"`
 }
+
+// HyperV reports whether the image runs containers under Hyper-V isolation too.
+func (m *ImageManifest) HyperV() bool { return slices.Contains(m.Isolation, IsolationHyperV) }

@@ -408,10 +408,39 @@ func (m *ImageManifest) Validate() field.ErrorList {
 	if a := m.PauseImage.Archive; a != "" && !slices.ContainsFunc(m.Files, func(f File) bool { return f.Path == a }) {
 		errs = append(errs, field.Invalid(pp.Child("archive"), a, "must be the path of one of the files listed in files"))
 	}
+	errs = append(errs, m.validateIsolation(field.NewPath("isolation"))...)
 	if m.NodebootVersion == "" {
 		errs = append(errs, field.Required(field.NewPath("nodebootVersion"), "the nodeboot version baked into the image"))
 	}
 	return append(errs, validateFiles(field.NewPath("files"), m.Files)...)
+}
+
+// validateIsolation checks the isolation modes: known, each once, process among them, and
+// hyperv only with containerd, whose runhcs-wcow-hypervisor runtime handler the bake configures
+// (Docker Engine has no runtime handler a Kubernetes RuntimeClass can select).
+func (m *ImageManifest) validateIsolation(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(m.Isolation) == 0 {
+		return nil
+	}
+	seen := map[Isolation]bool{}
+	for i, mode := range m.Isolation {
+		switch {
+		case !slices.Contains(Isolations, mode):
+			errs = append(errs, field.NotSupported(p.Index(i), mode, Isolations))
+		case seen[mode]:
+			errs = append(errs, field.Duplicate(p.Index(i), mode))
+		case mode == IsolationHyperV && m.Runtime.Name != RuntimeContainerd:
+			errs = append(errs, field.Invalid(p.Index(i), mode, fmt.Sprintf(
+				"Hyper-V isolation is configured only with containerd (its runhcs-wcow-hypervisor runtime handler), and the image's runtime is %s: "+
+					"bake a containerd image, or leave hyperv out", m.Runtime.Name)))
+		}
+		seen[mode] = true
+	}
+	if !seen[IsolationProcess] {
+		errs = append(errs, field.Required(p, "process isolation is always configured: list process first, e.g. [process, hyperv]"))
+	}
+	return errs
 }
 
 func validateFiles(p *field.Path, files []File) field.ErrorList {
