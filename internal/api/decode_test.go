@@ -263,6 +263,21 @@ func TestImageManifestIsolation(t *testing.T) {
 	}
 }
 
+// The label that says a node runs Hyper-V isolated pods comes from the image, never from a
+// NodeConfig.
+func TestHyperVLabelIsKubewins(t *testing.T) {
+	c, err := LoadNodeConfig(readFile(t, "nodeconfig-full.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Node.Labels = map[string]string{v1alpha1.LabelHyperVIsolation: "true"}
+	errs := c.Validate()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `node.labels[kubewin.io/hyperv-isolation]: Forbidden: kubewin sets this label on the nodes `+
+		`of images baked with Hyper-V isolation`) {
+		t.Errorf("errors: %v", errs)
+	}
+}
+
 var (
 	containerd = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"}
 	docker     = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "24.0.7", CRIDockerdVersion: "0.3.16"}

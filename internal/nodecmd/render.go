@@ -2,6 +2,7 @@ package nodecmd
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"strings"
 
@@ -130,7 +131,7 @@ func Kubelet(in Input) (*Component, error) {
 		"--node-ip=" + in.NodeIP.String(),
 		"--windows-priorityclass=ABOVE_NORMAL_PRIORITY_CLASS",
 	}
-	if labels := labelList(c.Node.Labels); labels != "" {
+	if labels := labelList(NodeLabels(c, in.Manifest)); labels != "" {
 		args = append(args, "--node-labels="+labels)
 	}
 	for _, k := range sortedKeys(c.Kubelet.ExtraArgs) {
@@ -289,6 +290,20 @@ func taints(ts []v1alpha1.Taint) []corev1.Taint {
 		out = append(out, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
 	return out
+}
+
+// NodeLabels are the labels a node sets on its own Node beyond the kubelet's: the NodeConfig's,
+// and v1alpha1.LabelHyperVIsolation when its image was baked with Hyper-V isolation.
+func NodeLabels(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest) map[string]string {
+	if !m.HyperV() {
+		return c.Node.Labels
+	}
+	labels := maps.Clone(c.Node.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1alpha1.LabelHyperVIsolation] = "true"
+	return labels
 }
 
 func labelList(labels map[string]string) string {

@@ -68,6 +68,13 @@ const (
 // Isolations lists every Isolation.
 var Isolations = []Isolation{IsolationProcess, IsolationHyperV}
 
+// LabelHyperVIsolation is "true" on the nodes whose image was baked with Hyper-V isolation: the
+// kubelet sets it on its own Node (--node-labels) from the image manifest. NodeRestriction lets a
+// kubelet set any label outside the kubernetes.io and k8s.io namespaces (and a few within them),
+// so kubewin.io is allowed (kubernetes staging/src/k8s.io/kubelet/pkg/apis/well_known_labels.go
+// IsKubeletLabel; plugin/pkg/admission/noderestriction/admission.go). A NodeConfig may not set it.
+const LabelHyperVIsolation = "kubewin.io/hyperv-isolation"
+
 // ProxyMode says how kube-proxy runs on the node.
 type ProxyMode string
 

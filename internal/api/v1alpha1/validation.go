@@ -199,6 +199,11 @@ func validateNodeLabels(p *field.Path, labels map[string]string) field.ErrorList
 		for _, msg := range validation.IsValidLabelValue(v) {
 			errs = append(errs, field.Invalid(p.Key(k), v, msg))
 		}
+		if k == LabelHyperVIsolation {
+			errs = append(errs, field.Forbidden(p.Key(k), "kubewin sets this label on the nodes of images baked with Hyper-V isolation "+
+				"(the kubewin-node provisioner's hyperv_isolation): remove it, and bake such an image to get it"))
+			continue
+		}
 		if ns, _, ok := strings.Cut(k, "/"); ok && isKubernetesNamespace(ns) && !kubeletMaySet(k, ns) {
 			errs = append(errs, field.Forbidden(p.Key(k), fmt.Sprintf(
 				"a kubelet may not set labels in the %s namespace except %s and the %s namespaces: apply this label with kubectl or use your own prefix (e.g. "+
