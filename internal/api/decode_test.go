@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -232,6 +233,69 @@ func TestImageManifestValidation(t *testing.T) {
 		}
 	}
 }
+
+// The isolation modes an image records: process always, hyperv with containerd only, each
+// once; every mistake is named with its field path.
+func TestImageManifestIsolation(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		runtime   v1alpha1.RuntimeInfo
+		isolation []v1alpha1.Isolation
+		want      []string // empty: valid
+	}{
+		{name: "none recorded: process only", runtime: containerd},
+		{name: "process", runtime: containerd, isolation: []v1alpha1.Isolation{"process"}},
+		{name: "process and hyperv", runtime: containerd, isolation: []v1alpha1.Isolation{"process", "hyperv"}},
+		{name: "hyperv on docker", runtime: docker, isolation: []v1alpha1.Isolation{"process", "hyperv"}, want: []string{
+			`isolation[1]: Invalid value: "hyperv": Hyper-V isolation is configured only with containerd (its runhcs-wcow-hypervisor runtime ` +
+				`handler), and the image's runtime is docker: bake a containerd image, or leave hyperv out`}},
+		{name: "hyperv without process", runtime: containerd, isolation: []v1alpha1.Isolation{"hyperv"}, want: []string{
+			`isolation: Required value: process isolation is always configured: list process first, e.g. [process, hyperv]`}},
+		{name: "unknown and repeated", runtime: containerd, isolation: []v1alpha1.Isolation{"process", "sandbox", "process"}, want: []string{
+			`isolation[1]: Unsupported value: "sandbox": supported values: "process", "hyperv"`,
+			`isolation[2]: Duplicate value: "process"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := LoadImageManifest(readFile(t, "imagemanifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Runtime, m.Isolation = tc.runtime, tc.isolation
+			errs := m.Validate()
+			if len(errs) != len(tc.want) {
+				t.Fatalf("got %d errors, want %d: %v", len(errs), len(tc.want), errs)
+			}
+			for i, want := range tc.want {
+				if errs[i].Error() != want {
+					t.Errorf("error %d:\n%s\nwant\n%s", i, errs[i].Error(), want)
+				}
+			}
+			if got := m.HyperV(); got != slices.Contains(tc.isolation, v1alpha1.IsolationHyperV) {
+				t.Errorf("HyperV() = %v", got)
+			}
+		})
+	}
+}
+
+// The label that says a node runs Hyper-V isolated pods comes from the image, never from a
+// NodeConfig.
+func TestHyperVLabelIsKubewins(t *testing.T) {
+	c, err := LoadNodeConfig(readFile(t, "nodeconfig-full.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Node.Labels = map[string]string{v1alpha1.LabelHyperVIsolation: "true"}
+	errs := c.Validate()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `node.labels[kubewin.io/hyperv-isolation]: Forbidden: kubewin sets this label on the nodes `+
+		`of images baked with Hyper-V isolation`) {
+		t.Errorf("errors: %v", errs)
+	}
+}
+
+var (
+	containerd = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"}
+	docker     = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "24.0.7", CRIDockerdVersion: "0.3.16"}
+)
 
 func FuzzDecodeNodeConfig(f *testing.F) {
 	f.Add(readFileF(f, "nodeconfig-full.yaml"))

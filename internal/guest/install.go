@@ -75,7 +75,7 @@ func (in Install) Run(ctx context.Context, t Transport, l Lang) ([]byte, error) 
 	args := BakeArgs{Manifest: PlanPath, Parallel: max(in.Parallel, 1)}
 	c := &cache{dir: in.CacheDir, client: &http.Client{Timeout: 30 * time.Minute}, registry: in.Registry}
 	// Every image is resolved and checked before anything reaches the guest.
-	warm, err := in.pullImages(ctx, c, plan.WindowsBuild)
+	warm, err := in.pullImages(ctx, c, plan.WindowsBuild, plan.HyperV())
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +196,10 @@ type workloads struct {
 	uploads []upload
 }
 
-// pullImages resolves every workload image for Windows build host, pinned by digest, then
-// exports each into the host cache. Nothing is exported unless every image resolves.
-func (in Install) pullImages(ctx context.Context, c *cache, host v1alpha1.WindowsBuild) (workloads, error) {
+// pullImages resolves every workload image for Windows build host (down-level images too when
+// the image runs Hyper-V isolated containers), pinned by digest, then exports each into the host
+// cache. Nothing is exported unless every image resolves.
+func (in Install) pullImages(ctx context.Context, c *cache, host v1alpha1.WindowsBuild, hyperV bool) (workloads, error) {
 	var w workloads
 	if len(in.Images) == 0 {
 		return w, nil
@@ -206,9 +207,7 @@ func (in Install) pullImages(ctx context.Context, c *cache, host v1alpha1.Window
 	start := time.Now()
 	seen := map[string]string{}
 	for _, ref := range in.Images {
-		// Process isolation, the only one an image offers yet: the image must be of the host's
-		// build (false is what a Hyper-V isolation option of the plan will set).
-		img, err := ociimage.Resolve(ctx, ref, host, false, in.Registry)
+		img, err := ociimage.Resolve(ctx, ref, host, hyperV, in.Registry)
 		if err != nil {
 			return w, fmt.Errorf("images: %w", err)
 		}

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // ImageManifest says what a baked kubewin image contains. The Packer plugin writes it into the
 // image; nodeboot verifies the payload against it on first boot; the provider reads it to check
 // version skew and OS build before creating anything.
@@ -19,6 +21,11 @@ type ImageManifest struct {
 	// (containerd's k8s.io namespace, or Docker's) when the image was baked: the kubelet finds
 	// them present, and first boot pulls nothing for them.
 	WorkloadImages []WorkloadImage `json:"workloadImages,omitempty"`
+	// Isolation lists the isolation modes the image's runtime is configured for: process
+	// (always) and hyperv when the image was baked with Hyper-V isolation (the Hyper-V feature
+	// installed and containerd's runhcs-wcow-hypervisor runtime handler configured). Empty
+	// means process only, as in images baked before the field existed.
+	Isolation []Isolation `json:"isolation,omitempty"`
 	// NodebootVersion is the version of nodeboot in the image.
 	NodebootVersion string `json:"nodebootVersion"`
 	// Files lists every file of the payload with its sha256.
@@ -71,3 +78,6 @@ type File struct {
 	// extracted at bake into this directory, relative to the system drive ("Program Files/containerd").
 	Unpack string `json:"unpack,omitempty"`
 }
+
+// HyperV reports whether the image runs containers under Hyper-V isolation too.
+func (m *ImageManifest) HyperV() bool { return slices.Contains(m.Isolation, IsolationHyperV) }

@@ -159,6 +159,10 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 			}
 		}
 	}
+	if m.HyperV() {
+		_, _ = fmt.Fprintf(o.Out, "[bake] containerd runtime handlers: %s (default, process isolation), %s (Hyper-V isolation)\n",
+			nodecmd.ProcessHandler, nodecmd.HyperVHandler)
+	}
 	// The runtime registers itself as a Windows service, from the release the image unpacked,
 	// as its project documents (containerd.exe --register-service, dockerd.exe
 	// --register-service): it must be the process the service manager starts.

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -412,5 +413,44 @@ func TestBakeImportsWorkloadImages(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "workload image "+app+": ") ||
 		!strings.Contains(err.Error(), "the container operating system does not match the host operating system") {
 		t.Errorf("a 2022 image was imported on a 2025 machine: %v", err)
+	}
+}
+
+// An image baked with Hyper-V isolation gets containerd's two Windows runtime handlers in the
+// config.toml the service runs with; a Docker image asking for it is refused before anything is
+// fetched, naming the field and the fix.
+func TestBakeHyperV(t *testing.T) {
+	files := payload()
+	srv := newServer(t, files)
+	p := plan(srv.URL, files)
+	p.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
+	m := machine(t, v1alpha1.RuntimeContainerd)
+	var out bytes.Buffer
+	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), Out: &out}); err != nil {
+		t.Fatalf("bake: %v\n%s", err, out.String())
+	}
+	conf, err := os.ReadFile(m.Path(`C:\Program Files\containerd\config.toml`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"default_runtime_name = 'runhcs-wcow-process'", "runtimes.runhcs-wcow-hypervisor]", "SandboxIsolation = 1"} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("config.toml has no %q:\n%s", want, conf)
+		}
+	}
+	if !strings.Contains(out.String(), "runhcs-wcow-hypervisor (Hyper-V isolation)") {
+		t.Errorf("the bake does not say what it configured:\n%s", out.String())
+	}
+
+	p.Runtime = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "28.3.3", CRIDockerdVersion: "0.3.18"}
+	before := srv.sent.Load()
+	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeDocker), Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
+		Out: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), `isolation[1]: Invalid value: "hyperv": Hyper-V isolation is configured only with containerd`) ||
+		!strings.Contains(err.Error(), "bake a containerd image") {
+		t.Errorf("Hyper-V on a Docker image: %v", err)
+	}
+	if n := srv.sent.Load(); n != before {
+		t.Errorf("the refused bake fetched %d bytes", n-before)
 	}
 }

@@ -79,6 +79,9 @@ type Spec struct {
 	Drain    drain.Options
 	// Health says when a NotReady node is replaced.
 	Health HealthCheck
+	// HyperV is whether the image runs pods under Hyper-V isolation: the pool then holds the
+	// HyperVRuntimeClass.
+	HyperV bool
 }
 
 // Generation identifies what is baked into a node: the image and the settings a node reads
@@ -141,6 +144,13 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 	members, err := m.observe(ctx, s)
 	if err != nil {
 		return nil, err
+	}
+	// A Hyper-V pool holds the RuntimeClass before its nodes join; a pool whose image no longer
+	// has Hyper-V isolation lets go of it once its nodes are replaced.
+	if s.HyperV {
+		if err := holdRuntimeClass(ctx, m.Client, s.Pool, true); err != nil {
+			return nil, err
+		}
 	}
 	verdicts, err := m.assess(ctx, s, members, time.Now())
 	if err != nil {
@@ -242,6 +252,11 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 	}
 	if err := nodeaccess.Prepare(ctx, m.Client, s.Pool, names(current, all)); err != nil {
 		return nil, err
+	}
+	if !s.HyperV {
+		if err := holdRuntimeClass(ctx, m.Client, s.Pool, false); err != nil {
+			return nil, err
+		}
 	}
 	return m.Nodes(ctx, s)
 }
@@ -418,5 +433,6 @@ func (m *Manager) Destroy(ctx context.Context, s Spec) error {
 	if err := m.Compute.Destroy(ctx); err != nil {
 		return fmt.Errorf("remove pool %s: %w", s.Pool, err)
 	}
-	return errors.Join(bootstraptoken.DeletePool(ctx, m.Client, s.Pool), nodeaccess.Cleanup(ctx, m.Client, s.Pool))
+	return errors.Join(bootstraptoken.DeletePool(ctx, m.Client, s.Pool), nodeaccess.Cleanup(ctx, m.Client, s.Pool),
+		holdRuntimeClass(ctx, m.Client, s.Pool, false))
 }

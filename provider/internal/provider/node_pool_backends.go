@@ -615,6 +615,33 @@ func (a *azurePoolModel) image(ctx context.Context, data *providerData, m *nodeP
 	return &poolImage{manifest, machines.Digest()}, diags
 }
 
+// checkNestedVirtualization checks, for an image baked with Hyper-V isolation, that Azure
+// documents nested virtualization for the pool's VM size (azure.NestedVirtualizationOf): a
+// size documented without it is an error; a size whose series kubewin has no record of is a
+// warning, for the user to check on the series' page.
+func checkNestedVirtualization(vmSize types.String) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if vmSize.IsUnknown() || vmSize.IsNull() {
+		return diags
+	}
+	size := vmSize.ValueString()
+	const sizes = "https://learn.microsoft.com/azure/virtual-machines/sizes/overview"
+	switch azure.NestedVirtualizationOf(size) {
+	case azure.NestedNotSupported:
+		diags.AddAttributeError(pathAzure.AtName("vm_size"), "VM Size Cannot Run Hyper-V Isolated Containers", fmt.Sprintf(
+			"The pool's image was baked with Hyper-V isolation, which needs nested virtualization on a virtual machine, and Azure documents "+
+				"none for %s (series %s). Use a size whose series supports it, such as Standard_D4s_v5 or Standard_D4as_v5 (see the "+
+				"\"Nested Virtualization\" line of each series at %s), or a pool image baked without hyperv_isolation.", size,
+			azure.SizeSeries(size), sizes))
+	case azure.NestedUnknown:
+		diags.AddAttributeWarning(pathAzure.AtName("vm_size"), "Nested Virtualization Not Checked", fmt.Sprintf(
+			"The pool's image was baked with Hyper-V isolation, which needs nested virtualization, and kubewin has no record of whether "+
+				"%s supports it. Check the \"Nested Virtualization\" line of its series at %s: on a size without it, the nodes join but "+
+				"every pod of RuntimeClass windows-hyperv fails to start.", size, sizes))
+	}
+	return diags
+}
+
 // azureMachines is the scale set's machine settings.
 func azureMachines(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.ImageManifest) (azure.Machines, diag.Diagnostics) {
 	a := m.Azure

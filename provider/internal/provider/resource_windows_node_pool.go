@@ -337,6 +337,9 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if clusterVersion != "" {
 		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, imagePath)...)
 	}
+	if a, ok := b.(*azurePoolModel); ok && manifest.HyperV() {
+		resp.Diagnostics.Append(checkNestedVirtualization(a.VMSize)...)
+	}
 	tmpl, diags := nodeConfigTemplate(ctx, &m, manifest, placeholderCluster)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
@@ -447,6 +450,7 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 		TokenTTL: ttl,
 		Drain:    drainOpts,
 		Health:   health,
+		HyperV:   img.manifest.HyperV(),
 	}
 	return s, mgr, diags
 }

@@ -48,8 +48,9 @@ func testBackend(t testing.TB, state string) *local.Backend {
 	return b
 }
 
-// testImage writes a kubewin-local image directory for the control plane's Kubernetes version.
-func testImage(t testing.TB, b *local.Backend, tag string) string {
+// testImage writes a kubewin-local image directory for the control plane's Kubernetes version,
+// baked for the isolation modes given (none: process only).
+func testImage(t testing.TB, b *local.Backend, tag string, isolation ...v1alpha1.Isolation) string {
 	t.Helper()
 	version, err := b.ControlPlaneVersion()
 	if err != nil {
@@ -60,7 +61,7 @@ func testImage(t testing.TB, b *local.Backend, tag string) string {
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindImageManifest, WindowsBuild: v1alpha1.WindowsServer2022,
 		KubernetesVersion: version, Runtime: v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"},
 		PauseImage:      v1alpha1.PauseImage{Reference: "registry.k8s.io/pause:3.10", Digest: "sha256:" + strings.Repeat("3", 64)},
-		NodebootVersion: "test-" + tag,
+		NodebootVersion: "test-" + tag, Isolation: isolation,
 	}, map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet " + tag), "k/kube-proxy.exe": []byte("simulated kube-proxy"),
 		"k/kube-log-runner.exe": []byte("simulated kube-log-runner")})
 	if err != nil {

@@ -53,6 +53,14 @@ type Config struct {
 	// Whether to install the Windows Containers feature (and restart when Windows asks to).
 	// Default true.
 	InstallContainersFeature *bool `mapstructure:"install_containers_feature"`
+	// Bake the image for Hyper-V isolation as well as process isolation: install the Windows
+	// Hyper-V feature (with the Containers feature, one restart for both), configure containerd's
+	// `runhcs-wcow-hypervisor` runtime handler next to the default `runhcs-wcow-process`, and
+	// record `isolation: [process, hyperv]` in the image manifest, from which a node pool labels
+	// its nodes and creates the `windows-hyperv` RuntimeClass. containerd images only: a Docker
+	// image is refused. The build VM, and every node VM, needs nested virtualization (on Azure,
+	// a size that supports it). Default false.
+	HyperVIsolation bool `mapstructure:"hyperv_isolation"`
 	// How long to wait for the guest to come back from that restart. Default `15m`.
 	RestartTimeout time.Duration `mapstructure:"restart_timeout"`
 	// Run the feature installation and the bake as this user through a scheduled task, as
@@ -115,6 +123,15 @@ func (c *Config) prepare() error {
 			add("release is not a kubewin bake plan (the manifest of a kubewin-release data source): %w", err)
 		}
 		c.plan = m
+		if m != nil && c.HyperVIsolation {
+			if m.Runtime.Name != v1alpha1.RuntimeContainerd {
+				add("hyperv_isolation is for containerd images only, and this release bakes %s %s: Hyper-V isolation here is containerd's "+
+					"runhcs-wcow-hypervisor runtime handler, selected by a Kubernetes RuntimeClass; bake a containerd release, or leave "+
+					"hyperv_isolation out", m.Runtime.Name, m.Runtime.Version)
+			} else {
+				m.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
+			}
+		}
 	}
 	switch c.Transfer {
 	case "":

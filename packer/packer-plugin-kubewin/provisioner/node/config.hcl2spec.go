@@ -25,6 +25,7 @@ type FlatConfig struct {
 	CacheDir                 *string                  `mapstructure:"cache_dir" cty:"cache_dir" hcl:"cache_dir"`
 	ManifestOutput           *string                  `mapstructure:"manifest_output" cty:"manifest_output" hcl:"manifest_output"`
 	InstallContainersFeature *bool                    `mapstructure:"install_containers_feature" cty:"install_containers_feature" hcl:"install_containers_feature"`
+	HyperVIsolation          *bool                    `mapstructure:"hyperv_isolation" cty:"hyperv_isolation" hcl:"hyperv_isolation"`
 	RestartTimeout           *string                  `mapstructure:"restart_timeout" cty:"restart_timeout" hcl:"restart_timeout"`
 	ElevatedUser             *string                  `mapstructure:"elevated_user" cty:"elevated_user" hcl:"elevated_user"`
 	ElevatedPassword         *string                  `mapstructure:"elevated_password" cty:"elevated_password" hcl:"elevated_password"`
@@ -61,6 +62,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"cache_dir":                  &hcldec.AttrSpec{Name: "cache_dir", Type: cty.String, Required: false},
 		"manifest_output":            &hcldec.AttrSpec{Name: "manifest_output", Type: cty.String, Required: false},
 		"install_containers_feature": &hcldec.AttrSpec{Name: "install_containers_feature", Type: cty.Bool, Required: false},
+		"hyperv_isolation":           &hcldec.AttrSpec{Name: "hyperv_isolation", Type: cty.Bool, Required: false},
 		"restart_timeout":            &hcldec.AttrSpec{Name: "restart_timeout", Type: cty.String, Required: false},
 		"elevated_user":              &hcldec.AttrSpec{Name: "elevated_user", Type: cty.String, Required: false},
 		"elevated_password":          &hcldec.AttrSpec{Name: "elevated_password", Type: cty.String, Required: false},
