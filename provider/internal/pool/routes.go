@@ -122,3 +122,23 @@ func syncRoutes(ctx context.Context, s Spec, members []member) error {
 func RemoveRoutes(ctx context.Context, t route.Table, pool string) error {
 	return syncRoutes(ctx, Spec{Pool: pool, Routes: t}, nil)
 }
+
+// Unrouted returns the Ready nodes whose route t lacks or holds with another destination or
+// next hop: one read of the table (shared with other readers).
+func Unrouted(ctx context.Context, t route.Table, pool string, nodes []Node) ([]string, error) {
+	table, err := t.Read(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the route table of pool %s: %w", pool, err)
+	}
+	var out []string
+	for _, n := range nodes {
+		if !n.Ready {
+			continue
+		}
+		have, found := table.Find(RouteName(pool, n.Name))
+		if !found || have.Destination.String() != n.PodCIDR || have.NextHop.String() != n.IP {
+			out = append(out, n.Name)
+		}
+	}
+	return out, nil
+}

@@ -224,3 +224,25 @@ func (r *nodePoolResource) removePoolRoutes(ctx context.Context, m *nodePoolMode
 	}
 	return pool.RemoveRoutes(ctx, t, m.Name.ValueString())
 }
+
+// unrouted warns of the pool's Ready nodes whose route the table it keeps them in lacks or
+// holds wrong, and returns how many: the drift of node_count that makes the next plan apply the
+// pool, which writes them.
+func (r *nodePoolResource) unrouted(ctx context.Context, m *nodePoolModel, nodes []pool.Node, diags *diag.Diagnostics) int {
+	t, _, err := m.podRoutes(ctx, r.data)
+	if err != nil || t == nil {
+		return 0
+	}
+	missing, err := pool.Unrouted(ctx, t, m.Name.ValueString(), nodes)
+	if err != nil {
+		diags.AddWarning("Cannot Read the Pool's Route Table", err.Error())
+		return 0
+	}
+	if len(missing) > 0 {
+		diags.AddWarning(fmt.Sprintf("Pool %s Has Nodes Without Their Route", m.Name.ValueString()),
+			fmt.Sprintf("Route table %s lacks the route of nodes %s, or holds it with another destination or next hop: pods on other nodes "+
+				"cannot reach theirs. They do not count towards node_count, so the next apply writes their routes.",
+				m.PodRoutes.RouteTable.ValueString(), strings.Join(missing, ", ")))
+	}
+	return len(missing)
+}

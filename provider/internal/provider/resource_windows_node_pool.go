@@ -606,6 +606,8 @@ func (r *nodePoolResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if len(findings) > 0 {
 		resp.Diagnostics.AddWarning(fmt.Sprintf("Pool %s Has Nodes That Are Not Ready", m.Name.ValueString()), healthReport(findings))
 	}
+	// Ready nodes without their route do not count either: the next apply writes the routes.
+	count -= r.unrouted(ctx, &m, nodes, &resp.Diagnostics)
 	m.NodeCount = types.Int64Value(int64(count))
 	resp.Diagnostics.Append(setNodes(&m, nodes)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
