@@ -208,11 +208,11 @@ type readyLog struct {
 func (w *readyLog) Write(p []byte) (int, error) {
 	w.buf.Write(p)
 	for {
-		line, err := w.buf.ReadBytes('\n')
-		if err != nil { // a partial line: keep it for the next write
-			w.buf.Write(line)
+		i := bytes.IndexByte(w.buf.Bytes(), '\n')
+		if i < 0 { // a partial line: kept for the next write
 			return len(p), nil
 		}
+		line := w.buf.Next(i + 1)
 		var entry struct {
 			Message string `json:"@message"`
 			Node    string `json:"node"`
