@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewin/kubewin/internal/routetable"
+	"github.com/kubewin/kubewin/internal/winname"
 	"github.com/kubewin/kubewin/provider/internal/route"
 )
 
@@ -257,4 +259,23 @@ func TestReconcileRouteBeforeReady(t *testing.T) {
 		t.Errorf("no route was written after its node was Ready in the cluster: the test shows nothing: %v", events)
 	}
 	checkRoutes(t, ss, tbl, "scale out")
+}
+
+// Route names fit Azure's rules with the longest node name, and a cut pool name keeps a prefix
+// of its own.
+func TestRouteName(t *testing.T) {
+	azureName := regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?$`) // resource-name-rules#microsoftnetwork
+	long := strings.Repeat("a", winname.MaxPoolName)
+	longer := strings.Repeat("a", winname.MaxPoolName-1) + "b"
+	for _, p := range []string{"win", strings.Repeat("w", 56), long, longer} {
+		if name := RouteName(p, "win12345678901"); !azureName.MatchString(name) || len(name) > maxRouteName {
+			t.Errorf("pool %q: route name %q is not an Azure route name", p, name)
+		}
+	}
+	if RoutePrefix("win") != "kubewin.win." || RoutePrefix(strings.Repeat("w", 56)) != "kubewin."+strings.Repeat("w", 56)+"." {
+		t.Errorf("short pool names are cut: %q", RoutePrefix("win"))
+	}
+	if RoutePrefix(long) == RoutePrefix(longer) {
+		t.Errorf("pools %q and %q share route prefix %q", long, longer, RoutePrefix(long))
+	}
 }
