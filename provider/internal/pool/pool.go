@@ -29,6 +29,7 @@ import (
 	"github.com/kubewin/kubewin/internal/drain"
 	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/provider/internal/route"
 )
 
 // GenerationLabel carries, on every node of a pool, the generation of the image and settings
@@ -82,6 +83,10 @@ type Spec struct {
 	// HyperV is whether the image runs pods under Hyper-V isolation: the pool then holds the
 	// HyperVRuntimeClass.
 	HyperV bool
+	// Routes, when set, is the route table in which the pool keeps its nodes' pod CIDR routes
+	// (RouteName): a node's route is written before the pool counts the node Ready, and removed
+	// once its machine and Node are deleted.
+	Routes route.Table
 }
 
 // Generation identifies what is baked into a node: the image and the settings a node reads
@@ -135,7 +140,8 @@ type Manager struct {
 // Reconcile brings the pool to spec: machines that stopped or failed to join are removed,
 // machines still joining (an interrupted apply's) are waited for, nodes NotReady past the health
 // check's timeout (at most its bound) and nodes of another generation are replaced
-// surge-first, the count is met, and the nodes are returned. Nodes NotReady within the timeout
+// surge-first, the count is met, the pool's routes (Spec.Routes) are made to match its nodes,
+// and the nodes are returned. Nodes NotReady within the timeout
 // count as nodes of the pool and are left alone. A backend or API error stops it before
 // anything more is created.
 func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
@@ -258,7 +264,13 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 			return nil, err
 		}
 	}
-	return m.Nodes(ctx, s)
+	if members, err = m.observe(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := syncRoutes(ctx, s, members); err != nil {
+		return nil, err
+	}
+	return nodesOf(members), nil
 }
 
 // add creates n machines and waits until their nodes are Ready. A machine whose join fails
@@ -317,9 +329,10 @@ func (m *Manager) create(ctx context.Context, s Spec, existing []string, n int, 
 	return added, nodeaccess.Prepare(ctx, m.Client, s.Pool, append(slices.Clone(existing), added...))
 }
 
-// remove drains the members, deletes their machines in one batch, then their Node objects. A
-// member whose kubelet is gone (by its verdict) is drained without waiting for its pods to
-// terminate. A node whose drain fails keeps its machine; the others go.
+// remove drains the members, deletes their machines in one batch, then their Node objects and,
+// when the pool keeps routes, their routes. A member whose kubelet is gone (by its verdict) is
+// drained without waiting for its pods to terminate. A node whose drain fails keeps its machine
+// and its route; the others go.
 func (m *Manager) remove(ctx context.Context, s Spec, members []member, verdicts map[string]finding) error {
 	gone, errs := m.drain(ctx, s, members, verdicts)
 	var machines []string
@@ -334,10 +347,16 @@ func (m *Manager) remove(ctx context.Context, s Spec, members []member, verdicts
 			return errors.Join(append(errs, fmt.Errorf("delete machines %v: %w", machines, err))...)
 		}
 	}
+	var deleted []string
 	for _, name := range gone {
 		if err := m.deleteNode(ctx, name); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		deleted = append(deleted, name)
+	}
+	if err := removeRoutes(ctx, s, deleted); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -394,6 +413,11 @@ func (m *Manager) Nodes(ctx context.Context, s Spec) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	return nodesOf(members), nil
+}
+
+// nodesOf is the members that are machines, with their Node's state.
+func nodesOf(members []member) []Node {
 	var out []Node
 	for _, x := range members {
 		if !x.machine {
@@ -410,7 +434,7 @@ func (m *Manager) Nodes(ctx context.Context, s Spec) ([]Node, error) {
 		}
 		out = append(out, n)
 	}
-	return out, nil
+	return out
 }
 
 // Destroy drains and removes every node, the pool at the backend, then the pool's tokens and
@@ -432,6 +456,9 @@ func (m *Manager) Destroy(ctx context.Context, s Spec) error {
 	tflog.Info(ctx, "removing the pool")
 	if err := m.Compute.Destroy(ctx); err != nil {
 		return fmt.Errorf("remove pool %s: %w", s.Pool, err)
+	}
+	if err := syncRoutes(ctx, s, nil); err != nil { // routes of nodes gone before this apply
+		return err
 	}
 	return errors.Join(bootstraptoken.DeletePool(ctx, m.Client, s.Pool), nodeaccess.Cleanup(ctx, m.Client, s.Pool),
 		holdRuntimeClass(ctx, m.Client, s.Pool, false))

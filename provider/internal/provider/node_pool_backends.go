@@ -267,6 +267,9 @@ type nodePoolBackend interface {
 	settings(ctx context.Context) (*localSettings, *azureSettings, diag.Diagnostics)
 	// saveSettings keeps the pool's settings for import.
 	saveSettings(ctx context.Context, data *providerData, s poolSettings, client kubernetes.Interface) error
+	// podRouteTable is the route table pod_routes.route_table names on the backend; err says
+	// why the name cannot be one.
+	podRouteTable(name string) (routeBackend, error)
 }
 
 // Both blocks implement nodePoolBackend, checked here: oneBackend's run-time assertion would yield nil.
