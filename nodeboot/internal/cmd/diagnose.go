@@ -10,16 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/nodeboot/internal/diagnose"
 )
-
-// DiagnosticsBundle is where `nodeboot diagnose` writes the bundle by default, owner-only; each
-// run replaces the last one.
-const DiagnosticsBundle = `C:\ProgramData\kubewin\nodeboot\diagnostics.tar.gz`
-
-// BundleLinePrefix starts the last line `nodeboot diagnose` prints when it wrote the bundle to
-// a file: the prefix and the bundle's Windows path.
-const BundleLinePrefix = "bundle: "
 
 func newDiagnose(f *machineFlags) *cobra.Command {
 	var output string
@@ -32,9 +25,10 @@ configuration (NodeConfig, kubelet, kube-proxy, kubeconfig, CNI, containerd), th
 kubelet's, kube-proxy's, the runtime's and nodeboot's logs, HNS's networks, endpoints and policy
 lists as JSON, the services' states, the routing table and the event log entries about the node
 (docs/nodeboot-diagnostics.md lists the files). Bootstrap tokens, private keys and kubeconfig
-credentials are removed. It prints the bundle's summary, then "` + BundleLinePrefix + `<path>"; with
---output - it writes the archive to standard output and the summary to standard error. It
-changes nothing on the node and works on a node that never joined.`,
+credentials are removed. It prints the bundle's summary, the join report as one line
+("` + nodestatus.SerialPrefix + `<json>"), then "` + nodestatus.BundleLinePrefix + `<path>"; with --output - it
+writes the archive to standard output and the rest to standard error. It changes nothing on the
+node and works on a node that never joined.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, err := f.open()
@@ -63,18 +57,29 @@ changes nothing on the node and works on a node that never joined.`,
 			if err := b.Write(&archive, now); err != nil {
 				return err
 			}
+			// The summary, then the report as one line, for a provisioner to read (the serial
+			// console's line, which the report is not written to on Azure: EMS holds COM1).
+			text := b.Summary
+			if in.Report != nil {
+				line, err := nodestatus.SerialLine(in.Report)
+				if err != nil {
+					return err
+				}
+				text += string(line)
+			}
 			if output == "-" {
-				_, _ = fmt.Fprint(c.ErrOrStderr(), b.Summary)
+				_, _ = fmt.Fprint(c.ErrOrStderr(), text)
 				_, err := c.OutOrStdout().Write(archive.Bytes())
 				return err
 			}
 			if err := p.WriteSecret(output, archive.Bytes()); err != nil {
 				return fmt.Errorf("write the diagnostics bundle: %w", err)
 			}
-			_, _ = fmt.Fprintf(c.OutOrStdout(), "%s%s%s\n", b.Summary, BundleLinePrefix, output)
+			_, _ = fmt.Fprintf(c.OutOrStdout(), "%s%s%s\n", text, nodestatus.BundleLinePrefix, output)
 			return nil
 		},
 	}
-	c.Flags().StringVar(&output, "output", DiagnosticsBundle, `where to write the bundle (a Windows path on the node; "-": standard output)`)
+	c.Flags().StringVar(&output, "output", nodecmd.DefaultPaths().DiagnosticsBundle(),
+		`where to write the bundle (a Windows path on the node; "-": standard output)`)
 	return c
 }

@@ -85,10 +85,10 @@ func TestDiagnose(t *testing.T) {
 
 	// Before the join, into the default file.
 	out := nb(t, root, "diagnose")
-	if !strings.Contains(out, "nodeboot diagnostics of node "+name) || !strings.Contains(out, BundleLinePrefix+DiagnosticsBundle) {
+	if !strings.Contains(out, "nodeboot diagnostics of node "+name) || !strings.Contains(out, nodestatus.BundleLinePrefix+paths.DiagnosticsBundle()) {
 		t.Errorf("diagnose printed:\n%s", out)
 	}
-	file := simmachine.Path(root, DiagnosticsBundle)
+	file := simmachine.Path(root, paths.DiagnosticsBundle())
 	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("%s: %v (%v), want an owner-only file", file, fi, err)
 	}
@@ -118,8 +118,9 @@ func TestDiagnose(t *testing.T) {
 	}
 	b = readBundle(t, data)
 	scanBundle(t, b, secrets)
-	if b.Summary != stderr.String() {
-		t.Errorf("the summary on standard error:\n%s\nthe bundle's:\n%s", stderr.String(), b.Summary)
+	summary, r, where := nodestatus.ParseDiagnosis(stderr.String())
+	if summary != b.Summary || r == nil || r.State != nodestatus.StateDone || where != "" {
+		t.Errorf("standard error:\n%s\nthe bundle's summary:\n%s", stderr.String(), b.Summary)
 	}
 	for _, c := range diagnose.Contents {
 		if c.File == diagnose.FileHealth { // written by nodeboot run, which has not run

@@ -63,11 +63,14 @@ const (
 	LogTail = 256 << 10
 	// EventsPerSource is how many of the newest entries of each event log source it holds.
 	EventsPerSource = 200
-	// MaxSummary bounds the summary, which a run command returns whole: Azure returns the last
-	// 4096 bytes of a run command's output
+	// MaxSummary bounds the summary, which a run command returns whole with the join report's
+	// line (about 1.5 KiB) and the bundle's path: Azure returns the last 4,096 bytes of a run
+	// command's output
 	// (https://learn.microsoft.com/en-us/azure/virtual-machines/windows/run-command#restrictions:
 	// "Output is limited to the last 4,096 bytes").
-	MaxSummary = 3072
+	MaxSummary = 2048
+	// SummaryLogLines is how many of the last lines of nodeboot's log the summary holds.
+	SummaryLogLines = 8
 )
 
 // The files of a bundle, in the order they are written. docs/nodeboot-diagnostics.md lists
@@ -345,11 +348,25 @@ func summary(in Input, services []platform.ServiceStatus, b *Bundle) string {
 	for _, name := range slices.Sorted(maps.Keys(b.Missing)) {
 		fmt.Fprintf(&s, "not gathered: %s: %s\n", name, b.Missing[name])
 	}
-	out := s.String()
-	if len(out) > MaxSummary {
-		out = out[:MaxSummary-len("...\n")] + "...\n"
+	head := s.String()
+	// The end of nodeboot's log, without its report lines (the report is above), each line cut
+	// to what fits.
+	var log []string
+	for _, l := range strings.Split(strings.TrimRight(strings.ReplaceAll(string(b.Files[FileNodebootLog]), "\r\n", "\n"), "\n"), "\n") {
+		if l != "" && !strings.HasPrefix(l, nodestatus.SerialPrefix) {
+			log = append(log, l)
+		}
 	}
-	return out
+	if len(log) > 0 {
+		head += "last lines of nodeboot's log:\n"
+		for _, l := range log[max(0, len(log)-SummaryLogLines):] {
+			head += "  " + l[:min(len(l), 200)] + "\n"
+		}
+	}
+	if len(head) > MaxSummary {
+		head = head[:MaxSummary-len("...\n")] + "...\n"
+	}
+	return head
 }
 
 // Write writes the bundle as a gzipped tar archive, each file owner-only.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/nodeboot/internal/diagnose"
 )
 
@@ -39,7 +40,7 @@ at the path the summary names.
 
 | file | holds |
 |---|---|
-`, "C:\\ProgramData\\kubewin\\nodeboot\\diagnostics.tar.gz")
+`, nodecmd.DefaultPaths().DiagnosticsBundle())
 	for _, c := range diagnose.Contents {
 		holds := c.Holds
 		if c.Containerd {
