@@ -145,8 +145,13 @@ func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error
 	pending := slices.Clone(waiting)
 	// routed holds the route last written for each pending node, when the pool keeps routes.
 	routed := map[string]routetable.Route{}
+	// At the timeout the machines that are not Ready are diagnosed, as many as maxDiagnosed:
+	// a machine whose own report failed (which a Windows machine on Azure cannot write to its
+	// serial console: EMS holds COM1) fails the wait as a JoinError; the others' summaries
+	// say where they stand.
 	timeout := func(w *poolWatch) error {
-		msg := fmt.Sprintf("nodes %s were not Ready in time: %s", strings.Join(pending, ", "), m.progress(context.WithoutCancel(ctx), s, pending))
+		ctx := context.WithoutCancel(ctx)
+		msg := fmt.Sprintf("nodes %s were not Ready in time: %s", strings.Join(pending, ", "), m.progress(ctx, s, pending))
 		if w != nil && w.err() != nil {
 			msg += fmt.Sprintf(" (watching the pool's nodes failed: %v)", w.err())
 		}
@@ -156,6 +161,15 @@ func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error
 					msg += fmt.Sprintf("; node %s is Ready but has no pod CIDR or no InternalIP, so the pool cannot write its route: the cluster "+
 						"must allocate pod CIDRs (kube-controller-manager --allocate-node-cidrs)", name)
 				}
+			}
+		}
+		for _, name := range pending[:min(len(pending), maxDiagnosed)] {
+			d := m.diagnose(ctx, name)
+			if d != nil && d.Report != nil && d.Report.State == nodestatus.StateFailed {
+				return &JoinError{Report: *d.Report, Log: m.Compute.Log(ctx, name), Diagnosis: d}
+			}
+			if detail := d.Detail(name); detail != "" {
+				msg += "\n\n" + detail
 			}
 		}
 		return errors.New(msg)
@@ -311,10 +325,28 @@ func (m *Manager) progress(ctx context.Context, s Spec, pending []string) string
 	return strings.Join(parts, "; ")
 }
 
+// maxDiagnosed is how many machines that did not join in time a wait diagnoses.
+const maxDiagnosed = 3
+
 // JoinError is a node that failed to join.
 type JoinError struct {
 	Report nodestatus.Report
 	Log    string
+	// Diagnosis is the machine's diagnostics, when they could be fetched.
+	Diagnosis *Diagnosis
+}
+
+// Detail is the error's message for the user: the failure, the last lines of the machine's log
+// and, at the end, the diagnostics summary with where the full bundle is.
+func (e *JoinError) Detail() string {
+	msg := e.Error()
+	if e.Log != "" {
+		msg += "\n\nLast lines of the node's log:\n" + e.Log
+	}
+	if d := e.Diagnosis.Detail(e.Report.Node); d != "" {
+		msg += "\n\n" + d
+	}
+	return msg
 }
 
 func (e *JoinError) Error() string {

@@ -63,6 +63,9 @@ type Compute interface {
 	Reports(ctx context.Context, names []string) map[string]*nodestatus.Report
 	// Log is the end of a machine's boot log, for error messages.
 	Log(ctx context.Context, name string) string
+	// Diagnose gathers the machine's diagnostics bundle (nodeboot diagnose) and its own join
+	// report: after a failed join, or one that did not end in time.
+	Diagnose(ctx context.Context, name string) (*Diagnosis, error)
 }
 
 // Spec is the desired pool.
@@ -293,6 +296,9 @@ func (m *Manager) add(ctx context.Context, s Spec, gen, token string, existing [
 		if err == nil || !errors.As(err, &failed) || !nodestatus.MachineLevel(failed.Report.Code) || retries == 0 {
 			if err == nil {
 				tflog.Info(ctx, "nodes Ready", map[string]any{"nodes": added})
+			}
+			if failed != nil && failed.Diagnosis == nil {
+				failed.Diagnosis = m.diagnose(ctx, failed.Report.Node)
 			}
 			return added, err
 		}

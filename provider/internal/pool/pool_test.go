@@ -221,6 +221,16 @@ func (s *scaleSet) Reports(_ context.Context, names []string) map[string]*nodest
 
 func (s *scaleSet) Log(_ context.Context, name string) string { return "log of " + name }
 
+func (s *scaleSet) Diagnose(_ context.Context, name string) (*Diagnosis, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.machines[name]
+	if m == nil {
+		return nil, fmt.Errorf("no machine %s", name)
+	}
+	return &Diagnosis{Report: m.report, Summary: "summary of " + name, OnNode: `C:\diagnostics.tar.gz`}, nil
+}
+
 // finishJoins ends the joins of the machines still joining as nodeboot's would: with a Ready
 // node when the bootstrap token of their custom data still exists, and otherwise failed in
 // discovery with TokenNotFound, since kube-controller-manager's bootstrapsigner removes a deleted

@@ -44,6 +44,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	nodebootDir = dir
+	// Failed joins save their diagnostics bundle in the user's cache directory: the tests' is
+	// removed with dir.
+	if err := os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if err := startARM(dir); err != nil {
 		fmt.Fprintf(os.Stderr, "the azure target: %v\n", err)
 		os.Exit(1)

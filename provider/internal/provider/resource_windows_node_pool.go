@@ -515,7 +515,7 @@ func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, adminPas
 		var ae *pool.ActionError
 		switch {
 		case errors.As(err, &je):
-			diags.AddError("Node Failed to Join", fmt.Sprintf("%s\n\nLast lines of the node's log:\n%s", je.Error(), je.Log))
+			diags.AddError("Node Failed to Join", je.Detail())
 		case errors.As(err, &ae):
 			diags.AddError(ae.Summary, fmt.Sprintf("Pool %q did not reach node_count = %d: %s.\n\n%s\n\nThe state keeps the nodes the pool has now.",
 				m.Name.ValueString(), m.NodeCount.ValueInt64(), err, ae.Remedy))

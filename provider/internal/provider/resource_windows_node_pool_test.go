@@ -535,7 +535,8 @@ resource "kubewin_windows_node_pool" "win" {
 }
 
 // A node that cannot join fails the apply within the create timeout, naming the node, the
-// phase and the error code.
+// phase and the error code; the error ends with the machine's diagnostics summary and where
+// its bundle, fetched from the machine's directory, was saved.
 func TestAccWindowsNodePool_joinFailure(t *testing.T) {
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
@@ -549,9 +550,15 @@ func TestAccWindowsNodePool_joinFailure(t *testing.T) {
   timeouts   = { create = "2m" }`, 1)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			checkSavedBundle(t, "win000000", bundleHolds("summary.txt", "failed in phase preflight with code PayloadCorrupt"))
+			return nil
+		},
 		Steps: []resource.TestStep{{
-			Config:      config,
-			ExpectError: regexp.MustCompile(`(?s)Node Failed to Join.*node win000000 failed in phase preflight with\s+code PayloadCorrupt`),
+			Config: config,
+			ExpectError: regexp.MustCompile(`(?s)Node Failed to Join.*node win000000 failed in phase preflight with\s+code PayloadCorrupt.*` +
+				`Diagnostics of win000000 \(nodeboot diagnose\):.*join: node win000000 failed in phase\s+preflight.*` +
+				`The full diagnostics bundle was saved to\s+\S+/kubewin/diagnostics/win000000-\S+\.tar\.gz`),
 		}},
 	})
 }
