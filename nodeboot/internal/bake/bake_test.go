@@ -407,8 +407,23 @@ func TestBakeImportsWorkloadImages(t *testing.T) {
 	p = plan(srv.URL, files)
 	p.PauseImage = v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}
 	p.WorkloadImages = images
-	p.WorkloadImages[0].Digest, p.WorkloadImages[0].OSVersion = appDigests["10.0.20348.2849"], "10.0.20348.2849"
+	p.WorkloadImages[0].Digest = appDigests["10.0.20348.2849"]
+	// A manifest that says so is refused before anything is fetched.
+	p.WorkloadImages[0].OSVersion = "10.0.20348.2849"
+	before := srv.sent.Load()
 	_, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(),
+		Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
+	if err == nil || !strings.Contains(err.Error(), `workloadImages[0].osVersion: Invalid value: "10.0.20348.2849"`) ||
+		!strings.Contains(err.Error(), "HCS_E_IMAGE_MISMATCH") {
+		t.Errorf("a manifest with a 2022 image for a 2025 machine: %v", err)
+	}
+	if n := srv.sent.Load(); n != before {
+		t.Errorf("the refused bake fetched %d bytes", n-before)
+	}
+	// One that does not (the archive is the 2022 variant, the manifest says 2025) is refused by the
+	// runtime at import.
+	p.WorkloadImages[0].OSVersion = "10.0.26100.2314"
+	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(),
 		Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
 	if err == nil || !strings.Contains(err.Error(), "workload image "+app+": ") ||
 		!strings.Contains(err.Error(), "the container operating system does not match the host operating system") {

@@ -38,6 +38,10 @@ error ends with the summary and the saved path. On Azure a run command returns a
 4,096 bytes of output, so the provider receives the summary, and the bundle stays on the node
 at the path the summary names.
 
+**Verified so far:** only on a simulated Windows machine, never on Windows: the HNS objects,
+services, routes and event log entries are what that machine answers to the same requests and
+scripts, and the Azure run command only through kubewin's ARM test server.
+
 | file | holds |
 |---|---|
 `, nodecmd.DefaultPaths().DiagnosticsBundle())
