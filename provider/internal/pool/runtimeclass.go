@@ -81,6 +81,11 @@ func holdRuntimeClass(ctx context.Context, c kubernetes.Interface, pool string, 
 			_, err = rcs.Create(ctx, hyperVRuntimeClass([]string{pool}), metav1.CreateOptions{})
 			return err
 		}
+		// A pool that holds no RuntimeClass needs no permission on them (clusters whose kubewin
+		// account predates Hyper-V pools): one that cannot read them never created one.
+		if !hold && apierrors.IsForbidden(err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
