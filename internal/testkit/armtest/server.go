@@ -31,6 +31,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -180,30 +181,31 @@ type Server struct {
 	tokenKey *rsa.PrivateKey // signs the access tokens
 	issuer   *Issuer
 
-	mu         sync.Mutex // guards everything below
-	apps       map[string]*App
-	identities map[string]string // managed identities: client ID → object ID
-	defaultApp App
-	groups     map[string]*resourceGroup // by lower-case name
-	scaleSets  map[string]*scaleSet
-	images     map[string]*image
-	vnets      map[string]*virtualNetwork
-	tables     map[string]*routeTable
-	objects    map[string]*netObject
-	vms        map[string]*virtualMachine
-	coreQuota  map[string]int // lower-case VM family → vCPUs (computefaults.go)
-	publicNet  [2]byte        // public addresses are 127.publicNet.n
-	publicUsed map[netip.Addr]bool
-	standIns   map[netip.Addr]netip.Addr // private address -> its loopback stand-in (hostaddr.go)
-	ops        map[string]*operation
-	blobs      map[string]blob
-	imdsTokens map[string]*machine // IMDS token → machine
-	faults     []*Fault
-	throttle   *throttle
-	requests   []Request
-	writes     map[string]int
-	validated  int
-	closed     bool
+	mu          sync.Mutex // guards everything below
+	apps        map[string]*App
+	identities  map[string]string // managed identities: client ID → object ID
+	defaultApp  App
+	groups      map[string]*resourceGroup // by lower-case name
+	scaleSets   map[string]*scaleSet
+	images      map[string]*image
+	vnets       map[string]*virtualNetwork
+	tables      map[string]*routeTable
+	objects     map[string]*netObject
+	vms         map[string]*virtualMachine
+	coreQuota   map[string]int // lower-case VM family → vCPUs (computefaults.go)
+	publicNet   [2]byte        // public addresses are 127.publicNet.n
+	standInBase uint32         // stand-ins of private addresses count from 127.128.0.0 + standInBase
+	publicUsed  map[netip.Addr]bool
+	standIns    map[netip.Addr]netip.Addr // private address -> its loopback stand-in (hostaddr.go)
+	ops         map[string]*operation
+	blobs       map[string]blob
+	imdsTokens  map[string]*machine // IMDS token → machine
+	faults      []*Fault
+	throttle    *throttle
+	requests    []Request
+	writes      map[string]int
+	validated   int
+	closed      bool
 }
 
 // New starts a server. Close it when done.
@@ -242,6 +244,11 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.publicNet[0] = 64 + s.publicNet[0]%64 // 127.64.0.0/10: away from 127.0.0.1
+	var base [4]byte
+	if _, err := rand.Read(base[:]); err != nil {
+		return nil, err
+	}
+	s.standInBase = binary.BigEndian.Uint32(base[:]) % (1 << 22)
 	if s.ca, err = loopbackca.New("armtest throwaway CA"); err != nil {
 		return nil, err
 	}

@@ -383,7 +383,7 @@ func TestAccWindowsNodePool_azureJoinFailure(t *testing.T) {
 	armBooter.AddImage(image, dir)
 	be := f.poolBackend()
 	config := strings.Replace(poolConfig(provider, be, image, 1), `drain      = { timeout = "1m" }`, `drain      = { timeout = "1m" }
-  timeouts   = { create = "2m" }`, 1)
+  timeouts   = { create = "1m" }`, 1)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
