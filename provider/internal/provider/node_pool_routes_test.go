@@ -64,20 +64,7 @@ func poolRoutesConfig(provider string, be poolBackend, image string, count int, 
 	if table != "" {
 		block = fmt.Sprintf("  pod_routes {\n    route_table = %q\n  }\n", table)
 	}
-	return provider + fmt.Sprintf(`
-resource "kubewin_cluster" "test" {
-  name = "pooltest"
-  local {}
-}
-
-resource "kubewin_windows_node_pool" "win" {
-  name       = "win"
-  cluster_id = kubewin_cluster.test.id
-  node_count = %d
-  drain      = { timeout = "1m" }
-%s
-%s}
-`, count, be.block(image), block)
+	return poolConfigWith(provider, be, image, count, block)
 }
 
 // testAccPoolRoutes creates a pool of 5 that keeps its routes in tables[0], scales it to 8 and

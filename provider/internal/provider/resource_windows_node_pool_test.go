@@ -88,6 +88,11 @@ type poolBackend struct {
 }
 
 func poolConfig(provider string, be poolBackend, image string, count int) string {
+	return poolConfigWith(provider, be, image, count, "")
+}
+
+// poolConfigWith is poolConfig with extra, a block of the pool's (or ""), after its backend block.
+func poolConfigWith(provider string, be poolBackend, image string, count int, extra string) string {
 	return provider + fmt.Sprintf(`
 resource "kubewin_cluster" "test" {
   name = "pooltest"
@@ -102,8 +107,8 @@ resource "kubewin_windows_node_pool" "win" {
   taints     = [{ key = "os", value = "windows", effect = "NoSchedule" }]
   drain      = { timeout = "1m" }
 %s
-}
-`, count, be.block(image))
+%s}
+`, count, be.block(image), extra)
 }
 
 func TestAccWindowsNodePool(t *testing.T) {
