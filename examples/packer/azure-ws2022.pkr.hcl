@@ -43,6 +43,29 @@ variable "image_version" {
   default = "1.0.0"
 }
 
+variable "workload_images" {
+  type        = list(string)
+  default     = []
+  description = "Workload images to pre-pull into the image (their 2022 variants), e.g. mcr.microsoft.com/windows/servercore:ltsc2022."
+}
+
+variable "registry_server" {
+  type        = string
+  default     = ""
+  description = "The registry of private workload images, e.g. myregistry.azurecr.io; empty when every image is public."
+}
+
+variable "registry_username" {
+  type    = string
+  default = ""
+}
+
+variable "registry_password" {
+  type      = string
+  default   = ""
+  sensitive = true
+}
+
 data "kubewin-release" "node" {
   kubernetes_version = var.kubernetes_version
   windows_version    = "2022"
@@ -89,6 +112,16 @@ build {
     elevated_user     = build.User
     elevated_password = build.Password
     manifest_output   = "kubewin-ws2022-manifest.json"
+    images            = var.workload_images
+
+    dynamic "registry_credentials" {
+      for_each = var.registry_server == "" ? [] : [var.registry_server]
+      content {
+        server   = registry_credentials.value
+        username = var.registry_username
+        password = var.registry_password
+      }
+    }
   }
 
   # Generalize last: the guest agent must be running, and no restart may be pending.

@@ -43,6 +43,12 @@ variable "image_version" {
   default = "1.0.0"
 }
 
+variable "hyperv_isolation" {
+  type        = bool
+  default     = false
+  description = "Bake Hyper-V isolation too (the Hyper-V feature and containerd's runhcs-wcow-hypervisor handler): down-level container images run under RuntimeClass windows-hyperv. The build VM and the pool's VMs need a size with nested virtualization (Standard_D4s_v5 has it)."
+}
+
 data "kubewin-release" "node" {
   kubernetes_version = var.kubernetes_version
   windows_version    = "2025"
@@ -67,8 +73,9 @@ source "azure-arm" "ws2025" {
   winrm_username = "packer"
 
   # kubewin's azure backend reads the image's Windows build, Kubernetes version and runtime
-  # from these tags, which go on the gallery image version too.
-  azure_tags = data.kubewin-release.node.azure_tags
+  # from these tags, which go on the gallery image version too; and its isolation modes from
+  # kubewin.io/isolation, which must say what hyperv_isolation baked.
+  azure_tags = merge(data.kubewin-release.node.azure_tags, var.hyperv_isolation ? { "kubewin.io/isolation" = "process,hyperv" } : {})
 
   shared_image_gallery_destination {
     subscription   = var.subscription_id
@@ -82,13 +89,14 @@ source "azure-arm" "ws2025" {
 build {
   sources = ["source.azure-arm.ws2025"]
 
-  # Containers feature (and the restart it needs), containerd, CNI plugins, node binaries,
+  # Containers feature (with Hyper-V when hyperv_isolation is set; one restart), containerd, CNI plugins, node binaries,
   # pause image for build 26100, nodeboot: all fetched by the VM itself, verified.
   provisioner "kubewin-node" {
     release           = data.kubewin-release.node.manifest
     elevated_user     = build.User
     elevated_password = build.Password
     manifest_output   = "kubewin-ws2025-manifest.json"
+    hyperv_isolation  = var.hyperv_isolation
   }
 
   # Generalize last: the guest agent must be running, and no restart may be pending.

@@ -151,10 +151,10 @@ func pushPause(ref string, exe []byte) error {
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
 	}
-	builds := make([]uint32, len(v1alpha1.WindowsBuilds))
+	versions := make([]string, len(v1alpha1.WindowsBuilds))
 	for i, b := range v1alpha1.WindowsBuilds {
-		builds[i] = uint32(b)
+		versions[i] = b.OSVersion() + ".1"
 	}
-	_, err = ociimage.PushWindows(context.Background(), ref, img, builds, ociimage.Options{})
+	_, err = ociimage.PushWindows(context.Background(), ref, img, versions, ociimage.Options{})
 	return err
 }

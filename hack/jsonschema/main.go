@@ -74,6 +74,8 @@ func enums(t reflect.Type) *jsonschema.Schema {
 		return stringEnum(v1alpha1.RuntimeNames)
 	case reflect.TypeOf(v1alpha1.ProxyMode("")):
 		return stringEnum(v1alpha1.ProxyModes)
+	case reflect.TypeOf(v1alpha1.Isolation("")):
+		return stringEnum(v1alpha1.Isolations)
 	case reflect.TypeOf(v1alpha1.WindowsBuild(0)):
 		s := &jsonschema.Schema{Type: "integer"}
 		for _, b := range v1alpha1.WindowsBuilds {

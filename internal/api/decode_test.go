@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,13 @@ func TestImageManifestValidation(t *testing.T) {
     {"path": "containerd.exe", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1,
 	"unpack": "Program Files/containerd"},
     {"path": "cni.tgz", "sha256": "0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d", "size": 1, "unpack": "C:/opt"}
+  ],
+  "workloadImages": [
+    {"reference": "Example.com/App", "digest": "sha256:abc", "osVersion": "10.0.19041.1", "size": 0, "archive": "app.tar"},
+    {"reference": "example.com/app:1", "digest": "sha256:0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d",
+     "osVersion": "10.0.20348.1", "size": 5, "archive": "cni.tgz"},
+    {"reference": "example.com/web:1", "digest": "sha256:0f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d",
+     "osVersion": "linux", "size": 5, "archive": "cni.tgz"}
   ]
 }`
 	_, err := LoadImageManifest([]byte(doc))
@@ -212,12 +220,82 @@ func TestImageManifestValidation(t *testing.T) {
 		`files[2].size: Invalid value: -1`,
 		`files[3].path: Invalid value: "containerd.exe": an unpacked file must end in .zip, .tar.gz or .tgz`,
 		`files[4].unpack: Invalid value: "C:/opt"`,
+		`workloadImages[0].reference: Invalid value: "Example.com/App"`,
+		`workloadImages[0].digest: Invalid value: "sha256:abc"`,
+		`workloadImages[0].osVersion: Invalid value: "10.0.19041.1": os.version 10.0.19041.1 is Windows build 19041, which kubewin nodes do not run`,
+		`workloadImages[0].size: Invalid value: 0`,
+		`workloadImages[0].archive: Invalid value: "app.tar": must be the path of one of the files listed in files`,
+		`workloadImages[2].osVersion: Invalid value: "linux": os.version "linux" is not a Windows version`,
+		`workloadImages[2].archive: Duplicate value: "cni.tgz (the archive of workloadImages[1])"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q\nfull error: %v", want, err)
 		}
 	}
 }
+
+// The isolation modes an image records: process always, hyperv with containerd only, each
+// once; every mistake is named with its field path.
+func TestImageManifestIsolation(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		runtime   v1alpha1.RuntimeInfo
+		isolation []v1alpha1.Isolation
+		want      []string // empty: valid
+	}{
+		{name: "none recorded: process only", runtime: containerd},
+		{name: "process", runtime: containerd, isolation: []v1alpha1.Isolation{"process"}},
+		{name: "process and hyperv", runtime: containerd, isolation: []v1alpha1.Isolation{"process", "hyperv"}},
+		{name: "hyperv on docker", runtime: docker, isolation: []v1alpha1.Isolation{"process", "hyperv"}, want: []string{
+			`isolation[1]: Invalid value: "hyperv": Hyper-V isolation is configured only with containerd (its runhcs-wcow-hypervisor runtime ` +
+				`handler), and the image's runtime is docker: bake a containerd image, or leave hyperv out`}},
+		{name: "hyperv without process", runtime: containerd, isolation: []v1alpha1.Isolation{"hyperv"}, want: []string{
+			`isolation: Required value: process isolation is always configured: list process first, e.g. [process, hyperv]`}},
+		{name: "unknown and repeated", runtime: containerd, isolation: []v1alpha1.Isolation{"process", "sandbox", "process"}, want: []string{
+			`isolation[1]: Unsupported value: "sandbox": supported values: "process", "hyperv"`,
+			`isolation[2]: Duplicate value: "process"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := LoadImageManifest(readFile(t, "imagemanifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Runtime, m.Isolation = tc.runtime, tc.isolation
+			errs := m.Validate()
+			if len(errs) != len(tc.want) {
+				t.Fatalf("got %d errors, want %d: %v", len(errs), len(tc.want), errs)
+			}
+			for i, want := range tc.want {
+				if errs[i].Error() != want {
+					t.Errorf("error %d:\n%s\nwant\n%s", i, errs[i].Error(), want)
+				}
+			}
+			if got := m.HyperV(); got != slices.Contains(tc.isolation, v1alpha1.IsolationHyperV) {
+				t.Errorf("HyperV() = %v", got)
+			}
+		})
+	}
+}
+
+// The label that says a node runs Hyper-V isolated pods comes from the image, never from a
+// NodeConfig.
+func TestHyperVLabelIsKubewins(t *testing.T) {
+	c, err := LoadNodeConfig(readFile(t, "nodeconfig-full.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Node.Labels = map[string]string{v1alpha1.LabelHyperVIsolation: "true"}
+	errs := c.Validate()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `node.labels[kubewin.io/hyperv-isolation]: Forbidden: kubewin sets this label on the nodes `+
+		`of images baked with Hyper-V isolation`) {
+		t.Errorf("errors: %v", errs)
+	}
+}
+
+var (
+	containerd = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"}
+	docker     = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "24.0.7", CRIDockerdVersion: "0.3.16"}
+)
 
 func FuzzDecodeNodeConfig(f *testing.F) {
 	f.Add(readFileF(f, "nodeconfig-full.yaml"))

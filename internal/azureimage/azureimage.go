@@ -19,14 +19,25 @@ const (
 	TagKubernetesVersion = "kubewin.io/kubernetes-version"
 	TagRuntime           = "kubewin.io/runtime"
 	TagRuntimeVersion    = "kubewin.io/runtime-version"
+	// TagIsolation lists the image's isolation modes, comma-separated ("process,hyperv"); an
+	// image without it runs process isolation only.
+	TagIsolation = "kubewin.io/isolation"
 )
 
 // Tags are the tags of an image with manifest m.
 func Tags(m *v1alpha1.ImageManifest) map[string]string {
-	return map[string]string{
+	tags := map[string]string{
 		TagWindowsBuild: strconv.FormatUint(uint64(m.WindowsBuild), 10), TagKubernetesVersion: m.KubernetesVersion,
 		TagRuntime: string(m.Runtime.Name), TagRuntimeVersion: m.Runtime.Version,
 	}
+	if len(m.Isolation) > 0 {
+		modes := make([]string, len(m.Isolation))
+		for i, mode := range m.Isolation {
+			modes[i] = string(mode)
+		}
+		tags[TagIsolation] = strings.Join(modes, ",")
+	}
+	return tags
 }
 
 // ManifestFromTags is the part of an image's manifest its tags carry: Windows build, Kubernetes
@@ -47,10 +58,21 @@ func Manifest(id string, tags map[string]string) (*v1alpha1.ImageManifest, error
 		return nil, fmt.Errorf("image %s: tag %s=%q is not a Windows Server build kubewin supports (%v)", id, TagWindowsBuild, tags[TagWindowsBuild],
 			v1alpha1.WindowsBuilds)
 	}
-	return &v1alpha1.ImageManifest{
+	m := &v1alpha1.ImageManifest{
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindImageManifest,
 		WindowsBuild:      v1alpha1.WindowsBuild(build),
 		KubernetesVersion: tags[TagKubernetesVersion],
 		Runtime:           v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeName(tags[TagRuntime]), Version: tags[TagRuntimeVersion]},
-	}, nil
+	}
+	if s := tags[TagIsolation]; s != "" {
+		for _, mode := range strings.Split(s, ",") {
+			m.Isolation = append(m.Isolation, v1alpha1.Isolation(strings.TrimSpace(mode)))
+		}
+		if errs := m.Validate().Filter(func(e error) bool {
+			return !strings.HasPrefix(e.Error(), "isolation")
+		}); len(errs) > 0 {
+			return nil, fmt.Errorf("image %s: tag %s=%q: %v", id, TagIsolation, s, errs.ToAggregate())
+		}
+	}
+	return m, nil
 }

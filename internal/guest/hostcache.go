@@ -16,7 +16,8 @@ import (
 )
 
 // cache is a content-addressed store on the Packer host: sha256/<hex> holds a file whose
-// sha256 is <hex>; oci/<hex>.tar the OCI archive of the image whose digest is sha256:<hex>.
+// sha256 is <hex>; oci/<hex>.tar the OCI archive of the image whose digest is sha256:<hex>
+// (the pause image, workload images).
 type cache struct {
 	dir      string
 	client   *http.Client
@@ -71,10 +72,10 @@ func (c *cache) file(ctx context.Context, f v1alpha1.File) (string, error) {
 	return path, os.Rename(tmp.Name(), path)
 }
 
-// pauseArchive returns the cached OCI archive of the plan's pause image, exporting it from
-// its registry when it is not cached.
-func (c *cache) pauseArchive(ctx context.Context, p v1alpha1.PauseImage) (string, error) {
-	path := filepath.Join(c.dir, "oci", strings.TrimPrefix(p.Digest, "sha256:")+".tar")
+// imageArchive returns the cached OCI archive of image ref with the given digest, exporting it
+// from its registry when it is not cached. Only a complete export enters the cache.
+func (c *cache) imageArchive(ctx context.Context, ref, digest string) (string, error) {
+	path := filepath.Join(c.dir, "oci", strings.TrimPrefix(digest, "sha256:")+".tar")
 	if fi, err := os.Stat(path); err == nil {
 		c.Reused += fi.Size()
 		return path, nil
@@ -87,12 +88,12 @@ func (c *cache) pauseArchive(ctx context.Context, p v1alpha1.PauseImage) (string
 		return "", err
 	}
 	defer func() { _ = os.Remove(tmp.Name()) }()
-	err = ociimage.WriteArchive(ctx, tmp, p.Reference, p.Digest, c.registry)
+	err = ociimage.WriteArchive(ctx, tmp, ref, digest, c.registry)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return "", fmt.Errorf("export the pause image: %w", err)
+		return "", fmt.Errorf("export %s: %w", ref, err)
 	}
 	fi, err := os.Stat(tmp.Name())
 	if err != nil {

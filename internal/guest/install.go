@@ -52,9 +52,13 @@ type Install struct {
 	Mirror string
 	// Parallel is how many files the guest downloads at once.
 	Parallel int
-	// CacheDir is the host cache of HostCache; Registry configures pause image pulls into it.
+	// CacheDir is the host cache of HostCache and of workload images; Registry configures image
+	// pulls into it (registry logins among them, which stay on the host).
 	CacheDir string
 	Registry ociimage.Options
+	// Images are workload images, by tag or by digest, pulled on the host into the cache,
+	// uploaded and imported into the runtime's image store by the bake, with either transfer.
+	Images []string
 	// Say receives a line of progress; Out the commands' output.
 	Say func(string)
 	Out io.Writer
@@ -69,6 +73,13 @@ func (in Install) Run(ctx context.Context, t Transport, l Lang) ([]byte, error) 
 	}
 	plan := in.Plan
 	args := BakeArgs{Manifest: PlanPath, Parallel: max(in.Parallel, 1)}
+	c := &cache{dir: in.CacheDir, client: &http.Client{Timeout: 30 * time.Minute}, registry: in.Registry}
+	// Every image is resolved and checked before anything reaches the guest.
+	warm, err := in.pullImages(ctx, c, plan.WindowsBuild, plan.HyperV())
+	if err != nil {
+		return nil, err
+	}
+	var uploads []upload
 	switch in.Transfer {
 	case GuestFetch:
 		args.Mirror = in.Mirror
@@ -79,11 +90,19 @@ func (in Install) Run(ctx context.Context, t Transport, l Lang) ([]byte, error) 
 			return nil, err
 		}
 	case HostCache:
-		if err := in.upload(ctx, t, l, &plan); err != nil {
+		items, err := in.cacheFiles(ctx, c, &plan)
+		if err != nil {
 			return nil, err
 		}
+		uploads = items
 	default:
 		return nil, fmt.Errorf("transfer %q is not a transfer mode: use %q or %q", in.Transfer, GuestFetch, HostCache)
+	}
+	plan.Files = append(plan.Files, warm.files...)
+	plan.WorkloadImages = append(plan.WorkloadImages, warm.images...)
+	uploads = append(uploads, warm.uploads...)
+	if err := in.upload(ctx, t, l, uploads); err != nil {
+		return nil, err
 	}
 	doc, err := api.EncodeJSON(plan)
 	if err != nil {
@@ -131,36 +150,104 @@ func (in Install) fetchNodeboot(ctx context.Context, t Transport, l Lang) error 
 	return fmt.Errorf("the release lists no %s: use the manifest of a kubewin-release data source", NodebootFile)
 }
 
-// upload fills the host cache and uploads every artifact and the pause image archive.
-func (in Install) upload(ctx context.Context, t Transport, l Lang, plan *v1alpha1.ImageManifest) error {
-	c := &cache{dir: in.CacheDir, client: &http.Client{Timeout: 30 * time.Minute}, registry: in.Registry}
+// upload is a file to upload: its node path and local copy.
+type upload struct{ node, local string }
+
+// cacheFiles fills the host cache with every artifact and the pause image archive, and returns
+// them to upload.
+func (in Install) cacheFiles(ctx context.Context, c *cache, plan *v1alpha1.ImageManifest) ([]upload, error) {
 	start := time.Now()
-	type item struct{ node, local string }
-	var items []item
+	downloaded, reused := c.Downloaded, c.Reused
+	var items []upload
 	for _, f := range plan.Files {
 		local, err := c.file(ctx, f)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		items = append(items, item{nodecmd.DefaultPaths().Payload(f.Path), local})
+		items = append(items, upload{nodecmd.DefaultPaths().Payload(f.Path), local})
 	}
 	if plan.PauseImage.Archive == "" {
-		local, err := c.pauseArchive(ctx, plan.PauseImage)
+		local, err := c.imageArchive(ctx, plan.PauseImage.Reference, plan.PauseImage.Digest)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("the pause image: %w", err)
 		}
 		sum, size, err := filesum.File(local)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		plan.Files = append(plan.Files, v1alpha1.File{Path: PauseArchive, SHA256: sum, Size: size})
 		plan.PauseImage.Archive = PauseArchive
-		items = append(items, item{nodecmd.DefaultPaths().Payload(PauseArchive), local})
+		items = append(items, upload{nodecmd.DefaultPaths().Payload(PauseArchive), local})
 	}
 	in.Say(fmt.Sprintf("host cache %s: %d files, %d bytes downloaded, %d bytes from the cache, in %s",
-		c.dir, len(items), c.Downloaded, c.Reused, time.Since(start).Round(time.Millisecond)))
+		c.dir, len(items), c.Downloaded-downloaded, c.Reused-reused, time.Since(start).Round(time.Millisecond)))
+	return items, nil
+}
+
+// WorkloadArchive is the payload path of a workload image's OCI archive.
+func WorkloadArchive(digest string) string {
+	return "ProgramData/kubewin/images/" + strings.Replace(digest, ":", "-", 1) + ".tar"
+}
+
+// workloads are the workload images of a bake: their records, archives and uploads.
+type workloads struct {
+	images  []v1alpha1.WorkloadImage
+	files   []v1alpha1.File
+	uploads []upload
+}
+
+// pullImages resolves every workload image for Windows build host (down-level images too when
+// the image runs Hyper-V isolated containers), pinned by digest, then exports each into the host
+// cache. Nothing is exported unless every image resolves.
+func (in Install) pullImages(ctx context.Context, c *cache, host v1alpha1.WindowsBuild, hyperV bool) (workloads, error) {
+	var w workloads
+	if len(in.Images) == 0 {
+		return w, nil
+	}
+	start := time.Now()
+	seen := map[string]string{}
+	for _, ref := range in.Images {
+		img, err := ociimage.Resolve(ctx, ref, host, hyperV, in.Registry)
+		if err != nil {
+			return w, fmt.Errorf("images: %w", err)
+		}
+		if other, dup := seen[img.Digest]; dup {
+			return w, fmt.Errorf("images: %s and %s are the same image (%s): list it once", other, ref, img.Digest)
+		}
+		seen[img.Digest] = ref
+		w.images = append(w.images, v1alpha1.WorkloadImage{Reference: ref, Digest: img.Digest, OSVersion: img.OSVersion, Size: img.Size,
+			Archive: WorkloadArchive(img.Digest)})
+	}
+	downloaded, reused := c.Downloaded, c.Reused
+	var size int64
+	for _, im := range w.images {
+		t := time.Now()
+		local, err := c.imageArchive(ctx, im.Reference, im.Digest)
+		if err != nil {
+			return w, fmt.Errorf("images: %w", err)
+		}
+		sum, n, err := filesum.File(local)
+		if err != nil {
+			return w, err
+		}
+		w.files = append(w.files, v1alpha1.File{Path: im.Archive, SHA256: sum, Size: n})
+		w.uploads = append(w.uploads, upload{nodecmd.DefaultPaths().Payload(im.Archive), local})
+		size += im.Size
+		in.Say(fmt.Sprintf("workload image %s: %s, os.version %s, %d bytes, in %s", im.Reference, im.Digest, im.OSVersion, im.Size,
+			time.Since(t).Round(time.Millisecond)))
+	}
+	in.Say(fmt.Sprintf("workload images: %d images, %d bytes (%d bytes downloaded, %d bytes from the cache %s) in %s",
+		len(w.images), size, c.Downloaded-downloaded, c.Reused-reused, c.dir, time.Since(start).Round(time.Millisecond)))
+	return w, nil
+}
+
+// upload uploads files to the guest.
+func (in Install) upload(ctx context.Context, t Transport, l Lang, items []upload) error {
+	if len(items) == 0 {
+		return nil
+	}
 	dirs := map[string]bool{}
-	start = time.Now()
+	start := time.Now()
 	var sent int64
 	for _, it := range items {
 		if dir := winDir(it.node); !dirs[dir] {

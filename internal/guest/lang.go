@@ -24,9 +24,9 @@ type Lang interface {
 	Path(node string) string
 	// Mkdir creates a directory and its parents.
 	Mkdir(node string) string
-	// EnableContainers installs the Containers feature and exits 3010 when Windows needs a
-	// restart to finish.
-	EnableContainers() string
+	// EnableFeatures installs Windows features (FeatureContainers, FeatureHyperV) and exits
+	// 3010 when Windows needs a restart to finish any of them.
+	EnableFeatures(features ...string) string
 	// BootTime prints "boot <time>", the time the guest last booted.
 	BootTime() string
 	// Restart restarts the guest.
@@ -121,13 +121,30 @@ func (Windows) Mkdir(node string) string {
 	return PowerShell(fmt.Sprintf("New-Item -ItemType Directory -Force -Path %s | Out-Null", lit(node)))
 }
 
-func (Windows) EnableContainers() string {
-	return PowerShell(`$f = Get-WindowsFeature -Name Containers
-if ($f.Installed) { Write-Output 'Containers feature: installed'; exit 0 }
-$r = Install-WindowsFeature -Name Containers
-if (-not $r.Success) { Write-Error 'installing the Containers feature failed'; exit 1 }
-if ($r.RestartNeeded -eq 'Yes') { Write-Output 'Containers feature: installed, restart needed'; exit 3010 }
-Write-Output 'Containers feature: installed'`)
+// The Windows features a bake installs. Every container needs Containers; a Hyper-V isolated
+// one needs the Hyper-V role too, and on a virtual machine nested virtualization ("The Hyper-V
+// role must be installed before running Hyper-V isolation"; "If a Windows container host will be
+// run from a Hyper-V virtual machine, and will also be hosting Hyper-V isolation, nested
+// virtualization will need to be enabled": MicrosoftDocs/Virtualization-Documentation,
+// virtualization/windowscontainers/deploy-containers/system-requirements.md).
+const (
+	FeatureContainers = "Containers"
+	FeatureHyperV     = "Hyper-V"
+)
+
+// EnableFeatures installs each missing feature with Install-WindowsFeature, the cmdlet of
+// Windows Server's ServerManager module, and asks for a single restart for all of them.
+func (Windows) EnableFeatures(features ...string) string {
+	return PowerShell(fmt.Sprintf(`$restart = $false
+foreach ($name in %s) {
+  $f = Get-WindowsFeature -Name $name
+  if ($f.Installed) { Write-Output "$name feature: installed"; continue }
+  $r = Install-WindowsFeature -Name $name
+  if (-not $r.Success) { Write-Error "installing the $name feature failed"; exit 1 }
+  if ($r.RestartNeeded -eq 'Yes') { Write-Output "$name feature: installed, restart needed"; $restart = $true; continue }
+  Write-Output "$name feature: installed"
+}
+if ($restart) { exit 3010 }`, lits(features)))
 }
 
 func (Windows) BootTime() string {
@@ -138,7 +155,7 @@ func (Windows) BootTime() string {
 // mean a shutdown is already under way). It reads the same in cmd.exe (WinRM) and in PowerShell
 // (the default shell of OpenSSH on the image).
 func (Windows) Restart() string {
-	return `shutdown /r /f /t 5 /c "kubewin: finishing the Containers feature"`
+	return `shutdown /r /f /t 5 /c "kubewin: finishing the Windows features"`
 }
 
 // Fetch sets TLS 1.2 before the download: Windows PowerShell 5.1 offers SSL 3 and TLS 1.0 only
@@ -295,7 +312,7 @@ func (s Sim) Path(node string) string { return simmachine.Path(s.Root, node) }
 
 func (s Sim) Mkdir(node string) string { return "mkdir -p " + sh(s.Path(node)) }
 
-func (Sim) EnableContainers() string              { return "" }
+func (Sim) EnableFeatures(...string) string       { return "" }
 func (Sim) BootTime() string                      { return "" }
 func (Sim) Restart() string                       { return "" }
 func (Sim) Fetch(url, sha256, node string) string { return "" }

@@ -20,22 +20,22 @@ func TestWindowsScriptsParse(t *testing.T) {
 	url := "https://mirror.example.test/it's/$(Stop-Computer)/\"k\"`/kubelet.exe"
 	commands := func(g Windows) map[string]string {
 		return map[string]string{
-			"Mkdir":            g.Mkdir(hostile),
-			"EnableContainers": g.EnableContainers(),
-			"BootTime":         g.BootTime(),
-			"Restart":          g.Restart(),
-			"Fetch":            g.Fetch(url, hostile, hostile),
-			"Bake":             g.Bake(hostile, BakeArgs{Manifest: hostile, Mirror: url, PullPause: hostile, Parallel: 3}),
-			"Receive":          g.Receive(hostile, false),
-			"Receive secret":   g.Receive(hostile, true),
-			"Send":             g.Send(hostile),
-			"Facts":            g.Facts(),
-			"Nodeboot":         g.Nodeboot("join", hostile),
-			"StartNode":        g.StartNode(),
-			"StopNode":         g.StopNode(),
-			"Snapshot":         g.Snapshot(hostile),
-			"Restore":          g.Restore(hostile),
-			"Unbake":           g.Unbake(v1alpha1.RuntimeContainerd),
+			"Mkdir":          g.Mkdir(hostile),
+			"EnableFeatures": g.EnableFeatures(FeatureContainers, FeatureHyperV, hostile),
+			"BootTime":       g.BootTime(),
+			"Restart":        g.Restart(),
+			"Fetch":          g.Fetch(url, hostile, hostile),
+			"Bake":           g.Bake(hostile, BakeArgs{Manifest: hostile, Mirror: url, PullPause: hostile, Parallel: 3}),
+			"Receive":        g.Receive(hostile, false),
+			"Receive secret": g.Receive(hostile, true),
+			"Send":           g.Send(hostile),
+			"Facts":          g.Facts(),
+			"Nodeboot":       g.Nodeboot("join", hostile),
+			"StartNode":      g.StartNode(),
+			"StopNode":       g.StopNode(),
+			"Snapshot":       g.Snapshot(hostile),
+			"Restore":        g.Restore(hostile),
+			"Unbake":         g.Unbake(v1alpha1.RuntimeContainerd),
 		}
 	}
 	// A new command must be added here: the interface's methods but Path, plus the secret Receive.

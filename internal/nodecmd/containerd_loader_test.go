@@ -32,8 +32,9 @@ var containerdMinors = []struct {
 
 // TestContainerdLoadsRenderedConfig has containerd's own configuration loader, of each minor,
 // read the config.toml rendered for it, and checks what containerd would run with: the CNI
-// binaries and configuration directories and the sandbox image. A key a minor does not read is
-// dropped by containerd with only a log line; this catches it.
+// binaries and configuration directories, the sandbox image and, for an image with Hyper-V
+// isolation, both runtime handlers. A key a minor does not read is dropped by containerd with
+// only a log line; this catches it.
 func TestContainerdLoadsRenderedConfig(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Fatal("the go command builds containerd's loader: ", err)
@@ -42,6 +43,7 @@ func TestContainerdLoadsRenderedConfig(t *testing.T) {
 		t.Run(minor.version, func(t *testing.T) {
 			in := testInput(t, 36, v1alpha1.RuntimeContainerd)
 			in.Manifest.Runtime.Version = minor.version
+			in.Manifest.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
 			c, err := ContainerdConfig(in.Manifest, in.Paths)
 			if err != nil {
 				t.Fatal(err)
@@ -75,7 +77,35 @@ func TestContainerdLoadsRenderedConfig(t *testing.T) {
 			if got := lookup(loaded, path...); got != in.Manifest.PauseImage.Reference {
 				t.Errorf("containerd %s runs sandboxes from %v, want %q", minor.version, got, in.Manifest.PauseImage.Reference)
 			}
+			checkRuntimeHandlers(t, minor.version, lookup(loaded, minor.plugin, "containerd"))
 		})
+	}
+}
+
+// checkRuntimeHandlers checks the CRI plugin's containerd section as containerd decoded it: the
+// process handler is the default, and the Hyper-V handler is the runhcs shim with
+// SandboxIsolation 1 (HYPERVISOR), as a RuntimeClass with handler runhcs-wcow-hypervisor needs.
+func checkRuntimeHandlers(t *testing.T, version string, section any) {
+	t.Helper()
+	c, _ := section.(map[string]any)
+	if got := c["defaultRuntimeName"]; got != ProcessHandler {
+		t.Errorf("containerd %s runs pods without a RuntimeClass with %v, want %s", version, got, ProcessHandler)
+	}
+	process, _ := lookup(c, "runtimes", ProcessHandler).(map[string]any)
+	hyperv, _ := lookup(c, "runtimes", HyperVHandler).(map[string]any)
+	for name, h := range map[string]map[string]any{ProcessHandler: process, HyperVHandler: hyperv} {
+		if got := h["runtimeType"]; got != "io.containerd.runhcs.v1" {
+			t.Errorf("containerd %s: handler %s has runtime type %v, want io.containerd.runhcs.v1 (section: %v)", version, name, got, c)
+		}
+	}
+	if got := lookup(process, "options", "SandboxIsolation"); got != nil && got != float64(0) {
+		t.Errorf("containerd %s: %s has SandboxIsolation %v, want none (process)", version, ProcessHandler, got)
+	}
+	if got := lookup(hyperv, "options", "SandboxIsolation"); got != float64(1) {
+		t.Errorf("containerd %s: %s has SandboxIsolation %v (%T), want 1 (HYPERVISOR)", version, HyperVHandler, got, got)
+	}
+	if got := lookup(hyperv, "options", "ScaleCpuLimitsToSandbox"); got != true {
+		t.Errorf("containerd %s: %s has ScaleCpuLimitsToSandbox %v, want true", version, HyperVHandler, got)
 	}
 }
 

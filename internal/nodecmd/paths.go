@@ -74,5 +74,9 @@ func DefaultPaths() Paths {
 	}
 }
 
+// DiagnosticsBundle is where `nodeboot diagnose` writes a node's diagnostics bundle by
+// default (owner-only; each run replaces it).
+func (p Paths) DiagnosticsBundle() string { return p.NodebootDir + `\diagnostics.tar.gz` }
+
 // ContainerdLog is the log file containerd writes itself (--log-file).
 func (p Paths) ContainerdLog() string { return p.LogDir + `\containerd.log` }

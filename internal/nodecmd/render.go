@@ -2,6 +2,7 @@ package nodecmd
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"strings"
 
@@ -130,7 +131,7 @@ func Kubelet(in Input) (*Component, error) {
 		"--node-ip=" + in.NodeIP.String(),
 		"--windows-priorityclass=ABOVE_NORMAL_PRIORITY_CLASS",
 	}
-	if labels := labelList(c.Node.Labels); labels != "" {
+	if labels := labelList(NodeLabels(c, in.Manifest)); labels != "" {
 		args = append(args, "--node-labels="+labels)
 	}
 	for _, k := range sortedKeys(c.Kubelet.ExtraArgs) {
@@ -205,8 +206,9 @@ func CRIDockerd(in Input) (*Component, error) {
 
 // ContainerdConfig renders containerd's config.toml: the sandbox (pause) image from the image
 // manifest and the CNI directories, in the layout of the containerd major the image ships
-// (config version 2 for containerd 1.x, version 3 for 2.x). It depends on the image only, so
-// the image is baked with it. It returns nil for a docker image.
+// (config version 2 for containerd 1.x, version 3 for 2.x). An image with Hyper-V isolation
+// gets both Windows runtime handlers (hyperVHandlers). It depends on the image only, so the
+// image is baked with it. It returns nil for a docker image.
 func ContainerdConfig(m *v1alpha1.ImageManifest, paths Paths) (*Component, error) {
 	if m.Runtime.Name != v1alpha1.RuntimeContainerd {
 		return nil, nil
@@ -221,6 +223,9 @@ func ContainerdConfig(m *v1alpha1.ImageManifest, paths Paths) (*Component, error
 	case 1:
 		fmt.Fprintf(&b, "version = 2\n\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = %s\n\n", pause)
 		fmt.Fprintf(&b, "[plugins.\"io.containerd.grpc.v1.cri\".cni]\n  bin_dir = %s\n  conf_dir = %s\n", bin, conf)
+		if m.HyperV() {
+			hyperVHandlers(&b, `"io.containerd.grpc.v1.cri"`)
+		}
 	case 2:
 		fmt.Fprintf(&b, "version = 3\n\n[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = %s\n\n", pause)
 		// containerd 2.0 reads the CNI binaries' directory from bin_dir only; 2.1 added bin_dirs
@@ -232,10 +237,42 @@ func ContainerdConfig(m *v1alpha1.ImageManifest, paths Paths) (*Component, error
 		} else {
 			fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.cni]\n  bin_dirs = [%s]\n  conf_dir = %s\n", bin, conf)
 		}
+		if m.HyperV() {
+			hyperVHandlers(&b, "'io.containerd.cri.v1.runtime'")
+		}
 	default:
 		return nil, fmt.Errorf("containerd %s is not supported: use containerd 1.7 or 2.x", m.Runtime.Version)
 	}
 	return &Component{Files: map[string][]byte{paths.ContainerdConfigFile: []byte(b.String())}}, nil
+}
+
+// The runtime handlers of a Windows containerd: a Kubernetes RuntimeClass selects one by name.
+const (
+	// ProcessHandler runs process-isolated containers, containerd's default on Windows.
+	ProcessHandler = "runhcs-wcow-process"
+	// HyperVHandler runs each pod in a Hyper-V utility VM.
+	HyperVHandler = "runhcs-wcow-hypervisor"
+)
+
+// hyperVHandlers writes the two Windows runtime handlers under the CRI plugin section that holds
+// containerd.runtimes (plugin): runhcs-wcow-process as the default, and runhcs-wcow-hypervisor,
+// the same shim (runtime_type io.containerd.runhcs.v1) with SandboxIsolation = 1 (HYPERVISOR)
+// and the pod's CPU limits scaled to the utility VM. These are the handlers, annotations and
+// options of containerd's own Windows defaults (DefaultRuntimeConfig in
+// internal/cri/config/config_windows.go, v2.0 to v2.4; pkg/cri/config/config_windows.go in
+// 1.7; the CRI support for it: containerd/containerd#6862). A RuntimeClass selects the handler
+// by name, as Kubernetes' Windows e2e test for Hyper-V containers does
+// (kubernetes/kubernetes test/e2e/windows/hyperv.go); the shim's options are hcsshim's
+// (cmd/containerd-shim-runhcs-v1/options: SandboxIsolation PROCESS 0, HYPERVISOR 1). Written
+// out, the image's configuration says what it runs rather than relying on each minor's defaults.
+func hyperVHandlers(b *strings.Builder, plugin string) {
+	runtimes := "[plugins." + plugin + ".containerd"
+	fmt.Fprintf(b, "\n%s]\n  default_runtime_name = %s\n", runtimes, tomlString(ProcessHandler))
+	fmt.Fprintf(b, "\n%s.runtimes.%s]\n  runtime_type = 'io.containerd.runhcs.v1'\n  container_annotations = ['io.microsoft.container.*']\n",
+		runtimes, ProcessHandler)
+	fmt.Fprintf(b, "\n%s.runtimes.%s]\n  runtime_type = 'io.containerd.runhcs.v1'\n  pod_annotations = ['io.microsoft.virtualmachine.*']\n"+
+		"  container_annotations = ['io.microsoft.container.*']\n", runtimes, HyperVHandler)
+	fmt.Fprintf(b, "\n%s.runtimes.%s.options]\n  SandboxIsolation = 1\n  ScaleCpuLimitsToSandbox = true\n", runtimes, HyperVHandler)
 }
 
 // tomlString quotes s as a TOML literal string when it can (Windows paths keep their
@@ -253,6 +290,20 @@ func taints(ts []v1alpha1.Taint) []corev1.Taint {
 		out = append(out, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
 	return out
+}
+
+// NodeLabels are the labels a node sets on its own Node beyond the kubelet's: the NodeConfig's,
+// and v1alpha1.LabelHyperVIsolation when its image was baked with Hyper-V isolation.
+func NodeLabels(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest) map[string]string {
+	if !m.HyperV() {
+		return c.Node.Labels
+	}
+	labels := maps.Clone(c.Node.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1alpha1.LabelHyperVIsolation] = "true"
+	return labels
 }
 
 func labelList(labels map[string]string) string {

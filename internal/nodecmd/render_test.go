@@ -3,6 +3,7 @@ package nodecmd
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,6 +96,30 @@ func TestKubeletWindowsInvariants(t *testing.T) {
 	}
 }
 
+// A node of an image baked with Hyper-V isolation labels itself so, next to the NodeConfig's
+// labels (which are not changed); other nodes do not.
+func TestKubeletHyperVLabel(t *testing.T) {
+	in := testInput(t, 36, v1alpha1.RuntimeContainerd)
+	want := "--node-labels=kubewin.io/pool=win,node.kubernetes.io/windows-pool=win"
+	k, err := Kubelet(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(k.Args, want) {
+		t.Errorf("process-only node: %v", k.Args)
+	}
+	in.Manifest.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
+	if k, err = Kubelet(in); err != nil {
+		t.Fatal(err)
+	}
+	if want := "--node-labels=kubewin.io/hyperv-isolation=true,kubewin.io/pool=win,node.kubernetes.io/windows-pool=win"; !slices.Contains(k.Args, want) {
+		t.Errorf("Hyper-V node: %v, want %s", k.Args, want)
+	}
+	if _, ok := in.Config.Node.Labels[v1alpha1.LabelHyperVIsolation]; ok {
+		t.Error("the NodeConfig's labels were changed")
+	}
+}
+
 func TestKubeletExtraArgs(t *testing.T) {
 	in := testInput(t, 36, v1alpha1.RuntimeContainerd)
 	in.Config.Kubelet.ExtraArgs = map[string]string{"v": "2", "image-gc-high-threshold": "80"}
@@ -174,6 +199,11 @@ func TestContainerdConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden.Assert(t, "containerd-"+v+".toml", c.Files[in.Paths.ContainerdConfigFile])
+		in.Manifest.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
+		if c, err = ContainerdConfig(in.Manifest, in.Paths); err != nil {
+			t.Fatal(err)
+		}
+		golden.Assert(t, "containerd-"+v+"-hyperv.toml", c.Files[in.Paths.ContainerdConfigFile])
 	}
 	in := testInput(t, 36, v1alpha1.RuntimeContainerd)
 	in.Manifest.Runtime.Version = "3.0.0"

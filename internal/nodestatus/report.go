@@ -112,6 +112,30 @@ func ReportObject(poolLabel, pool, node string) *corev1.ConfigMap {
 	}}
 }
 
+// BundleLinePrefix starts the last line `nodeboot diagnose` prints when it wrote the bundle to
+// a file, followed by the bundle's path on the node.
+const BundleLinePrefix = "bundle: "
+
+// ParseDiagnosis splits what `nodeboot diagnose` printed — the bundle's summary, the join
+// report as a serial console line (SerialLine) when the node has one, and the bundle line —
+// into the summary, the report (nil when there is none) and the bundle's path on the node
+// (empty when the output has no bundle line: the bundle went to standard output, or nodeboot
+// did not get that far).
+func ParseDiagnosis(out string) (summary string, report *Report, bundle string) {
+	var kept []string
+	for _, line := range strings.Split(strings.TrimRight(strings.ReplaceAll(out, "\r\n", "\n"), "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(line, BundleLinePrefix):
+			bundle = strings.TrimPrefix(line, BundleLinePrefix)
+		case strings.HasPrefix(line, SerialPrefix):
+			report = LastSerialReport([]byte(line))
+		default:
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "\n") + "\n", report, bundle
+}
+
 // SerialPrefix starts the line nodeboot writes to the machine's serial console with its report,
 // at every change: clouds keep the serial console (Azure's boot diagnostics), so a provisioner
 // can read a join that failed before it could reach the cluster.

@@ -1,13 +1,14 @@
-// Package ociimage resolves and exports the pause image of a Windows node: it finds the
-// manifest of a (multi-platform) image for windows/amd64 on a given Windows build, and writes
-// that image as an OCI archive (a tar of an OCI image layout) that containerd and Docker
-// import, so that a node never pulls its sandbox image.
+// Package ociimage resolves and exports the images baked into a Windows node (the pause image
+// and workload images): it finds the manifest of a (multi-platform) image for windows/amd64 that
+// runs on a given Windows build, and writes that image as an OCI archive (a tar of an OCI image
+// layout) that containerd and Docker import, so that a node never pulls them.
 package ociimage
 
 import (
 	"archive/tar"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,74 +21,162 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 )
 
 // Options of registry access.
 type Options struct {
 	// Transport replaces the default HTTP transport (tests count bytes with it).
 	Transport http.RoundTripper
+	// Keychain gives credentials for registries, ahead of the Docker config's.
+	Keychain authn.Keychain
 }
 
 func (o Options) remote(ctx context.Context) []remote.Option {
 	// Credentials come from the Docker config (docker login), as for any registry client.
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+	var keychain authn.Keychain = authn.DefaultKeychain
+	if o.Keychain != nil {
+		keychain = authn.NewMultiKeychain(o.Keychain, authn.DefaultKeychain)
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(keychain)}
 	if o.Transport != nil {
 		opts = append(opts, remote.WithTransport(o.Transport))
 	}
 	return opts
 }
 
-// Resolve returns the digest of ref's image for windows/amd64 whose os.version is on build
-// ("10.0.20348.*"). ref may name an image index or a single image.
-func Resolve(ctx context.Context, ref string, build uint32, o Options) (string, error) {
+// Logins is a Keychain of a user name and password per registry ("registry.example.com",
+// "127.0.0.1:5000"; Docker Hub is "index.docker.io"), as name.Registry.RegistryStr spells it.
+type Logins map[string]authn.Basic
+
+// Resolve returns the login for r's registry, or none.
+func (l Logins) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	if b, ok := l[r.RegistryStr()]; ok && b != (authn.Basic{}) {
+		return &b, nil
+	}
+	return authn.Anonymous, nil
+}
+
+// Image is an image resolved for a Windows host.
+type Image struct {
+	// Digest is the digest of the windows/amd64 image's manifest.
+	Digest string
+	// OSVersion is its os.version ("10.0.20348.2849").
+	OSVersion string
+	// Size is what a pull of it downloads, in bytes: its manifest, config and compressed layers.
+	Size int64
+}
+
+// Resolve returns ref's image that runs on a host of Windows build host, by
+// v1alpha1.CheckImageBuild: from a multi-platform index (as mcr.microsoft.com/windows/servercore
+// publishes them, one windows/amd64 entry per build with its os.version), the entry of the
+// host's build or, with hyperV, of the newest older build; a single image must itself pass.
+// ref names the image by tag or by digest.
+func Resolve(ctx context.Context, ref string, host v1alpha1.WindowsBuild, hyperV bool, o Options) (Image, error) {
 	r, err := name.ParseReference(ref)
 	if err != nil {
-		return "", fmt.Errorf("image reference %q: %w", ref, err)
+		return Image{}, fmt.Errorf("image reference %q: %w", ref, err)
 	}
 	desc, err := remote.Get(r, o.remote(ctx)...)
 	if err != nil {
-		return "", fmt.Errorf("look up %s: %w", ref, err)
+		return Image{}, lookupError(ref, r, err)
 	}
-	prefix := fmt.Sprintf("10.0.%d.", build)
-	matches := func(p *v1.Platform) bool {
-		return p != nil && p.OS == "windows" && p.Architecture == "amd64" && (p.OSVersion == prefix[:len(prefix)-1] || strings.HasPrefix(p.OSVersion,
-			prefix))
-	}
-	if desc.MediaType.IsIndex() {
-		idx, err := desc.ImageIndex()
+	if !desc.MediaType.IsIndex() {
+		img, err := desc.Image()
 		if err != nil {
-			return "", err
+			return Image{}, err
 		}
-		im, err := idx.IndexManifest()
+		cf, err := img.ConfigFile()
 		if err != nil {
-			return "", err
+			return Image{}, err
 		}
-		var seen []string
-		for _, m := range im.Manifests {
-			if matches(m.Platform) {
-				return m.Digest.String(), nil
-			}
-			if m.Platform != nil {
-				seen = append(seen, m.Platform.OS+"/"+m.Platform.Architecture+" "+m.Platform.OSVersion)
-			}
+		if cf.OS != "windows" || cf.Architecture != "amd64" {
+			return Image{}, fmt.Errorf("%s is an image for %s/%s, not windows/amd64: use a Windows image", ref, cf.OS, cf.Architecture)
 		}
-		return "", fmt.Errorf("%s has no windows/amd64 image for Windows build %d (os.version %s*): it has %s; use a pause image that supports this build "+
-			"(registry.k8s.io/pause 3.10.2 or later covers 17763, 20348 and 26100)",
-			ref, build, prefix, strings.Join(seen, ", "))
+		if err := v1alpha1.CheckImageBuild(host, cf.OSVersion, hyperV); err != nil {
+			return Image{}, fmt.Errorf("%s: %w", ref, err)
+		}
+		return sized(img, Image{Digest: desc.Digest.String(), OSVersion: cf.OSVersion})
 	}
-	img, err := desc.Image()
+	idx, err := desc.ImageIndex()
 	if err != nil {
-		return "", err
+		return Image{}, err
 	}
-	cf, err := img.ConfigFile()
+	im, err := idx.IndexManifest()
 	if err != nil {
-		return "", err
+		return Image{}, err
 	}
-	if p := cf.Platform(); !matches(p) {
-		return "", fmt.Errorf("%s is an image for %s/%s %s, not windows/amd64 on Windows build %d", ref, cf.OS, cf.Architecture, cf.OSVersion, build)
+	var seen []string
+	var refused []error
+	var best *v1.Descriptor
+	var bestBuild v1alpha1.WindowsBuild
+	for i, m := range im.Manifests {
+		p := m.Platform
+		if p == nil {
+			continue
+		}
+		if p.OS != "windows" || p.Architecture != "amd64" {
+			seen = append(seen, p.OS+"/"+p.Architecture)
+			continue
+		}
+		if err := v1alpha1.CheckImageBuild(host, p.OSVersion, hyperV); err != nil {
+			refused = append(refused, fmt.Errorf("os.version %s: %w", p.OSVersion, err))
+			continue
+		}
+		// The host's build wins; under Hyper-V isolation, the newest older one otherwise.
+		if b, _ := v1alpha1.ImageBuild(p.OSVersion); best == nil || b == host || (bestBuild != host && b > bestBuild) {
+			best, bestBuild = &im.Manifests[i], b
+		}
 	}
-	return desc.Digest.String(), nil
+	switch {
+	case best != nil:
+		img, err := idx.Image(best.Digest)
+		if err != nil {
+			return Image{}, err
+		}
+		return sized(img, Image{Digest: best.Digest.String(), OSVersion: best.Platform.OSVersion})
+	case len(refused) == 0:
+		return Image{}, fmt.Errorf("%s has no windows/amd64 image: it has %s; use a Windows image (an index with a windows/amd64 entry per "+
+			"Windows build)", ref, strings.Join(seen, ", "))
+	case len(refused) == 1:
+		return Image{}, fmt.Errorf("%s has one windows/amd64 image, and it does not run on Windows build %d: %w", ref, host, refused[0])
+	}
+	return Image{}, fmt.Errorf("%s has no windows/amd64 image for Windows build %d: %w", ref, host, errors.Join(refused...))
+}
+
+// sized adds img's size to i.
+func sized(img v1.Image, i Image) (Image, error) {
+	raw, err := img.RawManifest()
+	if err != nil {
+		return i, err
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return i, err
+	}
+	i.Size = int64(len(raw)) + m.Config.Size
+	for _, l := range m.Layers {
+		i.Size += l.Size
+	}
+	return i, nil
+}
+
+// lookupError says what a registry's refusal to look ref up means and what to do.
+func lookupError(ref string, r name.Reference, err error) error {
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		switch terr.StatusCode {
+		case http.StatusNotFound:
+			return fmt.Errorf("%s does not exist in %s: check the repository and the tag or digest (%w)", ref, r.Context().RegistryStr(), err)
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return fmt.Errorf("%s refused access to %s with the credentials given (%w): check the credentials for %s", r.Context().RegistryStr(),
+				ref, err, r.Context().RegistryStr())
+		}
+	}
+	return fmt.Errorf("look up %s: %w", ref, err)
 }
 
 // Pinned returns ref pinned to digest ("registry.k8s.io/pause@sha256:…").
@@ -325,23 +414,23 @@ func Inspect(r io.Reader) (Archived, error) {
 	return a, nil
 }
 
-// PushWindows pushes ref as an index holding base once per Windows build, as a windows/amd64
-// image whose os.version is 10.0.<build>.1 (how Windows base images are published), and
-// returns each build's image digest.
-func PushWindows(ctx context.Context, ref string, base v1.Image, builds []uint32, o Options) (map[uint32]string, error) {
+// PushWindows pushes ref as a multi-platform index holding base once per os.version
+// ("10.0.20348.2849"), each a windows/amd64 image with that os.version in its config and its index
+// entry (how Windows base images are published), and returns each os.version's image digest.
+func PushWindows(ctx context.Context, ref string, base v1.Image, osVersions []string, o Options) (map[string]string, error) {
 	tag, err := name.NewTag(ref)
 	if err != nil {
 		return nil, fmt.Errorf("image reference %q: %w", ref, err)
 	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	digests := map[uint32]string{}
-	for _, b := range builds {
+	digests := map[string]string{}
+	for _, v := range osVersions {
 		cf, err := base.ConfigFile()
 		if err != nil {
 			return nil, err
 		}
 		cf = cf.DeepCopy()
-		cf.OS, cf.Architecture, cf.OSVersion = "windows", "amd64", fmt.Sprintf("10.0.%d.1", b)
+		cf.OS, cf.Architecture, cf.OSVersion = "windows", "amd64", v
 		img, err := mutate.ConfigFile(base, cf)
 		if err != nil {
 			return nil, err
@@ -350,9 +439,9 @@ func PushWindows(ctx context.Context, ref string, base v1.Image, builds []uint32
 		if err != nil {
 			return nil, err
 		}
-		digests[b] = d.String()
+		digests[v] = d.String()
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
-			Platform: &v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: cf.OSVersion},
+			Platform: &v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: v},
 		}})
 	}
 	if err := remote.WriteIndex(tag, idx, o.remote(ctx)...); err != nil {

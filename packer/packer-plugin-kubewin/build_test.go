@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/filesum"
+	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/internal/testkit/ociregistry"
 	"github.com/kubewin/kubewin/internal/testkit/releasemirror"
@@ -256,8 +259,15 @@ var hostCacheLine = regexp.MustCompile(`host cache .*: (\d+) files, (\d+) bytes 
 // downloaded, as the provisioner reports them, and the build's output.
 func hostCacheBuild(t testing.TB, e *env, u *upstream, pause, dir, cache, out string) (int64, string) {
 	t.Helper()
-	log, err := e.build(t, dir, releaseBlock(u, pause)+localBuild(e, out, fmt.Sprintf("    transfer = \"host-cache\"\n    cache_dir = %q", cache)),
-		"-force")
+	return hostCacheBuildWith(t, e, u, pause, dir, cache, out, "")
+}
+
+// hostCacheBuildWith is hostCacheBuild with more provisioner configuration and packer build
+// arguments.
+func hostCacheBuildWith(t testing.TB, e *env, u *upstream, pause, dir, cache, out, provisioner string, args ...string) (int64, string) {
+	t.Helper()
+	log, err := e.build(t, dir, passwordVariable+releaseBlock(u, pause)+localBuild(e, out, fmt.Sprintf("    transfer = \"host-cache\"\n"+
+		"    cache_dir = %q\n%s", cache, provisioner)), append([]string{"-force", "-var", "registry_password=" + registryPassword}, args...)...)
 	if err != nil {
 		t.Fatalf("packer build: %v\n%s", err, log)
 	}
@@ -294,7 +304,8 @@ func TestBuildHostCache(t *testing.T) {
 }
 
 // BenchmarkSecondBake reports what a host-cache build downloads with a cold cache and with the
-// cache the first build warmed.
+// cache the first build warmed, what pre-pulled workload images add to a bake (bytes and
+// seconds per image), and what a node baked with them downloads at first boot.
 func BenchmarkSecondBake(b *testing.B) {
 	e, u, _, pause := serveRelease(b, 20348)
 	dir := b.TempDir()
@@ -306,4 +317,226 @@ func BenchmarkSecondBake(b *testing.B) {
 	}
 	b.ReportMetric(float64(first), "first-bake-bytes")
 	b.ReportMetric(float64(second), "second-bake-bytes")
+
+	// What pre-pulling workload images adds to a bake: two images of two 2 MiB layers each,
+	// against the same bake without them, both with a cold cache; then what a node from that
+	// image downloads at first boot.
+	private, public, app, web := workloadRegistries(b, 2<<20)
+	start := time.Now()
+	hostCacheBuild(b, e, u, pause, dir, filepath.Join(dir, "cache-base"), out)
+	base := time.Since(start)
+	start = time.Now()
+	_, log := hostCacheBuildWith(b, e, u, pause, dir, filepath.Join(dir, "cache-images"), out, imagesBlock(private, app, web))
+	withImages := time.Since(start)
+	m := regexp.MustCompile(`workload images: 2 images, \d+ bytes \((\d+) bytes downloaded`).FindStringSubmatch(log)
+	if m == nil {
+		b.Fatalf("no workload image figures in the output:\n%s", log)
+	}
+	pulled, _ := strconv.ParseInt(m[1], 10, 64)
+	sent := private.Sent.Load() + public.Sent.Load() + u.Sent.Load()
+	firstBoot(b, e, out)
+	b.ReportMetric(float64(pulled)/2, "bake-bytes/workload-image")
+	b.ReportMetric((withImages-base).Seconds()/2, "bake-s/workload-image")
+	b.ReportMetric(float64(private.Sent.Load()+public.Sent.Load()+u.Sent.Load()-sent), "first-boot-bytes")
+}
+
+// workloadRegistries serves two workload images for the builds Windows Server publishes: one in
+// a registry that requires a login, one in an open one; layerSize sets their size (two layers
+// each). It returns the registries and the images' references.
+func workloadRegistries(tb testing.TB, layerSize int) (private, public *ociregistry.Registry, app, web string) {
+	tb.Helper()
+	private = ociregistry.ServeWithLogin(tb, "builder", registryPassword)
+	public = ociregistry.Serve(tb)
+	app, _ = private.PushWindowsImage(tb, "team/app:1.4", layerSize, "10.0.17763.6532", "10.0.20348.2849", "10.0.26100.2314")
+	web, _ = public.PushWindowsImage(tb, "web:2", layerSize, "10.0.20348.2849", "10.0.26100.2314")
+	return private, public, app, web
+}
+
+// registryPassword is the private registry's password, which must appear nowhere but in the
+// variable that passes it.
+const registryPassword = "s3cret-registry-pw"
+
+// imagesBlock is the provisioner configuration pre-pulling images, with the private registry's
+// login from a sensitive variable.
+func imagesBlock(private *ociregistry.Registry, images ...string) string {
+	q := make([]string, len(images))
+	for i, im := range images {
+		q[i] = strconv.Quote(im)
+	}
+	return fmt.Sprintf(`    images = [%s]
+    registry_credentials {
+      server   = %q
+      username = "builder"
+      password = var.registry_password
+    }
+`, strings.Join(q, ", "), private.Host)
+}
+
+const passwordVariable = `
+variable "registry_password" {
+  type      = string
+  sensitive = true
+}
+`
+
+// A bake pre-pulls two workload images, one behind a login: the manifest lists each with the
+// digest of its 2022 entry, its os.version and size, their archives are in the image, imported
+// into containerd, the login is nowhere in the output or the image, and a node from the image
+// downloads nothing for them at first boot. An image of another build, one that does not exist,
+// a wrong password, an image without a windows/amd64 entry, or only of a build kubewin does not
+// run fail the build naming the image, and leave no image behind.
+func TestBuildWorkloadImages(t *testing.T) {
+	e, u, _, pause := serveRelease(t, 20348)
+	private, public, app, web := workloadRegistries(t, 1<<20)
+	dir := t.TempDir()
+	for _, transfer := range []string{"guest-fetch", "host-cache"} {
+		t.Run(transfer, func(t *testing.T) {
+			out := filepath.Join(dir, transfer)
+			tpl := passwordVariable + releaseBlock(u, pause) + localBuild(e, out, imagesBlock(private, app, web)+
+				fmt.Sprintf("    transfer = %q\n    cache_dir = %q\n", transfer, filepath.Join(dir, "cache-"+transfer)))
+			log, err := e.build(t, dir, tpl, "-var", "registry_password="+registryPassword)
+			if err != nil {
+				t.Fatalf("packer build: %v\n%s", err, log)
+			}
+			if os.Getenv("KUBEWIN_SHOW_BUILD") != "" {
+				t.Log(log)
+			}
+			checkWarmImage(t, e, out, log, private, public, app, web)
+			if where := findString(t, registryPassword, log, dir); where != "" {
+				t.Errorf("the registry password is in %s", where)
+			}
+		})
+	}
+	refuseImages(t, e, u, pause, dir, private, public, app, web)
+}
+
+// checkWarmImage checks an image baked with workload images app and web.
+func checkWarmImage(t *testing.T, e *env, out, log string, private, public *ociregistry.Registry, app, web string) {
+	t.Helper()
+	checkImage(t, out)
+	raw, err := os.ReadFile(filepath.Join(out, simmachine.ImageManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := api.LoadImageManifest(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.WorkloadImages) != 2 {
+		t.Fatalf("workload images in the manifest: %+v", m.WorkloadImages)
+	}
+	for i, ref := range []string{app, web} {
+		w := m.WorkloadImages[i]
+		want, err := ociimage.Resolve(context.Background(), ref, 20348, false, private.Options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Reference != ref || w.Digest != want.Digest || w.OSVersion != "10.0.20348.2849" || w.Size != want.Size || w.Size < 2<<20 {
+			t.Errorf("workload image %d: %+v, want %s %+v", i, w, ref, want)
+		}
+	}
+	if !regexp.MustCompile(`\[bake\] workload images: 2 imported, \d+ bytes`).MatchString(log) ||
+		!regexp.MustCompile(`workload images: 2 images, \d+ bytes \(\d+ bytes downloaded`).MatchString(log) {
+		t.Errorf("the build does not report the workload images' cost:\n%s", log)
+	}
+
+	// A node from the image: its first boot finds the images in the payload, verified, and
+	// neither registry sends a byte.
+	sent := private.Sent.Load() + public.Sent.Load()
+	firstBoot(t, e, out)
+	if d := private.Sent.Load() + public.Sent.Load() - sent; d != 0 {
+		t.Errorf("the registries sent %d bytes at first boot", d)
+	}
+}
+
+// refuseImages checks that images a node cannot run, or cannot get, fail the build.
+func refuseImages(t *testing.T, e *env, u *upstream, pause, dir string, private, public *ociregistry.Registry, app, web string) {
+	t.Helper()
+	linux := public.PushLinuxImage(t, "tools:linux")
+	win10, _ := public.PushWindowsImage(t, "desktop:1", 4<<10, "10.0.19041.1")
+	old, _ := public.PushWindowsImage(t, "legacy:1", 4<<10, "10.0.17763.6532")
+	for _, tc := range []struct {
+		image, password, want string
+	}{
+		{old, registryPassword, "images: " + old + " has one windows/amd64 image, and it does not run on Windows build 20348: " +
+			"os.version 10.0.17763.6532: the image is for Windows build 17763 (os.version 10.0.17763.6532), the host runs build 20348 " +
+			"(Windows Server 2022): a process-isolated container must match the host's build (HCS_E_IMAGE_MISMATCH); use the image's " +
+			"variant for build 20348"},
+		{public.Host + "/missing:1", registryPassword, "images: " + public.Host + "/missing:1 does " +
+			"not exist in " + public.Host + ": check the repository and the tag or digest"},
+		{app, "wrong-password", "images: " + private.Host + " refused access to " + app + " with the credentials " +
+			"given"},
+		{linux, registryPassword, "images: " + linux + " has no windows/amd64 image: it has linux/amd64; use a " +
+			"Windows image"},
+		{win10, registryPassword, "images: " + win10 + " has one windows/amd64 image, and it does not run on Windows build 20348: " +
+			"os.version 10.0.19041.1: os.version 10.0.19041.1 is Windows build 19041, which kubewin nodes do not run"},
+	} {
+		out := filepath.Join(dir, "refused")
+		cache := filepath.Join(dir, "cache-refused")
+		log, err := e.build(t, dir, passwordVariable+releaseBlock(u, pause)+localBuild(e, out,
+			imagesBlock(private, web, tc.image)+fmt.Sprintf("    cache_dir = %q\n", cache)), "-var", "registry_password="+tc.password)
+		if err == nil {
+			t.Errorf("%s was baked:\n%s", tc.image, log)
+			continue
+		}
+		if !strings.Contains(strings.Join(strings.Fields(log), " "), tc.want) {
+			t.Errorf("the failure does not say %q:\n%s", tc.want, log)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("a failed build left %s behind (%v)", out, err)
+		}
+		// Nothing was exported: every image is resolved before any is pulled.
+		if entries, _ := os.ReadDir(filepath.Join(cache, "oci")); len(entries) != 0 {
+			t.Errorf("a refused build left %d image exports in the cache", len(entries))
+		}
+	}
+}
+
+// findString returns the first of the text and the files under dir that holds s, or "".
+func findString(t *testing.T, s, text, dir string) string {
+	t.Helper()
+	if strings.Contains(text, s) {
+		return "the build's output"
+	}
+	found := ""
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || found != "" {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Contains(b, []byte(s)) && filepath.Base(path) != "build.pkr.hcl" {
+			found = path
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// firstBoot provisions a simulated machine from an image directory, as a pool does, and runs
+// its first boot's preflight (nodeboot join phase preflight), which verifies every payload file
+// against the image manifest without downloading any.
+func firstBoot(t testing.TB, e *env, image string) {
+	t.Helper()
+	nc, err := api.EncodeJSON(v1alpha1.NodeConfig{
+		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindNodeConfig,
+		Cluster: v1alpha1.Cluster{APIServerEndpoint: "127.0.0.1:6443", CACertHashes: []string{"sha256:" + strings.Repeat("1", 64)},
+			BootstrapToken: "abcdef.0123456789abcdef", ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12"},
+		Node: v1alpha1.Node{Name: "warm-1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	m := simmachine.Machine{Root: root, ComputerName: "warm-1", Build: 20348, Adapter: "Ethernet", Address: netip.MustParseAddr("127.4.0.1"),
+		Subnet: netip.MustParsePrefix("127.4.0.0/16"), Runtime: v1alpha1.RuntimeContainerd}
+	if err := simmachine.Provision(m, image, nc); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(e.nodeboot, "--platform", "sim", "--root", root, "join", "phase", "preflight").CombinedOutput()
+	if err != nil {
+		t.Fatalf("first boot preflight: %v\n%s", err, out)
+	}
 }

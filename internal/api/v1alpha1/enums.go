@@ -53,6 +53,28 @@ const (
 // RuntimeNames lists every RuntimeName.
 var RuntimeNames = []RuntimeName{RuntimeContainerd, RuntimeDocker}
 
+// Isolation is how a Windows container is isolated from its host.
+type Isolation string
+
+const (
+	// IsolationProcess shares the host's kernel: the container's image must match the host's
+	// build (a down-level image fails with HCS_E_IMAGE_MISMATCH).
+	IsolationProcess Isolation = "process"
+	// IsolationHyperV runs each pod in a utility VM with its own kernel: images of the host's
+	// build and of earlier builds run (a 2019 or 2022 image on a 2025 host). containerd only.
+	IsolationHyperV Isolation = "hyperv"
+)
+
+// Isolations lists every Isolation.
+var Isolations = []Isolation{IsolationProcess, IsolationHyperV}
+
+// LabelHyperVIsolation is "true" on the nodes whose image was baked with Hyper-V isolation: the
+// kubelet sets it on its own Node (--node-labels) from the image manifest. NodeRestriction lets a
+// kubelet set any label outside the kubernetes.io and k8s.io namespaces (and a few within them),
+// so kubewin.io is allowed (kubernetes staging/src/k8s.io/kubelet/pkg/apis/well_known_labels.go
+// IsKubeletLabel; plugin/pkg/admission/noderestriction/admission.go). A NodeConfig may not set it.
+const LabelHyperVIsolation = "kubewin.io/hyperv-isolation"
+
 // ProxyMode says how kube-proxy runs on the node.
 type ProxyMode string
 

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // ImageManifest says what a baked kubewin image contains. The Packer plugin writes it into the
 // image; nodeboot verifies the payload against it on first boot; the provider reads it to check
 // version skew and OS build before creating anything.
@@ -15,6 +17,15 @@ type ImageManifest struct {
 	Runtime RuntimeInfo `json:"runtime"`
 	// PauseImage is the sandbox image, imported into the runtime, matching WindowsBuild.
 	PauseImage PauseImage `json:"pauseImage"`
+	// WorkloadImages are the workload container images pre-pulled into the runtime's image store
+	// (containerd's k8s.io namespace, or Docker's) when the image was baked: the kubelet finds
+	// them present, and first boot pulls nothing for them.
+	WorkloadImages []WorkloadImage `json:"workloadImages,omitempty"`
+	// Isolation lists the isolation modes the image's runtime is configured for: process
+	// (always) and hyperv when the image was baked with Hyper-V isolation (the Hyper-V feature
+	// installed and containerd's runhcs-wcow-hypervisor runtime handler configured). Empty
+	// means process only, as in images baked before the field existed.
+	Isolation []Isolation `json:"isolation,omitempty"`
 	// NodebootVersion is the version of nodeboot in the image.
 	NodebootVersion string `json:"nodebootVersion"`
 	// Files lists every file of the payload with its sha256.
@@ -38,6 +49,21 @@ type PauseImage struct {
 	Archive string `json:"archive,omitempty"`
 }
 
+// WorkloadImage is a workload container image baked into the runtime's image store.
+type WorkloadImage struct {
+	// Reference is the image as it was asked for, by tag or by digest ("mcr.microsoft.com/windows/servercore:ltsc2022").
+	Reference string `json:"reference"`
+	// Digest is the digest of the windows/amd64 image that was imported (not of a multi-platform index).
+	Digest string `json:"digest"`
+	// OSVersion is the image's os.version ("10.0.20348.2849"): its Windows build.
+	OSVersion string `json:"osVersion"`
+	// Size is what a pull of the image downloads, in bytes: its manifest, config and compressed layers.
+	Size int64 `json:"size"`
+	// Archive is the payload path of the image as an OCI archive, imported into the runtime when
+	// the image is baked.
+	Archive string `json:"archive"`
+}
+
 // File is one file of the payload.
 type File struct {
 	// Path is relative to the system drive (C:\), with forward slashes ("k/kubelet.exe").
@@ -52,3 +78,6 @@ type File struct {
 	// extracted at bake into this directory, relative to the system drive ("Program Files/containerd").
 	Unpack string `json:"unpack,omitempty"`
 }
+
+// HyperV reports whether the image runs containers under Hyper-V isolation too.
+func (m *ImageManifest) HyperV() bool { return slices.Contains(m.Isolation, IsolationHyperV) }

@@ -199,6 +199,11 @@ func validateNodeLabels(p *field.Path, labels map[string]string) field.ErrorList
 		for _, msg := range validation.IsValidLabelValue(v) {
 			errs = append(errs, field.Invalid(p.Key(k), v, msg))
 		}
+		if k == LabelHyperVIsolation {
+			errs = append(errs, field.Forbidden(p.Key(k), "kubewin sets this label on the nodes of images baked with Hyper-V isolation "+
+				"(the kubewin-node provisioner's hyperv_isolation): remove it, and bake such an image to get it"))
+			continue
+		}
 		if ns, _, ok := strings.Cut(k, "/"); ok && isKubernetesNamespace(ns) && !kubeletMaySet(k, ns) {
 			errs = append(errs, field.Forbidden(p.Key(k), fmt.Sprintf(
 				"a kubelet may not set labels in the %s namespace except %s and the %s namespaces: apply this label with kubectl or use your own prefix (e.g. "+
@@ -408,10 +413,72 @@ func (m *ImageManifest) Validate() field.ErrorList {
 	if a := m.PauseImage.Archive; a != "" && !slices.ContainsFunc(m.Files, func(f File) bool { return f.Path == a }) {
 		errs = append(errs, field.Invalid(pp.Child("archive"), a, "must be the path of one of the files listed in files"))
 	}
+	errs = append(errs, m.validateIsolation(field.NewPath("isolation"))...)
+	errs = append(errs, m.validateWorkloadImages(field.NewPath("workloadImages"))...)
 	if m.NodebootVersion == "" {
 		errs = append(errs, field.Required(field.NewPath("nodebootVersion"), "the nodeboot version baked into the image"))
 	}
 	return append(errs, validateFiles(field.NewPath("files"), m.Files)...)
+}
+
+func (m *ImageManifest) validateWorkloadImages(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	archives := map[string]int{}
+	for i, w := range m.WorkloadImages {
+		ip := p.Index(i)
+		if !imageRefRE.MatchString(w.Reference) {
+			errs = append(errs, field.Invalid(ip.Child("reference"), w.Reference,
+				"must be an image reference such as mcr.microsoft.com/windows/nanoserver:ltsc2022"))
+		}
+		if !digestRE.MatchString(w.Digest) {
+			errs = append(errs, field.Invalid(ip.Child("digest"), w.Digest, `must be "sha256:" followed by 64 lower-case hex digits`))
+		}
+		if err := CheckImageBuild(m.WindowsBuild, w.OSVersion, m.HyperV()); err != nil {
+			errs = append(errs, field.Invalid(ip.Child("osVersion"), w.OSVersion, err.Error()))
+		}
+		if w.Size <= 0 {
+			errs = append(errs, field.Invalid(ip.Child("size"), w.Size, "must be the image's size in bytes"))
+		}
+		switch j, dup := archives[w.Archive]; {
+		case !slices.ContainsFunc(m.Files, func(f File) bool { return f.Path == w.Archive }):
+			errs = append(errs, field.Invalid(ip.Child("archive"), w.Archive, "must be the path of one of the files listed in files"))
+		case dup:
+			errs = append(errs, field.Duplicate(ip.Child("archive"), fmt.Sprintf("%s (the archive of workloadImages[%d])", w.Archive, j)))
+		case w.Archive == m.PauseImage.Archive:
+			errs = append(errs, field.Duplicate(ip.Child("archive"), w.Archive+" (the pause image's archive)"))
+		default:
+			archives[w.Archive] = i
+		}
+	}
+	return errs
+}
+
+// validateIsolation checks the isolation modes: known, each once, process among them, and
+// hyperv only with containerd, whose runhcs-wcow-hypervisor runtime handler the bake configures
+// (Docker Engine has no runtime handler a Kubernetes RuntimeClass can select).
+func (m *ImageManifest) validateIsolation(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(m.Isolation) == 0 {
+		return nil
+	}
+	seen := map[Isolation]bool{}
+	for i, mode := range m.Isolation {
+		switch {
+		case !slices.Contains(Isolations, mode):
+			errs = append(errs, field.NotSupported(p.Index(i), mode, Isolations))
+		case seen[mode]:
+			errs = append(errs, field.Duplicate(p.Index(i), mode))
+		case mode == IsolationHyperV && m.Runtime.Name != RuntimeContainerd:
+			errs = append(errs, field.Invalid(p.Index(i), mode, fmt.Sprintf(
+				"Hyper-V isolation is configured only with containerd (its runhcs-wcow-hypervisor runtime handler), and the image's runtime is %s: "+
+					"bake a containerd image, or leave hyperv out", m.Runtime.Name)))
+		}
+		seen[mode] = true
+	}
+	if !seen[IsolationProcess] {
+		errs = append(errs, field.Required(p, "process isolation is always configured: list process first, e.g. [process, hyperv]"))
+	}
+	return errs
 }
 
 func validateFiles(p *field.Path, files []File) field.ErrorList {

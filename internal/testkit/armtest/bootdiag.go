@@ -80,9 +80,22 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("x-ms-blob-type", "AppendBlob")
+		if !m.info.Linux {
+			_, _ = w.Write([]byte(sacBanner))
+			return
+		}
 		_, _ = w.Write(s.opts.Booter.SerialLog(m.info))
 	}
 }
+
+// sacBanner is the serial log of a Windows machine. Azure's Windows images run Emergency
+// Management Services with the Special Administration Console on COM1, the port boot
+// diagnostics record ("SAC is enabled by default on all versions of Windows Server images in
+// Azure" and "Computer is booting, SAC started and initialized." on the serial console:
+// https://learn.microsoft.com/en-us/troubleshoot/azure/virtual-machines/windows/serial-console-windows):
+// what a program writes to COM1 (nodeboot's progress and report lines) is not in it.
+const sacBanner = "\r\nComputer is booting, SAC started and initialized.\r\n\r\n" +
+	"Use the \"ch -?\" command for information about using channels.\r\nUse the \"?\" command for general help.\r\n\r\n\r\nSAC>"
 
 // storageError answers as Azure Storage does, in XML.
 func storageError(w http.ResponseWriter, status int, code, message string) {

@@ -59,10 +59,12 @@ type Booter interface {
 	// when Shutdown returns.
 	Shutdown(ctx context.Context, in Instance) error
 	// SerialLog is the instance's serial console output, served at the URI that
-	// retrieveBootDiagnosticsData returns.
+	// retrieveBootDiagnosticsData returns for a Linux instance (a Windows instance's serial
+	// console is SAC's: sacBanner).
 	SerialLog(in Instance) []byte
-	// RunCommand runs a shell script on a booted instance (ARM's run command, RunShellScript)
-	// and returns what it wrote and its exit status; err is for a machine that cannot run it.
+	// RunCommand runs a script on a booted instance (ARM's run command: RunShellScript on
+	// Linux, RunPowerShellScript on Windows) and returns what it wrote and its exit status; err
+	// is for a machine that cannot run it.
 	RunCommand(ctx context.Context, in Instance, script string) (stdout, stderr []byte, exit int, err error)
 }
 

@@ -1,6 +1,7 @@
 package armtest
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -343,6 +344,8 @@ func TestSecretsAreNotReturned(t *testing.T) {
 	}
 }
 
+// A Windows instance's serial log is the Special Administration Console's: what the machine
+// writes to COM1 is not in it.
 func TestBootDiagnosticsSerialLog(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := testContext(t)
@@ -359,7 +362,7 @@ func TestBootDiagnosticsSerialLog(t *testing.T) {
 	}
 	log, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(log), "kwwin000000 (instance 0 of "+f.scaleSetID("win")+") booted from "+testImage) {
+	if resp.StatusCode != http.StatusOK || string(log) != sacBanner {
 		t.Fatalf("GET %s: %d %q", uri, resp.StatusCode, log)
 	}
 	resp, err = f.s.HTTPClient().Get(strings.Replace(uri, "/bootdiagnostics/", "/bootdiagnostics/x", 1))
@@ -562,5 +565,50 @@ func TestScaleSetUpdateRules(t *testing.T) {
 	}
 	if fmt.Sprint(zones) != "[1 2]" || len(got.Tags) != 1 {
 		t.Fatalf("instances' zones %v (want the new one in zone 2), tags %v", zones, got.Tags)
+	}
+}
+
+// scriptBooter answers every run command with out on standard output.
+type scriptBooter struct {
+	RecordingBooter
+	out []byte
+}
+
+func (b *scriptBooter) RunCommand(context.Context, Instance, string) ([]byte, []byte, int, error) {
+	return b.out, []byte("warning\n"), 1, nil
+}
+
+// A scale set instance runs RunPowerShellScript on Windows (not RunShellScript), one status per
+// stream, succeeded whatever the exit code, each stream cut to its last 4,096 bytes.
+func TestInstanceRunCommand(t *testing.T) {
+	out := []byte(strings.Repeat("x", 5000) + "the end\n")
+	b := &scriptBooter{out: out}
+	f := newFixture(t, Options{Booter: b})
+	ctx := testContext(t)
+	f.createScaleSet(t, "win", f.windowsScaleSet(1, "cfg"))
+	vms := f.compute.NewVirtualMachineScaleSetVMsClient()
+	_, err := vms.BeginRunCommand(ctx, testGroup, "win", "0", armcompute.RunCommandInput{CommandID: to.Ptr("RunShellScript"),
+		Script: []*string{to.Ptr("echo hi")}}, nil)
+	if re := responseError(t, err); re.ErrorCode != "InvalidParameter" {
+		t.Fatalf("RunShellScript on Windows: %v, want InvalidParameter", err)
+	}
+	p, err := vms.BeginRunCommand(ctx, testGroup, "win", "0", armcompute.RunCommandInput{CommandID: to.Ptr("RunPowerShellScript"),
+		Script: []*string{to.Ptr("Write-Output hi")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.PollUntilDone(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Value) != 2 || deref(r.Value[0].Code) != "ComponentStatus/StdOut/succeeded" ||
+		deref(r.Value[1].Code) != "ComponentStatus/StdErr/succeeded" {
+		t.Fatalf("result %+v", r.Value)
+	}
+	if got := deref(r.Value[0].Message); got != string(out[len(out)-maxRunCommandOutput:]) {
+		t.Errorf("standard output: %d bytes ending %q, want the last %d", len(got), got[max(0, len(got)-10):], maxRunCommandOutput)
+	}
+	if got := deref(r.Value[1].Message); got != "warning\n" {
+		t.Errorf("standard error %q", got)
 	}
 }

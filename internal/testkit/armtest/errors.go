@@ -52,11 +52,12 @@ func writeError(w http.ResponseWriter, e *apiError) {
 }
 
 // setRetryAfter writes Retry-After in whole seconds (rounded up, as ARM sends it) and, for a
-// delay that is not a whole number of seconds, retry-after-ms, which azcore reads first.
+// delay that is not a whole number of seconds, retry-after-ms, which azcore reads first, rounded
+// up too: a client that waits exactly what it is told must not arrive before the budget is back.
 func setRetryAfter(h http.Header, d time.Duration) {
 	h.Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
 	if d%time.Second != 0 {
-		h.Set("retry-after-ms", strconv.FormatInt(d.Milliseconds(), 10))
+		h.Set("retry-after-ms", strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10))
 	}
 }
 

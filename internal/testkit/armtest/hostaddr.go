@@ -58,7 +58,8 @@ func (s *Server) internalBackends(to netip.AddrPort) []netip.AddrPort {
 }
 
 // standIn is a private address's loopback stand-in; loopback addresses (the server's public
-// ones, a machine's own) stand for themselves. s.mu is held.
+// ones, a machine's own) stand for themselves. Stand-ins are counted from a random base, so that
+// servers in test processes that run at once give out different ones. s.mu is held.
 func (s *Server) standIn(a netip.Addr) netip.Addr {
 	if !a.Is4() || a.IsLoopback() {
 		return a
@@ -66,7 +67,7 @@ func (s *Server) standIn(a netip.Addr) netip.Addr {
 	if x, ok := s.standIns[a]; ok {
 		return x
 	}
-	n := len(s.standIns) + 1
+	n := (s.standInBase + uint32(len(s.standIns)) + 1) % (1 << 22)
 	x := netip.AddrFrom4([4]byte{127, 128 + byte(n>>16)&63, byte(n >> 8), byte(n)})
 	s.standIns[a] = x
 	return x

@@ -67,6 +67,8 @@ var actionRoutes = []armRoute{
 		methods: map[string]armHandler{http.MethodGet: (*Server).getInstance, http.MethodDelete: (*Server).deleteInstance}},
 	{segs: split(scaleSetPath + "/virtualMachines/{}/retrieveBootDiagnosticsData"), typ: typeScaleSetVM, versions: []string{ComputeAPIVersion},
 		methods: map[string]armHandler{http.MethodPost: (*Server).retrieveBootDiagnostics}},
+	{segs: split(scaleSetPath + "/virtualMachines/{}/runCommand"), typ: typeScaleSetVM, versions: []string{ComputeAPIVersion},
+		methods: map[string]armHandler{http.MethodPost: (*Server).runInstanceCommand}},
 	{segs: split(scaleSetPath + "/networkInterfaces"), typ: typeScaleSetNIC, versions: []string{ScaleSetNICAPIVersion},
 		methods: map[string]armHandler{http.MethodGet: (*Server).listScaleSetNICs}},
 	{segs: split(vmPath + "/runCommand"), typ: typeVM, versions: []string{ComputeAPIVersion},

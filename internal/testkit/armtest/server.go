@@ -31,6 +31,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -204,6 +205,7 @@ type Server struct {
 	vms             map[string]*virtualMachine
 	coreQuota       map[string]int // lower-case VM family → vCPUs (computefaults.go)
 	publicNet       [2]byte        // public addresses are 127.publicNet.n
+	standInBase     uint32         // stand-ins of private addresses count from 127.128.0.0 + standInBase
 	publicUsed      map[netip.Addr]bool
 	standIns        map[netip.Addr]netip.Addr // private address -> its loopback stand-in (hostaddr.go)
 	ops             map[string]*operation
@@ -255,6 +257,11 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.publicNet[0] = 64 + s.publicNet[0]%64 // 127.64.0.0/10: away from 127.0.0.1
+	var base [4]byte
+	if _, err := rand.Read(base[:]); err != nil {
+		return nil, err
+	}
+	s.standInBase = binary.BigEndian.Uint32(base[:]) % (1 << 22)
 	if s.ca, err = loopbackca.New("armtest throwaway CA"); err != nil {
 		return nil, err
 	}

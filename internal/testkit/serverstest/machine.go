@@ -28,6 +28,10 @@ type Machine struct {
 	Join func() (string, int)
 	// Report is what nodeboot status --json prints.
 	Report *nodestatus.Report
+	// Summary, when set, is what nodeboot diagnose prints before its bundle line; the run puts
+	// Bundle where nodeboot diagnose writes it.
+	Summary string
+	Bundle  []byte
 	// Fail makes every command whose script contains a key fail with that exit code and
 	// output.
 	Fail map[string]Failure
@@ -116,6 +120,10 @@ func (m *Machine) Answer(c Command) (string, int) {
 		return base64.StdEncoding.EncodeToString(data) + "\r\n", 0
 	case strings.Contains(c.Script, `\nodeboot.exe' 'join'`) && m.Join != nil:
 		return m.Join()
+	case strings.Contains(c.Script, `\nodeboot.exe' 'diagnose'`) && m.Summary != "":
+		path := nodecmd.DefaultPaths().DiagnosticsBundle()
+		m.SetFile(path, m.Bundle)
+		return strings.ReplaceAll(m.Summary, "\n", "\r\n") + nodestatus.BundleLinePrefix + path + "\r\n", 0
 	case strings.Contains(c.Script, `\nodeboot.exe' 'status' '--json'`) && m.Report != nil:
 		b, _ := json.Marshal(m.Report)
 		return string(b), 0

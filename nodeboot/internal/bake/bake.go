@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
@@ -143,8 +144,9 @@ func pullPause(ctx context.Context, o Options, m *v1alpha1.ImageManifest) ([]byt
 }
 
 // configureRuntime pins the image's pause image and CNI directories in the runtime's
-// configuration (containerd) and imports the pause image archive, so that no pod sandbox
-// ever needs a pull.
+// configuration (containerd) and imports the pause image archive and the workload images'
+// archives into the image store the kubelet uses, so that no pod sandbox ever needs a pull, nor
+// a pod of a workload image.
 func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest) error {
 	conf, err := nodecmd.ContainerdConfig(m, o.Paths)
 	if err != nil {
@@ -156,6 +158,10 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 				return fmt.Errorf("write %s: %w", path, err)
 			}
 		}
+	}
+	if m.HyperV() {
+		_, _ = fmt.Fprintf(o.Out, "[bake] containerd runtime handlers: %s (default, process isolation), %s (Hyper-V isolation)\n",
+			nodecmd.ProcessHandler, nodecmd.HyperVHandler)
 	}
 	// The runtime registers itself as a Windows service, from the release the image unpacked,
 	// as its project documents (containerd.exe --register-service, dockerd.exe
@@ -184,6 +190,21 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 			return err
 		}
 		_, _ = fmt.Fprintf(o.Out, "[bake] pause image %s imported into %s\n", m.PauseImage.Reference, m.Runtime.Name)
+	}
+	start := time.Now()
+	var size int64
+	for _, w := range m.WorkloadImages {
+		t := time.Now()
+		if err := o.Machine.ImportImage(ctx, m.Runtime.Name, o.Paths.Payload(w.Archive)); err != nil {
+			return fmt.Errorf("workload image %s: %w", w.Reference, err)
+		}
+		size += w.Size
+		_, _ = fmt.Fprintf(o.Out, "[bake] workload image %s (%s, os.version %s, %d bytes) imported into %s in %s\n", w.Reference, w.Digest,
+			w.OSVersion, w.Size, m.Runtime.Name, time.Since(t).Round(time.Millisecond))
+	}
+	if len(m.WorkloadImages) > 0 {
+		_, _ = fmt.Fprintf(o.Out, "[bake] workload images: %d imported, %d bytes, in %s\n", len(m.WorkloadImages), size,
+			time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }

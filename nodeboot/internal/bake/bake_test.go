@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/filesum"
 	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/internal/testkit/ociregistry"
 	"github.com/kubewin/kubewin/internal/testkit/releasemirror"
@@ -348,5 +350,122 @@ func TestBakeRegistersDocker(t *testing.T) {
 	}
 	if st.Service("containerd") != nil {
 		t.Error("a Docker image registered containerd")
+	}
+}
+
+// archive exports image ref@digest from a registry as the OCI archive a bake imports.
+func archive(t *testing.T, reg *ociregistry.Registry, ref, digest string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := ociimage.WriteArchive(context.Background(), &buf, ref, digest, reg.Options()); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Workload images the manifest lists are imported into the runtime's image store with the pause
+// image, and the bake says what they cost. One of another Windows build than the machine's is
+// refused, as the runtime refuses it, naming the image.
+func TestBakeImportsWorkloadImages(t *testing.T) {
+	reg := ociregistry.Serve(t)
+	pause, pauseDigests := reg.PushPause(t, "pause:3.10.2", 26100)
+	app, appDigests := reg.PushWindowsImage(t, "app:1", 64<<10, "10.0.20348.2849", "10.0.26100.2314")
+	web, webDigests := reg.PushWindowsImage(t, "web:2", 32<<10, "10.0.26100.2314")
+	files := payload()
+	images := []v1alpha1.WorkloadImage{
+		{Reference: app, Digest: appDigests["10.0.26100.2314"], OSVersion: "10.0.26100.2314", Size: 130_000, Archive: "ProgramData/kubewin/images/app.tar"},
+		{Reference: web, Digest: webDigests["10.0.26100.2314"], OSVersion: "10.0.26100.2314", Size: 66_000, Archive: "ProgramData/kubewin/images/web.tar"},
+	}
+	for _, w := range images {
+		files[w.Archive] = archive(t, reg, w.Reference, w.Digest)
+	}
+	srv := newServer(t, files)
+	p := plan(srv.URL, files)
+	p.PauseImage = v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}
+	p.WorkloadImages = images
+	m := machine(t, v1alpha1.RuntimeContainerd)
+	var out bytes.Buffer
+	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
+		PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out}); err != nil {
+		t.Fatalf("bake: %v\n%s", err, out.String())
+	}
+	want := []string{`containerd:C:\ProgramData\kubewin\images\pause.tar`, `containerd:C:\ProgramData\kubewin\images\app.tar`,
+		`containerd:C:\ProgramData\kubewin\images\web.tar`}
+	if got := state(t, m).Images; !slices.Equal(got, want) {
+		t.Errorf("images imported: %v, want %v", got, want)
+	}
+	for _, line := range []string{"[bake] workload image " + app + " (" + images[0].Digest + ", os.version 10.0.26100.2314, 130000 bytes) " +
+		"imported into containerd in ", "[bake] workload images: 2 imported, 196000 bytes, in "} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("the bake does not say %q:\n%s", line, out.String())
+		}
+	}
+
+	// The 2022 variant of app on a 2025 machine.
+	files[images[0].Archive] = archive(t, reg, app, appDigests["10.0.20348.2849"])
+	srv = newServer(t, files)
+	p = plan(srv.URL, files)
+	p.PauseImage = v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}
+	p.WorkloadImages = images
+	p.WorkloadImages[0].Digest = appDigests["10.0.20348.2849"]
+	// A manifest that says so is refused before anything is fetched.
+	p.WorkloadImages[0].OSVersion = "10.0.20348.2849"
+	before := srv.sent.Load()
+	_, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(),
+		Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
+	if err == nil || !strings.Contains(err.Error(), `workloadImages[0].osVersion: Invalid value: "10.0.20348.2849"`) ||
+		!strings.Contains(err.Error(), "HCS_E_IMAGE_MISMATCH") {
+		t.Errorf("a manifest with a 2022 image for a 2025 machine: %v", err)
+	}
+	if n := srv.sent.Load(); n != before {
+		t.Errorf("the refused bake fetched %d bytes", n-before)
+	}
+	// One that does not (the archive is the 2022 variant, the manifest says 2025) is refused by the
+	// runtime at import.
+	p.WorkloadImages[0].OSVersion = "10.0.26100.2314"
+	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(),
+		Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
+	if err == nil || !strings.Contains(err.Error(), "workload image "+app+": ") ||
+		!strings.Contains(err.Error(), "the container operating system does not match the host operating system") {
+		t.Errorf("a 2022 image was imported on a 2025 machine: %v", err)
+	}
+}
+
+// An image baked with Hyper-V isolation gets containerd's two Windows runtime handlers in the
+// config.toml the service runs with; a Docker image asking for it is refused before anything is
+// fetched, naming the field and the fix.
+func TestBakeHyperV(t *testing.T) {
+	files := payload()
+	srv := newServer(t, files)
+	p := plan(srv.URL, files)
+	p.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
+	m := machine(t, v1alpha1.RuntimeContainerd)
+	var out bytes.Buffer
+	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p), Out: &out}); err != nil {
+		t.Fatalf("bake: %v\n%s", err, out.String())
+	}
+	conf, err := os.ReadFile(m.Path(`C:\Program Files\containerd\config.toml`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"default_runtime_name = 'runhcs-wcow-process'", "runtimes.runhcs-wcow-hypervisor]", "SandboxIsolation = 1"} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("config.toml has no %q:\n%s", want, conf)
+		}
+	}
+	if !strings.Contains(out.String(), "runhcs-wcow-hypervisor (Hyper-V isolation)") {
+		t.Errorf("the bake does not say what it configured:\n%s", out.String())
+	}
+
+	p.Runtime = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "28.3.3", CRIDockerdVersion: "0.3.18"}
+	before := srv.sent.Load()
+	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeDocker), Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
+		Out: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), `isolation[1]: Invalid value: "hyperv": Hyper-V isolation is configured only with containerd`) ||
+		!strings.Contains(err.Error(), "bake a containerd image") {
+		t.Errorf("Hyper-V on a Docker image: %v", err)
+	}
+	if n := srv.sent.Load(); n != before {
+		t.Errorf("the refused bake fetched %d bytes", n-before)
 	}
 }

@@ -26,8 +26,9 @@ whose content differs from the manifest stops the bake, naming it. With --pull-p
 image (the manifest's reference and digest) is pulled from its registry into the payload as an
 OCI archive. Archives the manifest marks for unpacking (containerd, CNI plugins) are extracted.
 Bake then installs the final manifest, prepares the node's directories, firewall rules and
-antivirus exclusions, configures the runtime, imports the pause image and registers nodeboot to
-start at every boot: the first boot joins the node and downloads nothing.`,
+antivirus exclusions, configures the runtime, imports the pause image and the workload images
+the manifest lists (their archives, uploaded by Packer) into the runtime's image store, and
+registers nodeboot to start at every boot: the first boot joins the node and downloads nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, err := f.open()

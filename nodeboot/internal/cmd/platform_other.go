@@ -33,7 +33,7 @@ func serialConsole(root string) io.Writer {
 	if root == "" {
 		return nil
 	}
-	f, err := os.OpenFile(filepath.Join(root, "sim", "serial.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(filepath.Join(root, filepath.FromSlash(sim.SerialLog)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil
 	}

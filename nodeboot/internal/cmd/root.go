@@ -26,7 +26,7 @@ configuration, and runs the kubelet and kube-proxy as Windows services.`,
 	var machine machineFlags
 	machine.add(root)
 	root.AddCommand(newVersion(), newConfig(), newJoin(&machine), newRun(&machine), newStatus(&machine), newReset(&machine), newBake(&machine),
-		newServiceHost())
+		newDiagnose(&machine), newServiceHost())
 	return root
 }
 

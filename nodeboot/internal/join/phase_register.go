@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,8 +23,8 @@ type registerData interface {
 	NodeClient() (kubernetes.Interface, error)
 }
 
-// NodeObject is the Node a kubewin node registers: the NodeConfig's labels and taints, and the
-// labels and taints a Windows kubelet sets on itself, as the kubelet does when it registers
+// NodeObject is the Node a kubewin node registers: the NodeConfig's labels and taints, the
+// image's labels (nodecmd.NodeLabels), and the labels and taints a Windows kubelet sets on itself, as the kubelet does when it registers
 // (kubernetes pkg/kubelet/kubelet_node_status.go initialNode). A Node that exists is not
 // changed by the kubelet, so the Node nodeboot creates must carry them.
 func NodeObject(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, name string) *corev1.Node {
@@ -34,9 +35,7 @@ func NodeObject(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, name string) 
 		corev1.LabelWindowsBuild:     m.WindowsBuild.OSVersion(),
 		"node.kubernetes.io/kubewin": "true",
 	}
-	for k, v := range c.Node.Labels {
-		labels[k] = v
-	}
+	maps.Copy(labels, nodecmd.NodeLabels(c, m))
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	for _, t := range c.Node.Taints {
 		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})

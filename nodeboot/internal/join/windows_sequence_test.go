@@ -175,6 +175,7 @@ func machineFiles(t *testing.T, n *Node) []string {
 func comparableState(t *testing.T, st winfake.State) string {
 	t.Helper()
 	st.NextID = 0
+	st.Events = nil // history, which a reset does not undo
 	b, err := json.MarshalIndent(st, "", " ")
 	if err != nil {
 		t.Fatal(err)

@@ -9,10 +9,12 @@ package platform
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 )
@@ -60,6 +62,7 @@ type Platform interface {
 	Network() Network
 	Services() Services
 	Routes() Routes
+	Diagnostics() Diagnostics
 }
 
 // ImageStateComplete is the ImageState of a Windows whose setup has finished: "The specialize
@@ -184,6 +187,63 @@ type Routes interface {
 type Route struct {
 	Destination netip.Prefix `json:"destination"`
 	NextHop     netip.Addr   `json:"nextHop"`
+}
+
+// Diagnostics reads what a diagnostics bundle holds of the machine (nodeboot diagnose). It
+// changes nothing.
+type Diagnostics interface {
+	// HNS returns HNS's networks, the endpoints on each and the load balancers, as HNS
+	// reports them.
+	HNS(ctx context.Context) (HNSState, error)
+	// ServiceStates returns the state and configuration of each named service; a missing
+	// service has State ServiceMissing.
+	ServiceStates(ctx context.Context, names []string) ([]ServiceStatus, error)
+	// RouteTable returns every IPv4 route of the machine, in both stores.
+	RouteTable(ctx context.Context) ([]RouteEntry, error)
+	// Events returns, newest first, at most maxEach entries of each event log source that
+	// tells about the node; the Service Control Manager's only when they name one of services.
+	Events(ctx context.Context, services []string, maxEach int) ([]Event, error)
+	// NodebootLog returns the end of nodeboot's own log, at most maxBytes.
+	NodebootLog(ctx context.Context, maxBytes int) ([]byte, error)
+}
+
+// HNSState is what HNS holds, each object as HNS's v2 (hcn) API reports it.
+type HNSState struct {
+	Networks  []json.RawMessage `json:"networks"`
+	Endpoints []json.RawMessage `json:"endpoints"`
+	// LoadBalancers are kube-proxy's policy lists.
+	LoadBalancers []json.RawMessage `json:"loadBalancers"`
+}
+
+// ServiceStatus is a service's state and configuration.
+type ServiceStatus struct {
+	Name      string `json:"name"`
+	State     string `json:"state"`
+	StartType string `json:"startType,omitempty"`
+	// Command is the command line the service manager starts.
+	Command string `json:"command,omitempty"`
+}
+
+// ServiceMissing is the State of a service that is not installed.
+const ServiceMissing = "NotInstalled"
+
+// RouteEntry is a route of the machine's routing table.
+type RouteEntry struct {
+	Destination    string `json:"destination"`
+	NextHop        string `json:"nextHop"`
+	InterfaceIndex int    `json:"interfaceIndex"`
+	Metric         int    `json:"metric"`
+	Store          string `json:"store"`
+}
+
+// Event is an event log entry.
+type Event struct {
+	Log     string    `json:"log"`
+	Source  string    `json:"source"`
+	ID      int       `json:"id"`
+	Level   string    `json:"level"`
+	Time    time.Time `json:"time"`
+	Message string    `json:"message"`
 }
 
 // Host is what baking an image needs from the machine beyond Platform.

@@ -97,6 +97,9 @@ type WindowsImage struct {
 	Runtime, DockerVersion string
 	// PauseImage is the pause (infra) container image.
 	PauseImage string
+	// HyperVIsolation: the image is to be baked with the kubewin-node provisioner's
+	// hyperv_isolation (aks-engine's windowsRuntimes asked for Hyper-V isolation).
+	HyperVIsolation bool
 }
 
 // Result is a converted model.
@@ -895,13 +898,7 @@ func (c *converter) windowsProfile(o *object) {
 		c.windowsImageID = c.imageID(c.objectAt(v, path))
 	}
 	if v, path := o.take("windowsRuntimes"); v != nil {
-		r := c.objectAt(v, path)
-		d, dpath := r.take("default")
-		if rt := c.str(d, dpath); rt != "" && rt != "process" {
-			c.reject(dpath, "is %q: kubewin's Windows nodes run process-isolated containers", rt)
-		}
-		c.refuse(r, "hypervRuntimes", "kubewin's Windows nodes have no Hyper-V isolation")
-		c.unknown(r)
+		c.windowsRuntimes(c.objectAt(v, path))
 	}
 	if v, path := o.take("enableAutomaticUpdates"); v != nil {
 		if b := c.boolean(v, path); b != nil && *b {
@@ -919,6 +916,51 @@ func (c *converter) windowsProfile(o *object) {
 		c.ignore(o, key, "an aks-engine Windows provisioning option kubewin does not use")
 	}
 	c.unknown(o)
+}
+
+// windowsRuntimes maps aks-engine's containerd runtime handlers (windowsProfile.windowsRuntimes:
+// default, process or hyperv; hypervRuntimes, a list of {buildNumber}, each a handler
+// runhcs-wcow-hypervisor-<build> whose sandbox is that build's pause image: aks-engine
+// pkg/api/vlabs/types.go WindowsRuntimes, validate.go validateWindowsRuntimes,
+// parts/k8s/windowscontainerdfunc.ps1 CreateHypervisorRuntime) onto kubewin's Hyper-V
+// isolation: the image baked with hyperv_isolation, one handler runhcs-wcow-hypervisor and the
+// RuntimeClass windows-hyperv its pools create. Hyper-V isolation is containerd's, as it was in
+// aks-engine.
+func (c *converter) windowsRuntimes(r *object) {
+	d, dpath := r.take("default")
+	switch rt := c.str(d, dpath); rt {
+	case "", "process":
+	case "hyperv":
+		c.res.WindowsImage.HyperVIsolation = true
+		c.warn(dpath, "is \"hyperv\": kubewin's Windows nodes run a pod without a RuntimeClass process-isolated (containerd's default "+
+			"handler, runhcs-wcow-process); the image is baked with hyperv_isolation, and pods that need Hyper-V isolation set "+
+			"runtimeClassName: windows-hyperv")
+	default:
+		c.reject(dpath, "is %q: aks-engine's windowsRuntimes.default is process or hyperv", rt)
+	}
+	v, hpath := r.take("hypervRuntimes")
+	if !isUnset(v) {
+		list, ok := v.([]any)
+		if !ok {
+			c.reject(hpath, "is not a list of {\"buildNumber\": ...}")
+		}
+		var builds []string
+		for i, e := range list {
+			h := c.objectAt(e, fmt.Sprintf("%s[%d]", hpath, i))
+			b, bpath := h.take("buildNumber")
+			builds = append(builds, c.str(b, bpath))
+			c.unknown(h)
+		}
+		c.res.WindowsImage.HyperVIsolation = true
+		c.warn(hpath, "the handlers runhcs-wcow-hypervisor-<build> for builds %s become kubewin's one Hyper-V handler, "+
+			"runhcs-wcow-hypervisor: the image is baked with hyperv_isolation, and pods set runtimeClassName: windows-hyperv instead of "+
+			"runhcs-wcow-hypervisor-<build>", strings.Join(builds, ", "))
+	}
+	c.unknown(r)
+	if c.res.WindowsImage.HyperVIsolation && c.res.WindowsImage.Runtime == "docker" {
+		c.reject(r.path, "asks for Hyper-V isolation, which kubewin (like aks-engine) configures for containerd only, and "+
+			"orchestratorProfile.kubernetesConfig.containerRuntime is docker: set it to containerd, or remove windowsRuntimes")
+	}
 }
 
 func (c *converter) linuxProfile(o *object) {

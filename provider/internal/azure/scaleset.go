@@ -24,7 +24,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/powershell"
 	"github.com/kubewin/kubewin/provider/internal/pool"
 )
 
@@ -765,6 +767,51 @@ func (s *ScaleSet) Log(ctx context.Context, name string) string {
 		}
 	}
 	return strings.Join(lines[max(0, len(lines)-15):], "\n")
+}
+
+// Diagnose runs `nodeboot diagnose` on the instance through a run command (RunPowerShellScript,
+// https://learn.microsoft.com/en-us/rest/api/compute/virtual-machine-scale-set-vms/run-command):
+// the one way to read a Windows instance's join on Azure, whose serial console is SAC's (EMS
+// holds COM1, https://learn.microsoft.com/en-us/troubleshoot/azure/virtual-machines/windows/serial-console-windows),
+// so that Reports and Log find nothing of nodeboot's there. Azure returns only the last 4,096
+// bytes of a run command's output
+// (https://learn.microsoft.com/en-us/azure/virtual-machines/windows/run-command#restrictions),
+// so the summary and the join report come back, and the bundle stays on the instance at the
+// path the output names: the summary says what failed, and the bundle is there for whoever
+// logs in (bringing it back would take a run command per 3 KiB of base64, each tens of
+// seconds). A retried POST runs it again, which changes nothing but the bundle's time.
+func (s *ScaleSet) Diagnose(ctx context.Context, name string) (*pool.Diagnosis, error) {
+	ids, err := s.instanceIDs(ctx, []string{name})
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("no instance %s in scale set %s", name, s.ID())
+	}
+	tflog.Info(ctx, "running nodeboot diagnose on the instance", map[string]any{"machine": name, "instance": ids[0]})
+	script := fmt.Sprintf("& %s 'diagnose'\nexit $LASTEXITCODE", powershell.Quote(nodecmd.DefaultPaths().BinDir+`\nodeboot.exe`))
+	p, err := s.vms().BeginRunCommand(policy.WithRetryOptions(ctx, runCommandRetryOptions), s.Machines.ResourceGroup, s.Name, ids[0],
+		armcompute.RunCommandInput{CommandID: to.Ptr("RunPowerShellScript"), Script: to.SliceOfPtrs(strings.Split(script, "\n")...)}, nil)
+	r, err := wait(ctx, s.Client, p, err)
+	if err != nil {
+		return nil, fmt.Errorf("run nodeboot diagnose on %s: %w", name, err)
+	}
+	var stdout, stderr string
+	for _, st := range r.Value {
+		switch {
+		case st == nil:
+		case strings.HasPrefix(deref(st.Code), "ComponentStatus/StdOut/"):
+			stdout = deref(st.Message)
+		case strings.HasPrefix(deref(st.Code), "ComponentStatus/StdErr/"):
+			stderr = deref(st.Message)
+		}
+	}
+	d := &pool.Diagnosis{}
+	d.Summary, d.Report, d.OnNode = nodestatus.ParseDiagnosis(stdout)
+	if strings.TrimSpace(d.Summary) == "" {
+		return nil, fmt.Errorf("nodeboot diagnose on %s printed nothing: %s", name, strings.TrimSpace(stderr))
+	}
+	return d, nil
 }
 
 // serialLog is the machine's serial console output, or nil.

@@ -112,6 +112,17 @@ func (c *Compute) Delete(ctx context.Context, names []string) error {
 
 func (c *Compute) Destroy(context.Context) error { return c.Backend.DeletePool(c.Pool) }
 
+// Diagnose fetches the machine's bundle from its directory: nodeboot diagnose run on its drive.
+func (c *Compute) Diagnose(ctx context.Context, name string) (*pool.Diagnosis, error) {
+	summary, bundle, err := c.Backend.Diagnose(ctx, c.Pool, name)
+	if err != nil {
+		return nil, err
+	}
+	d := &pool.Diagnosis{Bundle: bundle}
+	d.Summary, d.Report, _ = nodestatus.ParseDiagnosis(summary)
+	return d, nil
+}
+
 func (c *Compute) Reports(_ context.Context, names []string) map[string]*nodestatus.Report {
 	out := map[string]*nodestatus.Report{}
 	for _, name := range names {

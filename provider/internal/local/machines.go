@@ -1,12 +1,14 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -204,4 +206,22 @@ func (b *Backend) saveAddresses(table map[string]netip.Addr) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(b.StateDir, "addresses.json"), data, 0o644)
+}
+
+// Diagnose runs `nodeboot diagnose` on a machine, as its own nodeboot would run it: from the
+// machine's directory, the bundle on standard output and its summary and report on standard
+// error (text).
+func (b *Backend) Diagnose(ctx context.Context, pool, name string) (text string, bundle []byte, err error) {
+	nodeboot, err := b.Binary("nodeboot")
+	if err != nil {
+		return "", nil, err
+	}
+	dir := b.machineDir(pool, name)
+	cmd := exec.CommandContext(ctx, nodeboot, "--platform", "sim", "--root", filepath.Join(dir, "drive"), "diagnose", "--output", "-")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr, cmd.Dir = &stdout, &stderr, dir
+	if err := cmd.Run(); err != nil {
+		return "", nil, fmt.Errorf("nodeboot diagnose on machine %s: %w: %s", name, err, strings.TrimSpace(stderr.String()))
+	}
+	return stderr.String(), stdout.Bytes(), nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/internal/routetable"
 )
 
 // member is a machine of the pool, or a Node of the pool without a machine, as observed.
@@ -131,7 +132,9 @@ func parseReport(cm *corev1.ConfigMap) *nodestatus.Report {
 }
 
 // waitReady waits until every named node is Ready, or fails naming the first that reports a
-// failure, with its phase and code, or a machine that stopped. It watches the pool's Nodes and
+// failure, with its phase and code, or a machine that stopped. When the pool keeps routes, a
+// node's route is written as soon as its Node has a pod CIDR and an InternalIP, and the node
+// counts as Ready only once its route is written. It watches the pool's Nodes and
 // join reports (one watch each, whatever the number of nodes) and reads the backend's machines,
 // to notice machines that stopped, less and less often: Poll after the start, then twice as long
 // after each read, up to 240 times Poll (a minute by default) — a cloud's machine list is one of
@@ -140,10 +143,34 @@ func parseReport(cm *corev1.ConfigMap) *nodestatus.Report {
 // less often too.
 func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error {
 	pending := slices.Clone(waiting)
+	// routed holds the route last written for each pending node, when the pool keeps routes.
+	routed := map[string]routetable.Route{}
+	// At the timeout the machines that are not Ready are diagnosed, as many as maxDiagnosed:
+	// a machine whose own report failed (which a Windows machine on Azure cannot write to its
+	// serial console: EMS holds COM1) fails the wait as a JoinError; the others' summaries
+	// say where they stand.
 	timeout := func(w *poolWatch) error {
-		msg := fmt.Sprintf("nodes %s were not Ready in time: %s", strings.Join(pending, ", "), m.progress(context.WithoutCancel(ctx), s, pending))
+		ctx := context.WithoutCancel(ctx)
+		msg := fmt.Sprintf("nodes %s were not Ready in time: %s", strings.Join(pending, ", "), m.progress(ctx, s, pending))
 		if w != nil && w.err() != nil {
 			msg += fmt.Sprintf(" (watching the pool's nodes failed: %v)", w.err())
+		}
+		if w != nil && s.Routes != nil {
+			for _, name := range pending {
+				if _, ok := routed[name]; !ok && w.node(name) != nil && NodeReady(w.node(name)) {
+					msg += fmt.Sprintf("; node %s is Ready but has no pod CIDR or no InternalIP, so the pool cannot write its route: the cluster "+
+						"must allocate pod CIDRs (kube-controller-manager --allocate-node-cidrs)", name)
+				}
+			}
+		}
+		for _, name := range pending[:min(len(pending), maxDiagnosed)] {
+			d := m.diagnose(ctx, name)
+			if d != nil && d.Report != nil && d.Report.State == nodestatus.StateFailed {
+				return &JoinError{Report: *d.Report, Log: m.Compute.Log(ctx, name), Diagnosis: d}
+			}
+			if detail := d.Detail(name); detail != "" {
+				msg += "\n\n" + detail
+			}
 		}
 		return errors.New(msg)
 	}
@@ -167,8 +194,23 @@ func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error
 	maxLocalEvery := 6 * localEvery
 	nextList, nextLocal := time.Now().Add(listEvery), time.Now().Add(localEvery)
 	for {
+		if s.Routes != nil {
+			for _, name := range pending {
+				n := w.node(name)
+				if n == nil {
+					continue
+				}
+				if r, ok := nodeRoute(s.Pool, n); ok && routed[name] != r {
+					if err := putRoute(ctx, s, r); err != nil {
+						return err
+					}
+					routed[name] = r
+				}
+			}
+		}
 		pending = slices.DeleteFunc(pending, func(name string) bool {
-			if n := w.node(name); n != nil && NodeReady(n) {
+			_, hasRoute := routed[name]
+			if n := w.node(name); n != nil && NodeReady(n) && (s.Routes == nil || hasRoute) {
 				tflog.Debug(ctx, "node Ready", map[string]any{"node": name})
 				return true
 			}
@@ -283,10 +325,28 @@ func (m *Manager) progress(ctx context.Context, s Spec, pending []string) string
 	return strings.Join(parts, "; ")
 }
 
+// maxDiagnosed is how many machines that did not join in time a wait diagnoses.
+const maxDiagnosed = 3
+
 // JoinError is a node that failed to join.
 type JoinError struct {
 	Report nodestatus.Report
 	Log    string
+	// Diagnosis is the machine's diagnostics, when they could be fetched.
+	Diagnosis *Diagnosis
+}
+
+// Detail is the error's message for the user: the failure, the last lines of the machine's log
+// and, at the end, the diagnostics summary with where the full bundle is.
+func (e *JoinError) Detail() string {
+	msg := e.Error()
+	if e.Log != "" {
+		msg += "\n\nLast lines of the node's log:\n" + e.Log
+	}
+	if d := e.Diagnosis.Detail(e.Report.Node); d != "" {
+		msg += "\n\n" + d
+	}
+	return msg
 }
 
 func (e *JoinError) Error() string {

@@ -29,6 +29,7 @@ import (
 	"github.com/kubewin/kubewin/internal/drain"
 	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/nodestatus"
+	"github.com/kubewin/kubewin/provider/internal/route"
 )
 
 // GenerationLabel carries, on every node of a pool, the generation of the image and settings
@@ -62,6 +63,9 @@ type Compute interface {
 	Reports(ctx context.Context, names []string) map[string]*nodestatus.Report
 	// Log is the end of a machine's boot log, for error messages.
 	Log(ctx context.Context, name string) string
+	// Diagnose gathers the machine's diagnostics bundle (nodeboot diagnose) and its own join
+	// report: after a failed join, or one that did not end in time.
+	Diagnose(ctx context.Context, name string) (*Diagnosis, error)
 }
 
 // Spec is the desired pool.
@@ -79,6 +83,13 @@ type Spec struct {
 	Drain    drain.Options
 	// Health says when a NotReady node is replaced.
 	Health HealthCheck
+	// HyperV is whether the image runs pods under Hyper-V isolation: the pool then holds the
+	// HyperVRuntimeClass.
+	HyperV bool
+	// Routes, when set, is the route table in which the pool keeps its nodes' pod CIDR routes
+	// (RouteName): a node's route is written before the pool counts the node Ready, and removed
+	// once its machine and Node are deleted.
+	Routes route.Table
 }
 
 // Generation identifies what is baked into a node: the image and the settings a node reads
@@ -132,7 +143,8 @@ type Manager struct {
 // Reconcile brings the pool to spec: machines that stopped or failed to join are removed,
 // machines still joining (an interrupted apply's) are waited for, nodes NotReady past the health
 // check's timeout (at most its bound) and nodes of another generation are replaced
-// surge-first, the count is met, and the nodes are returned. Nodes NotReady within the timeout
+// surge-first, the count is met, the pool's routes (Spec.Routes) are made to match its nodes,
+// and the nodes are returned. Nodes NotReady within the timeout
 // count as nodes of the pool and are left alone. A backend or API error stops it before
 // anything more is created.
 func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
@@ -141,6 +153,13 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 	members, err := m.observe(ctx, s)
 	if err != nil {
 		return nil, err
+	}
+	// A Hyper-V pool holds the RuntimeClass before its nodes join; a pool whose image no longer
+	// has Hyper-V isolation lets go of it once its nodes are replaced.
+	if s.HyperV {
+		if err := holdRuntimeClass(ctx, m.Client, s.Pool, true); err != nil {
+			return nil, err
+		}
 	}
 	verdicts, err := m.assess(ctx, s, members, time.Now())
 	if err != nil {
@@ -243,7 +262,18 @@ func (m *Manager) Reconcile(ctx context.Context, s Spec) ([]Node, error) {
 	if err := nodeaccess.Prepare(ctx, m.Client, s.Pool, names(current, all)); err != nil {
 		return nil, err
 	}
-	return m.Nodes(ctx, s)
+	if !s.HyperV {
+		if err := holdRuntimeClass(ctx, m.Client, s.Pool, false); err != nil {
+			return nil, err
+		}
+	}
+	if members, err = m.observe(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := syncRoutes(ctx, s, members); err != nil {
+		return nil, err
+	}
+	return nodesOf(members), nil
 }
 
 // add creates n machines and waits until their nodes are Ready. A machine whose join fails
@@ -266,6 +296,9 @@ func (m *Manager) add(ctx context.Context, s Spec, gen, token string, existing [
 		if err == nil || !errors.As(err, &failed) || !nodestatus.MachineLevel(failed.Report.Code) || retries == 0 {
 			if err == nil {
 				tflog.Info(ctx, "nodes Ready", map[string]any{"nodes": added})
+			}
+			if failed != nil && failed.Diagnosis == nil {
+				failed.Diagnosis = m.diagnose(ctx, failed.Report.Node)
 			}
 			return added, err
 		}
@@ -302,9 +335,10 @@ func (m *Manager) create(ctx context.Context, s Spec, existing []string, n int, 
 	return added, nodeaccess.Prepare(ctx, m.Client, s.Pool, append(slices.Clone(existing), added...))
 }
 
-// remove drains the members, deletes their machines in one batch, then their Node objects. A
-// member whose kubelet is gone (by its verdict) is drained without waiting for its pods to
-// terminate. A node whose drain fails keeps its machine; the others go.
+// remove drains the members, deletes their machines in one batch, then their Node objects and,
+// when the pool keeps routes, their routes. A member whose kubelet is gone (by its verdict) is
+// drained without waiting for its pods to terminate. A node whose drain fails keeps its machine
+// and its route; the others go.
 func (m *Manager) remove(ctx context.Context, s Spec, members []member, verdicts map[string]finding) error {
 	gone, errs := m.drain(ctx, s, members, verdicts)
 	var machines []string
@@ -319,10 +353,16 @@ func (m *Manager) remove(ctx context.Context, s Spec, members []member, verdicts
 			return errors.Join(append(errs, fmt.Errorf("delete machines %v: %w", machines, err))...)
 		}
 	}
+	var deleted []string
 	for _, name := range gone {
 		if err := m.deleteNode(ctx, name); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		deleted = append(deleted, name)
+	}
+	if err := removeRoutes(ctx, s, deleted); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -379,6 +419,11 @@ func (m *Manager) Nodes(ctx context.Context, s Spec) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	return nodesOf(members), nil
+}
+
+// nodesOf is the members that are machines, with their Node's state.
+func nodesOf(members []member) []Node {
 	var out []Node
 	for _, x := range members {
 		if !x.machine {
@@ -395,7 +440,7 @@ func (m *Manager) Nodes(ctx context.Context, s Spec) ([]Node, error) {
 		}
 		out = append(out, n)
 	}
-	return out, nil
+	return out
 }
 
 // Destroy drains and removes every node, the pool at the backend, then the pool's tokens and
@@ -418,5 +463,9 @@ func (m *Manager) Destroy(ctx context.Context, s Spec) error {
 	if err := m.Compute.Destroy(ctx); err != nil {
 		return fmt.Errorf("remove pool %s: %w", s.Pool, err)
 	}
-	return errors.Join(bootstraptoken.DeletePool(ctx, m.Client, s.Pool), nodeaccess.Cleanup(ctx, m.Client, s.Pool))
+	if err := syncRoutes(ctx, s, nil); err != nil { // routes of nodes gone before this apply
+		return err
+	}
+	return errors.Join(bootstraptoken.DeletePool(ctx, m.Client, s.Pool), nodeaccess.Cleanup(ctx, m.Client, s.Pool),
+		holdRuntimeClass(ctx, m.Client, s.Pool, false))
 }

@@ -55,6 +55,10 @@ type scaleSet struct {
 	lists int
 	// leastReady is the fewest Ready, schedulable nodes seen after any change.
 	leastReady int
+	// lateCIDR makes nodes register (Ready) without a pod CIDR, which allocateCIDR gives them
+	// once the pool's wait watches them, as kube-controller-manager's node IPAM controller does
+	// after a node registered.
+	lateCIDR bool
 }
 
 type fakeMachine struct {
@@ -129,7 +133,8 @@ func (s *scaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 			s.addPartly = 0
 			return names, errors.New("the scale set's update ended Failed: allocation failed")
 		}
-		name, _ := winname.ComputerName(s.prefix, s.next)
+		idx := s.next
+		name, _ := winname.ComputerName(s.prefix, idx)
 		s.next++
 		m := &fakeMachine{running: true, config: cfg}
 		s.machines[name] = m
@@ -141,6 +146,12 @@ func (s *scaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 		switch outcome {
 		case bootReady, bootPending:
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: cfg.Node.Labels}}
+			node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.240.%d.%d", idx/250, idx%250+4)}}
+			if s.lateCIDR {
+				go s.allocateCIDR(name, idx, s.nodeWatches())
+			} else {
+				node.Spec.PodCIDR = podCIDR(idx)
+			}
 			if outcome == bootReady {
 				node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 			}
@@ -209,6 +220,16 @@ func (s *scaleSet) Reports(_ context.Context, names []string) map[string]*nodest
 }
 
 func (s *scaleSet) Log(_ context.Context, name string) string { return "log of " + name }
+
+func (s *scaleSet) Diagnose(_ context.Context, name string) (*Diagnosis, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.machines[name]
+	if m == nil {
+		return nil, fmt.Errorf("no machine %s", name)
+	}
+	return &Diagnosis{Report: m.report, Summary: "summary of " + name, OnNode: `C:\diagnostics.tar.gz`}, nil
+}
 
 // finishJoins ends the joins of the machines still joining as nodeboot's would: with a Ready
 // node when the bootstrap token of their custom data still exists, and otherwise failed in

@@ -366,8 +366,9 @@ func TestAccPodRoute_azureImport(t *testing.T) {
 	})
 }
 
-// A node that fails before it trusts the cluster fails the apply naming node, phase and code,
-// read from its serial console through boot diagnostics.
+// A node that fails before it trusts the cluster fails the apply naming node, phase and code:
+// its serial console is SAC's (the ARM test server's rule for Windows), so the pool reads them
+// at the create timeout with a run command of nodeboot diagnose, whose summary ends the error.
 func TestAccWindowsNodePool_azureJoinFailure(t *testing.T) {
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
@@ -382,12 +383,16 @@ func TestAccWindowsNodePool_azureJoinFailure(t *testing.T) {
 	armBooter.AddImage(image, dir)
 	be := f.poolBackend()
 	config := strings.Replace(poolConfig(provider, be, image, 1), `drain      = { timeout = "1m" }`, `drain      = { timeout = "1m" }
-  timeouts   = { create = "2m" }`, 1)
+  timeouts   = { create = "1m" }`, 1)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:      config,
-			ExpectError: regexp.MustCompile(`(?s)Node Failed to Join.*node win000000 failed in phase preflight with\s+code PayloadCorrupt.*\[preflight\]`),
+			Config: config,
+			// The instance's serial console is SAC's: its report and log come from nodeboot diagnose,
+			// run by a run command once the wait has run out.
+			ExpectError: regexp.MustCompile(`(?s)Node Failed to Join.*node win000000 failed in phase preflight with\s+code PayloadCorrupt.*` +
+				`Diagnostics of win000000 \(nodeboot diagnose\):.*\[preflight\].*The full diagnostics bundle is on the\s+machine\s+at\s+` +
+				`C:\\ProgramData\\kubewin\\nodeboot\\diagnostics\.tar\.gz`),
 		}},
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -44,9 +45,14 @@ type imageManifestModel struct {
 	PauseImageDigest  types.String `tfsdk:"pause_image_digest"`
 	NodebootVersion   types.String `tfsdk:"nodeboot_version"`
 	Files             types.List   `tfsdk:"files"`
+	WorkloadImages    types.List   `tfsdk:"workload_images"`
 }
 
-var fileAttrTypes = map[string]attr.Type{"path": types.StringType, "sha256": types.StringType, "size": types.Int64Type}
+var (
+	fileAttrTypes          = map[string]attr.Type{"path": types.StringType, "sha256": types.StringType, "size": types.Int64Type}
+	workloadImageAttrTypes = map[string]attr.Type{"reference": types.StringType, "digest": types.StringType, "os_version": types.StringType,
+		"size": types.Int64Type}
+)
 
 func (d *imageManifestDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_image_manifest"
@@ -55,7 +61,7 @@ func (d *imageManifestDataSource) Metadata(_ context.Context, req datasource.Met
 func (d *imageManifestDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		Description: "Reads and validates the manifest of an image baked by the kubewin Packer plugin: " +
-			"its Windows build, Kubernetes version, container runtime, pause image and every file with its sha256. " +
+			"its Windows build, Kubernetes version, container runtime, pause image, pre-pulled workload images and every file with its sha256. " +
 			"Use it to check an image before creating nodes from it." + verifiedWindowsLine,
 		Attributes: map[string]schema.Attribute{
 			"path": schema.StringAttribute{
@@ -122,6 +128,25 @@ func (d *imageManifestDataSource) Schema(_ context.Context, _ datasource.SchemaR
 					Description: "Size in bytes.",
 				}}},
 			},
+			"workload_images": schema.ListNestedAttribute{
+				Computed: true,
+				Description: "The workload container images pre-pulled into the runtime's image store when the image was baked " +
+					"(the Packer provisioner's `images`): pods using them start without a pull. Each is the windows/amd64 image of the " +
+					"image's Windows build, which a process-isolated container must match.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{"reference": schema.StringAttribute{
+					Computed:    true,
+					Description: "The image as the bake was given it, by tag or by digest.",
+				}, "digest": schema.StringAttribute{
+					Computed:    true,
+					Description: "Digest of the windows/amd64 image imported (not of a multi-platform index): pin pods to `<repository>@<digest>`.",
+				}, "os_version": schema.StringAttribute{
+					Computed:    true,
+					Description: "The image's `os.version`, e.g. `10.0.20348.2849`: its Windows build is the image's.",
+				}, "size": schema.Int64Attribute{
+					Computed:    true,
+					Description: "What a pull of the image downloads, in bytes: manifest, config and compressed layers.",
+				}}},
+			},
 		},
 	}
 }
@@ -168,18 +193,31 @@ func (d *imageManifestDataSource) Read(ctx context.Context, req datasource.ReadR
 	data.PauseImage = types.StringValue(m.PauseImage.Reference)
 	data.PauseImageDigest = types.StringValue(m.PauseImage.Digest)
 	data.NodebootVersion = types.StringValue(m.NodebootVersion)
-	files := make([]attr.Value, 0, len(m.Files))
-	for _, f := range m.Files {
-		obj, diags := types.ObjectValue(fileAttrTypes, map[string]attr.Value{
-			"path": types.StringValue(f.Path), "sha256": types.StringValue(f.SHA256), "size": types.Int64Value(f.Size),
-		})
-		resp.Diagnostics.Append(diags...)
-		files = append(files, obj)
+	files := make([]map[string]attr.Value, len(m.Files))
+	for i, f := range m.Files {
+		files[i] = map[string]attr.Value{"path": types.StringValue(f.Path), "sha256": types.StringValue(f.SHA256), "size": types.Int64Value(f.Size)}
 	}
-	list, diags := types.ListValue(types.ObjectType{AttrTypes: fileAttrTypes}, files)
-	resp.Diagnostics.Append(diags...)
-	data.Files = list
+	data.Files = objectList(fileAttrTypes, files, &resp.Diagnostics)
+	images := make([]map[string]attr.Value, len(m.WorkloadImages))
+	for i, w := range m.WorkloadImages {
+		images[i] = map[string]attr.Value{"reference": types.StringValue(w.Reference), "digest": types.StringValue(w.Digest),
+			"os_version": types.StringValue(w.OSVersion), "size": types.Int64Value(w.Size)}
+	}
+	data.WorkloadImages = objectList(workloadImageAttrTypes, images, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)
+}
+
+// objectList is a list of objects of the given attribute types.
+func objectList(attrTypes map[string]attr.Type, objects []map[string]attr.Value, diags *diag.Diagnostics) types.List {
+	values := make([]attr.Value, len(objects))
+	for i, o := range objects {
+		var d diag.Diagnostics
+		values[i], d = types.ObjectValue(attrTypes, o)
+		diags.Append(d...)
+	}
+	list, d := types.ListValue(types.ObjectType{AttrTypes: attrTypes}, values)
+	diags.Append(d...)
+	return list
 }
 
 // windowsBuildList is the supported Windows builds for a description: `17763`, `20348` or `26100`.

@@ -33,7 +33,15 @@ func TestAccImageManifestDataSource(t *testing.T) {
 						"size":   knownvalue.Int64Exact(125829120),
 					}),
 					knownvalue.ObjectPartial(map[string]knownvalue.Check{"path": knownvalue.StringExact("bin/kube-proxy.exe")}),
+					knownvalue.ObjectPartial(map[string]knownvalue.Check{"path": knownvalue.StringExact("ProgramData/kubewin/images/app.tar")}),
 				})),
+				statecheck.ExpectKnownValue("data.kubewin_image_manifest.test", tfjsonpath.New("workload_images"),
+					knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"reference":  knownvalue.StringExact("mcr.microsoft.com/windows/servercore:ltsc2022"),
+						"digest":     knownvalue.StringExact("sha256:3f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d"),
+						"os_version": knownvalue.StringExact("10.0.20348.2849"),
+						"size":       knownvalue.Int64Exact(2040100000),
+					})})),
 			},
 		}},
 	})
@@ -54,14 +62,17 @@ func TestAccImageManifestDataSource_content(t *testing.T) {
 func TestAccImageManifestDataSource_errors(t *testing.T) {
 	invalid := `{"apiVersion":"kubewin.io/v1alpha1","kind":"ImageManifest","windowsBuild":14393,"kubernetesVersion":"v1.30.0",` +
 		`"runtime":{"name":"docker","version":"24.0.7"},"pauseImage":{"reference":"registry.k8s.io/pause:3.10","digest":"sha256:x"},` +
-		`"nodebootVersion":"0.1.0","files":[{"path":"../x","sha256":"00","size":1}]}`
+		`"nodebootVersion":"0.1.0","files":[{"path":"../x","sha256":"00","size":1}],` +
+		`"workloadImages":[{"reference":"example.com/app:1","digest":"sha256:x","osVersion":"10.0.19041.1","size":1,"archive":"app.tar"}]}`
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
 				Config: fmt.Sprintf(`data "kubewin_image_manifest" "test" { content = %q }`, invalid),
 				ExpectError: regexp.MustCompile(`(?s)Invalid Image Manifest.*windowsBuild:.*"14393".*kubernetesVersion.*` +
-					`criDockerdVersion:.*pauseImage.digest.*files\[0\].path`),
+					`criDockerdVersion:.*pauseImage.digest.*workloadImages\[0\].digest.*workloadImages\[0\].osVersion:\s+Invalid\s+value:\s+` +
+					`"10.0.19041.1":.*Windows\s+build\s+19041,\s+which\s+kubewin\s+nodes\s+do\s+not\s+run.*workloadImages\[0\].archive.*` +
+					`files\[0\].path`),
 			},
 			{
 				Config:      `data "kubewin_image_manifest" "test" { path = "testdata/missing.json" }`,

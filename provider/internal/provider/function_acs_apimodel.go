@@ -53,6 +53,7 @@ var (
 	acsImageTypes = map[string]attr.Type{
 		"publisher": types.StringType, "offer": types.StringType, "sku": types.StringType, "version": types.StringType,
 		"source_vhd_url": types.StringType, "runtime": types.StringType, "docker_version": types.StringType, "pause_image": types.StringType,
+		"hyperv_isolation": types.BoolType,
 	}
 	acsResultTypes = map[string]attr.Type{
 		"cluster": types.ObjectType{AttrTypes: acsClusterTypes}, "windows_pools": types.ListType{ElemType: types.ObjectType{AttrTypes: acsPoolTypes}},
@@ -72,7 +73,9 @@ func (f *acsAPIModelFunction) Definition(_ context.Context, _ function.Definitio
 			"`osType` Windows), and of the Windows image those pools need, for its Packer build (`windows_image`).\n\n" +
 			"Every field of the model is mapped, ignored with a warning that names it (in `warnings`: surface them with a `check` block, as " +
 			"`examples/acs-engine` does), or rejected with an error that names it when ignoring it would change the cluster's behaviour " +
-			"(Azure CNI or a network policy, Hyper-V isolation, data disks, control plane flags, a PKI of its own, ...). Secrets — " +
+			"(Azure CNI or a network policy, data disks, control plane flags, a PKI of its own, ...). aks-engine's Hyper-V isolation " +
+			"(`windowsProfile.windowsRuntimes`) maps onto `windows_image.hyperv_isolation`: bake the image with the `kubewin-node` " +
+			"provisioner's `hyperv_isolation`, and pods select RuntimeClass `windows-hyperv`. Secrets — " +
 			"`windowsProfile.adminPassword`, `servicePrincipalProfile.secret`, `certificateProfile`'s private keys, `etcdEncryptionKey` — are " +
 			"dropped with a warning that names each field, never its value: Terraform stores a function's result, not its arguments, and the " +
 			"result holds no secret, so a model read with `file()` converts as published and its password reaches neither plan nor state. " +
@@ -205,14 +208,15 @@ func acsResultValue(r *acsmodel.Result) (types.Object, error) {
 	}
 	i := r.WindowsImage
 	image := types.ObjectValueMust(acsImageTypes, map[string]attr.Value{
-		"publisher":      acsStr(i.Publisher),
-		"offer":          acsStr(i.Offer),
-		"sku":            acsStr(i.SKU),
-		"version":        acsStr(i.Version),
-		"source_vhd_url": acsStr(i.SourceVHDURL),
-		"runtime":        acsStr(i.Runtime),
-		"docker_version": acsStr(i.DockerVersion),
-		"pause_image":    acsStr(i.PauseImage),
+		"publisher":        acsStr(i.Publisher),
+		"offer":            acsStr(i.Offer),
+		"sku":              acsStr(i.SKU),
+		"version":          acsStr(i.Version),
+		"source_vhd_url":   acsStr(i.SourceVHDURL),
+		"runtime":          acsStr(i.Runtime),
+		"docker_version":   acsStr(i.DockerVersion),
+		"pause_image":      acsStr(i.PauseImage),
+		"hyperv_isolation": types.BoolValue(i.HyperVIsolation),
 	})
 	warnings := append([]string(nil), r.Warnings...)
 	sort.Strings(warnings)

@@ -267,6 +267,9 @@ type nodePoolBackend interface {
 	settings(ctx context.Context) (*localSettings, *azureSettings, diag.Diagnostics)
 	// saveSettings keeps the pool's settings for import.
 	saveSettings(ctx context.Context, data *providerData, s poolSettings, client kubernetes.Interface) error
+	// podRouteTable is the route table pod_routes.route_table names on the backend; err says
+	// why the name cannot be one.
+	podRouteTable(name string) (routeBackend, error)
 }
 
 // Both blocks implement nodePoolBackend, checked here: oneBackend's run-time assertion would yield nil.
@@ -613,6 +616,33 @@ func (a *azurePoolModel) image(ctx context.Context, data *providerData, m *nodeP
 	machines, d := azureMachines(ctx, m, manifest)
 	diags.Append(d...)
 	return &poolImage{manifest, machines.Digest()}, diags
+}
+
+// checkNestedVirtualization checks, for an image baked with Hyper-V isolation, that Azure
+// documents nested virtualization for the pool's VM size (azure.NestedVirtualizationOf): a
+// size documented without it is an error; a size whose series kubewin has no record of is a
+// warning, for the user to check on the series' page.
+func checkNestedVirtualization(vmSize types.String) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if vmSize.IsUnknown() || vmSize.IsNull() {
+		return diags
+	}
+	size := vmSize.ValueString()
+	const sizes = "https://learn.microsoft.com/azure/virtual-machines/sizes/overview"
+	switch azure.NestedVirtualizationOf(size) {
+	case azure.NestedNotSupported:
+		diags.AddAttributeError(pathAzure.AtName("vm_size"), "VM Size Cannot Run Hyper-V Isolated Containers", fmt.Sprintf(
+			"The pool's image was baked with Hyper-V isolation, which needs nested virtualization on a virtual machine, and Azure documents "+
+				"none for %s (series %s). Use a size whose series supports it, such as Standard_D4s_v5 or Standard_D4as_v5 (see the "+
+				"\"Nested Virtualization\" line of each series at %s), or a pool image baked without hyperv_isolation.", size,
+			azure.SizeSeries(size), sizes))
+	case azure.NestedUnknown:
+		diags.AddAttributeWarning(pathAzure.AtName("vm_size"), "Nested Virtualization Not Checked", fmt.Sprintf(
+			"The pool's image was baked with Hyper-V isolation, which needs nested virtualization, and kubewin has no record of whether "+
+				"%s supports it. Check the \"Nested Virtualization\" line of its series at %s: on a size without it, the nodes join but "+
+				"every pod of RuntimeClass windows-hyperv fails to start.", size, sizes))
+	}
+	return diags
 }
 
 // azureMachines is the scale set's machine settings.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -21,6 +22,10 @@ var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServe
 // terraform CLI from the test environment, or the CLI named by TF_ACC_TERRAFORM_PATH (OpenTofu's
 // tofu, with TF_ACC_PROVIDER_HOST=registry.opentofu.org).
 func TestMain(m *testing.M) {
+	if err := pinGoCaches(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if os.Getenv("TF_ACC_TERRAFORM_PATH") == "" {
 		tf, err := testenv.Binary("terraform")
 		if err != nil {
@@ -44,6 +49,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	nodebootDir = dir
+	// Failed joins save their diagnostics bundle in the user's cache directory: the tests' is
+	// removed with dir.
+	if err := os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if err := startARM(dir); err != nil {
 		fmt.Fprintf(os.Stderr, "the azure target: %v\n", err)
 		os.Exit(1)
@@ -66,6 +77,26 @@ func TestMain(m *testing.M) {
 	}
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// pinGoCaches sets GOCACHE and GOMODCACHE to the go command's current values, so that the builds
+// the tests run (nodeboot, the provider) use the user's caches after XDG_CACHE_HOME (below) or
+// HOME (some tests) moves: otherwise go would build the provider from an empty cache, minutes on
+// two cores.
+func pinGoCaches() error {
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
+	if err != nil {
+		return fmt.Errorf("go env: %w", err)
+	}
+	vals := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i, k := range []string{"GOCACHE", "GOMODCACHE"} {
+		if i < len(vals) && vals[i] != "" {
+			if err := os.Setenv(k, vals[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // nodebootDir holds the nodeboot binary built for the tests.

@@ -69,7 +69,10 @@ func (r *podRouteResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"(an Azure route table, associated with the nodes' subnet). Use it with `count` over a node pool's `nodes`. A route table holds at " +
 			"most " +
 			fmt.Sprint(routetable.MaxRoutes) + " routes (Azure's limit per route table, which the local route table keeps too) and no two " +
-			"overlapping destinations; both are checked at plan time, against the table's routes and the others planned." + verifiedAzure,
+			"overlapping destinations; both are checked at plan time, against the table's routes and the others planned. For the nodes of a " +
+			"`kubewin_windows_node_pool`, the pool's `pod_routes` block keeps their routes itself, each written before the pool counts its " +
+			"node Ready (this resource is written after the pool's apply); use this resource for routers and tables the pool does not own." +
+			verifiedAzure,
 		Blocks: map[string]schema.Block{
 			"local": schema.SingleNestedBlock{
 				Description: "The route goes into a route table of the local backend.",

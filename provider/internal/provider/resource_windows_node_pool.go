@@ -51,17 +51,18 @@ func newNodePoolResource() resource.Resource { return &nodePoolResource{} }
 type nodePoolResource struct{ data *providerData }
 
 type nodePoolModel struct {
-	Name             types.String    `tfsdk:"name"`
-	ClusterID        types.String    `tfsdk:"cluster_id"`
-	Local            *localPoolModel `tfsdk:"local"`
-	Azure            *azurePoolModel `tfsdk:"azure"`
-	NodeCount        types.Int64     `tfsdk:"node_count"`
-	NodeNamePrefix   types.String    `tfsdk:"node_name_prefix"`
-	NetworkMode      types.String    `tfsdk:"network_mode"`
-	Labels           types.Map       `tfsdk:"labels"`
-	Taints           []taintModel    `tfsdk:"taints"`
-	MaxPods          types.Int64     `tfsdk:"max_pods"`
-	KubeletExtraArgs types.Map       `tfsdk:"kubelet_extra_args"`
+	Name             types.String     `tfsdk:"name"`
+	ClusterID        types.String     `tfsdk:"cluster_id"`
+	Local            *localPoolModel  `tfsdk:"local"`
+	Azure            *azurePoolModel  `tfsdk:"azure"`
+	PodRoutes        *poolRoutesModel `tfsdk:"pod_routes"`
+	NodeCount        types.Int64      `tfsdk:"node_count"`
+	NodeNamePrefix   types.String     `tfsdk:"node_name_prefix"`
+	NetworkMode      types.String     `tfsdk:"network_mode"`
+	Labels           types.Map        `tfsdk:"labels"`
+	Taints           []taintModel     `tfsdk:"taints"`
+	MaxPods          types.Int64      `tfsdk:"max_pods"`
+	KubeletExtraArgs types.Map        `tfsdk:"kubelet_extra_args"`
 	memorySettings
 	MaxSurge    types.Int64    `tfsdk:"max_surge"`
 	TokenTTL    types.String   `tfsdk:"token_ttl"`
@@ -134,7 +135,7 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"repairs or a cluster autoscaler) fails its join with `TokenNotFound`. The next plan reports it and the next apply replaces it " +
 			"with a machine that joins. Change the pool's size with `node_count` only; kubewin's scale set leaves automatic instance repairs " +
 			"off, and they must stay off." + verifiedAzure,
-		Blocks: map[string]schema.Block{"local": localPoolBlock(), "azure": azurePoolBlock()},
+		Blocks: map[string]schema.Block{"local": localPoolBlock(), "azure": azurePoolBlock(), "pod_routes": poolRoutesBlock()},
 		Attributes: attributes(nodeAttributes("the pool mints one for each change that adds nodes; "+
 			"an apply interrupted or failed while they join leaves it to them until it expires, "+
 			"and a later apply replaces machines that have not joined once no token of the pool is left"), map[string]schema.Attribute{
@@ -279,6 +280,7 @@ func (r *nodePoolResource) ValidateConfig(ctx context.Context, req resource.Vali
 		}
 	}
 	resp.Diagnostics.Append(checkBackend(&m)...)
+	resp.Diagnostics.Append(checkPodRoutes(&m)...)
 }
 
 // checkBackend checks that the pool names where its machines run, and its block's arguments.
@@ -322,6 +324,9 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	resp.Diagnostics.Append(checkFixedSettings(ctx, req.State, &m, len(resp.RequiresReplace) > 0)...)
 	resp.Diagnostics.Append(b.checkCluster(r.data, &m)...)
+	if !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(r.checkPoolRoutes(ctx, req.State, &m)...)
+	}
 	if resp.Diagnostics.HasError() || b.imageUnknown() {
 		return
 	}
@@ -336,6 +341,9 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	resp.Diagnostics.Append(diags...)
 	if clusterVersion != "" {
 		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, imagePath)...)
+	}
+	if a, ok := b.(*azurePoolModel); ok && manifest.HyperV() {
+		resp.Diagnostics.Append(checkNestedVirtualization(a.VMSize)...)
 	}
 	tmpl, diags := nodeConfigTemplate(ctx, &m, manifest, placeholderCluster)
 	resp.Diagnostics.Append(diags...)
@@ -438,6 +446,10 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 	diags.Append(d...)
 	health, d := healthCheck(ctx, m.HealthCheck)
 	diags.Append(d...)
+	routes, _, err := m.podRoutes(ctx, r.data)
+	if err != nil {
+		diags.AddAttributeError(pathPodRoutesTable, "Cannot Use the Route Table", err.Error())
+	}
 	s := pool.Spec{
 		Pool:     m.Name.ValueString(),
 		Count:    int(m.NodeCount.ValueInt64()),
@@ -447,6 +459,8 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 		TokenTTL: ttl,
 		Drain:    drainOpts,
 		Health:   health,
+		HyperV:   img.manifest.HyperV(),
+		Routes:   routes,
 	}
 	return s, mgr, diags
 }
@@ -501,7 +515,7 @@ func (r *nodePoolResource) apply(ctx context.Context, m *nodePoolModel, adminPas
 		var ae *pool.ActionError
 		switch {
 		case errors.As(err, &je):
-			diags.AddError("Node Failed to Join", fmt.Sprintf("%s\n\nLast lines of the node's log:\n%s", je.Error(), je.Log))
+			diags.AddError("Node Failed to Join", je.Detail())
 		case errors.As(err, &ae):
 			diags.AddError(ae.Summary, fmt.Sprintf("Pool %q did not reach node_count = %d: %s.\n\n%s\n\nThe state keeps the nodes the pool has now.",
 				m.Name.ValueString(), m.NodeCount.ValueInt64(), err, ae.Remedy))
@@ -537,6 +551,9 @@ func (r *nodePoolResource) Update(ctx context.Context, req resource.UpdateReques
 		return
 	}
 	resp.Diagnostics.Append(r.apply(ctx, &m, adminPassword(ctx, req.Config), timeout)...)
+	if !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(r.leaveRouteTable(ctx, req.State, &m)...)
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -593,6 +610,8 @@ func (r *nodePoolResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if len(findings) > 0 {
 		resp.Diagnostics.AddWarning(fmt.Sprintf("Pool %s Has Nodes That Are Not Ready", m.Name.ValueString()), healthReport(findings))
 	}
+	// Ready nodes without their route do not count either: the next apply writes the routes.
+	count -= r.unrouted(ctx, &m, nodes, &resp.Diagnostics)
 	m.NodeCount = types.Int64Value(int64(count))
 	resp.Diagnostics.Append(setNodes(&m, nodes)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
@@ -628,6 +647,9 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 			}
 			err = errors.Join(c.Delete(ctx, names), c.Destroy(ctx))
 		}
+		if err == nil { // the routes of the machines just deleted
+			err = r.removePoolRoutes(ctx, &m)
+		}
 		if err != nil {
 			resp.Diagnostics.AddError("Cannot Delete Node Pool", err.Error())
 		}
@@ -640,7 +662,12 @@ func (r *nodePoolResource) Delete(ctx context.Context, req resource.DeleteReques
 	}
 	drainOpts, d := drainOptions(ctx, m.Drain)
 	resp.Diagnostics.Append(d...)
-	s := pool.Spec{Pool: m.Name.ValueString(), Drain: drainOpts}
+	routes, _, err := m.podRoutes(ctx, r.data)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(pathPodRoutesTable, "Cannot Use the Route Table", err.Error())
+		return
+	}
+	s := pool.Spec{Pool: m.Name.ValueString(), Drain: drainOpts, Routes: routes}
 	if err := mgr.Destroy(ctx, s); err != nil {
 		resp.Diagnostics.AddError("Cannot Delete Node Pool", err.Error())
 	}
@@ -749,6 +776,7 @@ type poolSettings struct {
 	JoinRetries                                            *int64 `json:",omitempty"`
 	SystemReservedMemory, KubeReservedMemory               string `json:",omitempty"`
 	EvictionHardMemory                                     string `json:",omitempty"`
+	PodRouteTable                                          string `json:",omitempty"`
 }
 
 type localSettings struct {
@@ -782,6 +810,9 @@ func settingsOf(ctx context.Context, m *nodePoolModel) (poolSettings, diag.Diagn
 		SystemReservedMemory: m.SystemReserved.ValueString(),
 		KubeReservedMemory:   m.KubeReserved.ValueString(),
 		EvictionHardMemory:   m.EvictionHard.ValueString(),
+	}
+	if m.PodRoutes != nil {
+		s.PodRouteTable = m.PodRoutes.RouteTable.ValueString()
 	}
 	var diags, d diag.Diagnostics
 	s.Local, s.Azure, diags = m.backend().settings(ctx)
@@ -837,6 +868,9 @@ func (s poolSettings) model() nodePoolModel {
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType,
 			"delete": types.StringType})},
 		Nodes: types.ListNull(types.ObjectType{AttrTypes: nodeAttrTypes}),
+	}
+	if s.PodRouteTable != "" {
+		m.PodRoutes = &poolRoutesModel{RouteTable: types.StringValue(s.PodRouteTable)}
 	}
 	if l := s.Local; l != nil {
 		m.Local = &localPoolModel{Image: types.StringValue(l.Image),

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
@@ -47,8 +48,9 @@ func testBackend(t testing.TB, state string) *local.Backend {
 	return b
 }
 
-// testImage writes a kubewin-local image directory for the control plane's Kubernetes version.
-func testImage(t testing.TB, b *local.Backend, tag string) string {
+// testImage writes a kubewin-local image directory for the control plane's Kubernetes version,
+// baked for the isolation modes given (none: process only).
+func testImage(t testing.TB, b *local.Backend, tag string, isolation ...v1alpha1.Isolation) string {
 	t.Helper()
 	version, err := b.ControlPlaneVersion()
 	if err != nil {
@@ -59,7 +61,7 @@ func testImage(t testing.TB, b *local.Backend, tag string) string {
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindImageManifest, WindowsBuild: v1alpha1.WindowsServer2022,
 		KubernetesVersion: version, Runtime: v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"},
 		PauseImage:      v1alpha1.PauseImage{Reference: "registry.k8s.io/pause:3.10", Digest: "sha256:" + strings.Repeat("3", 64)},
-		NodebootVersion: "test-" + tag,
+		NodebootVersion: "test-" + tag, Isolation: isolation,
 	}, map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet " + tag), "k/kube-proxy.exe": []byte("simulated kube-proxy"),
 		"k/kube-log-runner.exe": []byte("simulated kube-log-runner")})
 	if err != nil {
@@ -86,6 +88,11 @@ type poolBackend struct {
 }
 
 func poolConfig(provider string, be poolBackend, image string, count int) string {
+	return poolConfigWith(provider, be, image, count, "")
+}
+
+// poolConfigWith is poolConfig with extra, a block of the pool's (or ""), after its backend block.
+func poolConfigWith(provider string, be poolBackend, image string, count int, extra string) string {
 	return provider + fmt.Sprintf(`
 resource "kubewin_cluster" "test" {
   name = "pooltest"
@@ -100,8 +107,8 @@ resource "kubewin_windows_node_pool" "win" {
   taints     = [{ key = "os", value = "windows", effect = "NoSchedule" }]
   drain      = { timeout = "1m" }
 %s
-}
-`, count, be.block(image))
+%s}
+`, count, be.block(image), extra)
 }
 
 func TestAccWindowsNodePool(t *testing.T) {
@@ -295,6 +302,25 @@ func testAccWindowsNodePool(t *testing.T, state, provider string, be poolBackend
 					}
 					return nil
 				})),
+			},
+			{
+				// A new name replaces the pool (the table in the pool's page says so).
+				Config:             strings.Replace(poolConfig(provider, be, imageB, 3), `name       = "win"`, `name       = "win2"`, 1),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("kubewin_windows_node_pool.win", plancheck.ResourceActionReplace),
+				}},
+			},
+			{
+				// So does another cluster.
+				Config: strings.Replace(poolConfig(provider, be, imageB, 3), "cluster_id = kubewin_cluster.test.id",
+					"cluster_id = kubewin_cluster.other.id", 1) + "resource \"kubewin_cluster\" \"other\" {\n  name = \"pooltest2\"\n  local {}\n}\n",
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("kubewin_windows_node_pool.win", plancheck.ResourceActionReplace),
+				}},
 			},
 		},
 	})
@@ -514,7 +540,8 @@ resource "kubewin_windows_node_pool" "win" {
 }
 
 // A node that cannot join fails the apply within the create timeout, naming the node, the
-// phase and the error code.
+// phase and the error code; the error ends with the machine's diagnostics summary and where
+// its bundle, fetched from the machine's directory, was saved.
 func TestAccWindowsNodePool_joinFailure(t *testing.T) {
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
@@ -528,9 +555,15 @@ func TestAccWindowsNodePool_joinFailure(t *testing.T) {
   timeouts   = { create = "2m" }`, 1)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			checkSavedBundle(t, "win000000", bundleHolds("summary.txt", "failed in phase preflight with code PayloadCorrupt"))
+			return nil
+		},
 		Steps: []resource.TestStep{{
-			Config:      config,
-			ExpectError: regexp.MustCompile(`(?s)Node Failed to Join.*node win000000 failed in phase preflight with\s+code PayloadCorrupt`),
+			Config: config,
+			ExpectError: regexp.MustCompile(`(?s)Node Failed to Join.*node win000000 failed in phase preflight with\s+code PayloadCorrupt.*` +
+				`Diagnostics of win000000 \(nodeboot diagnose\):.*join: node win000000 failed in phase\s+preflight.*` +
+				`The full diagnostics bundle was saved to\s+\S+/kubewin/diagnostics/win000000-\S+\.tar\.gz`),
 		}},
 	})
 }

@@ -1,13 +1,18 @@
 package provider
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +30,7 @@ import (
 	"github.com/kubewin/kubewin/internal/guest"
 	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/internal/testkit/serverstest"
+	"github.com/kubewin/kubewin/provider/internal/pool"
 )
 
 const (
@@ -159,14 +165,23 @@ resource "kubewin_cluster" "test" {
 					}
 					m.Report = &nodestatus.Report{Node: "winsrv02", State: nodestatus.StateFailed, Phase: "discovery", Code: nodestatus.CodeCAPinMismatch,
 						Message: "the cluster's CA is not the pinned one"}
+					m.Summary, m.Bundle = "nodeboot diagnostics of node winsrv02\njoin: failed in discovery\n", []byte("the bundle of winsrv02")
 				},
 				Config: config, ConfigVariables: passwordVar(winrmPassword),
 				ExpectError: wrapped(`(?s)Node Failed to Join.*node winsrv02 failed in phase discovery with code\s+CAPinMismatch.*` +
-					`Last lines of nodeboot's output:.*\[discovery\] failed after 2ms`),
+					`Last lines of the node's log:.*\[discovery\] failed after 2ms.*Diagnostics of winsrv02 \(nodeboot diagnose\):\s+` +
+					`nodeboot diagnostics of node winsrv02\s+join: failed in discovery.*The full diagnostics bundle was saved to\s+` +
+					`\S+/kubewin/diagnostics/winsrv02-\S+\.tar\.gz`),
 			},
 			{
 				PreConfig: func() {
-					m.Report = nil
+					checkSavedBundle(t, "winsrv02", func(got []byte) error {
+						if !bytes.Equal(got, m.Bundle) {
+							return fmt.Errorf("saved %q, want %q", got, m.Bundle)
+						}
+						return nil
+					})
+					m.Report, m.Summary = nil, ""
 					m.Join = func() (string, int) {
 						readyNode(t, client(), "winsrv02")
 						return "[preflight] done in 3ms\r\n[services] done in 1s\r\n", 0
@@ -243,6 +258,67 @@ resource "kubewin_cluster" "test" {
 // white space.
 func wrapped(pattern string) *regexp.Regexp {
 	return regexp.MustCompile(strings.ReplaceAll(pattern, " ", `\s+`))
+}
+
+// checkSavedBundle checks that a failed join saved node's diagnostics bundle in a file only its
+// owner may read, in a directory only its owner may open, and that check accepts the newest one;
+// it removes the node's saved bundles.
+func checkSavedBundle(t *testing.T, node string, check func([]byte) error) {
+	t.Helper()
+	dir, err := pool.DiagnosticsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("%s: %v (%v), want a 0700 directory", dir, fi, err)
+	}
+	saved, err := filepath.Glob(filepath.Join(dir, node+"-*.tar.gz"))
+	if err != nil || len(saved) == 0 {
+		t.Fatalf("no bundle of %s saved in %s (%v)", node, dir, err)
+	}
+	defer func() {
+		for _, f := range saved {
+			_ = os.Remove(f)
+		}
+	}()
+	newest := slices.Max(saved) // named by time
+	fi, err := os.Stat(newest)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v (%v), want a 0600 file", newest, fi, err)
+	}
+	data, err := os.ReadFile(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(data); err != nil {
+		t.Errorf("%s: %v", newest, err)
+	}
+}
+
+// bundleHolds checks that a saved bundle is a gzipped tar archive holding a file of that name
+// with want in it.
+func bundleHolds(name, want string) func([]byte) error {
+	return func(data []byte) error {
+		gz, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return err
+		}
+		tr := tar.NewReader(gz)
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				return fmt.Errorf("no %s in the bundle (%v)", name, err)
+			}
+			if h.Name != name {
+				continue
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil || !strings.Contains(string(b), want) {
+				return fmt.Errorf("%s lacks %q (%v):\n%s", name, want, err, b)
+			}
+			return nil
+		}
+	}
 }
 
 // readyNode registers a Ready Node, as a kubelet would.

@@ -63,11 +63,7 @@ func commandError(err error) diag.Diagnostics {
 	var exit *guest.ExitError
 	switch {
 	case errors.As(err, &je):
-		detail := je.Error()
-		if je.Log != "" {
-			detail += "\n\nLast lines of nodeboot's output:\n" + je.Log
-		}
-		diags.AddError("Node Failed to Join", detail)
+		diags.AddError("Node Failed to Join", je.Detail())
 	case errors.As(err, &exit):
 		diags.AddError("Command Failed on the Server", err.Error())
 	case remote.KindOf(err) != 0:

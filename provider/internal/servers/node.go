@@ -127,7 +127,7 @@ func (n *Node) Join(ctx context.Context) error {
 		var exit *guest.ExitError
 		if errors.As(err, &exit) {
 			if r := n.report(ctx); r != nil && r.State == nodestatus.StateFailed {
-				return &pool.JoinError{Report: *r, Log: exit.Output}
+				return &pool.JoinError{Report: *r, Log: exit.Output, Diagnosis: n.diagnose(ctx)}
 			}
 		}
 		return err
@@ -154,6 +154,33 @@ func (n *Node) report(ctx context.Context) *nodestatus.Report {
 	return &r
 }
 
+// diagnose runs nodeboot diagnose on the server and downloads the bundle over the same
+// connection, then saves it (pool.Diagnosis.SaveBundle). It returns nil when the server has
+// no bundle to give.
+func (n *Node) diagnose(ctx context.Context) *pool.Diagnosis {
+	ctx = context.WithoutCancel(ctx)
+	out, err := guest.Output(ctx, n.Server, guest.Command{What: "nodeboot diagnose", Line: n.Server.Lang.Nodeboot("diagnose"), Elevated: true})
+	if err != nil {
+		tflog.Warn(ctx, "cannot gather the server's diagnostics bundle", map[string]any{"error": err.Error()})
+		return nil
+	}
+	d := &pool.Diagnosis{}
+	d.Summary, d.Report, d.OnNode = nodestatus.ParseDiagnosis(out)
+	if d.OnNode == "" {
+		return d
+	}
+	var bundle bytes.Buffer
+	if err := n.Server.Download(ctx, d.OnNode, &bundle); err != nil {
+		tflog.Warn(ctx, "cannot download the server's diagnostics bundle", map[string]any{"path": d.OnNode, "error": err.Error()})
+		return d
+	}
+	d.Bundle = bundle.Bytes()
+	if err := d.SaveBundle(n.Name); err != nil {
+		tflog.Warn(ctx, "cannot save the server's diagnostics bundle", map[string]any{"error": err.Error()})
+	}
+	return d
+}
+
 // waitReady waits until the Node is Ready, or fails with the failure its report names.
 func (n *Node) waitReady(ctx context.Context) error {
 	poll := n.Poll
@@ -171,7 +198,7 @@ func (n *Node) waitReady(ctx context.Context) error {
 			return fmt.Errorf("read Node %s: %w", n.Name, err)
 		}
 		if r, err := nodestatus.Read(ctx, n.Client, n.Name); err == nil && r != nil && r.State == nodestatus.StateFailed {
-			return &pool.JoinError{Report: *r}
+			return &pool.JoinError{Report: *r, Diagnosis: n.diagnose(ctx)}
 		}
 		select {
 		case <-ctx.Done():
@@ -179,7 +206,11 @@ func (n *Node) waitReady(ctx context.Context) error {
 			if r := n.report(context.WithoutCancel(ctx)); r != nil {
 				phase = fmt.Sprintf("its join is %s, last phase %s", r.State, r.Phase)
 			}
-			return fmt.Errorf("node %s was not Ready in time (%s): raise timeouts.create, or look at the server's nodeboot log", n.Name, phase)
+			err := fmt.Errorf("node %s was not Ready in time (%s): raise timeouts.create, or look at the server's nodeboot log", n.Name, phase)
+			if d := n.diagnose(ctx).Detail(n.Name); d != "" {
+				err = fmt.Errorf("%w\n\n%s", err, d)
+			}
+			return err
 		case <-time.After(poll):
 		}
 	}

@@ -7,17 +7,22 @@
 package simboot
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/kubeadmboot"
+	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/proc"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/internal/testkit/armtest"
@@ -143,12 +148,55 @@ func (b *Booter) SerialLog(in armtest.Instance) []byte {
 	return serial
 }
 
-// RunCommand runs a script on a Linux machine; Windows machines run none.
+// RunCommand runs a script on a Linux machine, and on a Windows machine a PowerShell script
+// that runs nodeboot.exe (runWindows).
 func (b *Booter) RunCommand(ctx context.Context, in armtest.Instance, script string) ([]byte, []byte, int, error) {
 	if !in.Linux {
-		return nil, nil, 0, fmt.Errorf("instance %s: simulated Windows machines run no commands", in.ComputerName)
+		return b.runWindows(ctx, in, script)
 	}
 	return b.runLinux(ctx, in, script)
+}
+
+// nodebootLine is a PowerShell line that runs nodeboot.exe with verbatim-string arguments, as
+// powershell.Quote writes them: & 'C:\k\nodeboot.exe' 'arg' ...
+var nodebootLine = regexp.MustCompile(`^& '((?:[^']|'')*)'((?: '(?:[^']|'')*')*)$`)
+
+var quotedArg = regexp.MustCompile(`'((?:[^']|'')*)'`)
+
+// runWindows runs a PowerShell script made of nodeboot.exe lines and "exit $LASTEXITCODE" as
+// the simulated machine's nodeboot; a simulated Windows machine runs nothing else, and a
+// script with anything else fails as a line PowerShell could not run would.
+func (b *Booter) runWindows(ctx context.Context, in armtest.Instance, script string) ([]byte, []byte, int, error) {
+	var stdout, stderr bytes.Buffer
+	exit := 0
+	exe := nodecmd.DefaultPaths().BinDir + `\nodeboot.exe`
+	for _, line := range strings.Split(strings.TrimSpace(script), "\n") {
+		line = strings.TrimSpace(line)
+		m := nodebootLine.FindStringSubmatch(line)
+		switch {
+		case line == "exit $LASTEXITCODE":
+			return stdout.Bytes(), stderr.Bytes(), exit, nil
+		case m == nil || !strings.EqualFold(strings.ReplaceAll(m[1], "''", "'"), exe):
+			return nil, nil, 0, fmt.Errorf("instance %s: the simulated Windows machine runs only %s, not %q", in.ComputerName, exe, line)
+		}
+		args := []string{"--platform", "sim", "--root", filepath.Join(b.machineDir(in), "drive")}
+		for _, a := range quotedArg.FindAllStringSubmatch(m[2], -1) {
+			args = append(args, strings.ReplaceAll(a[1], "''", "'"))
+		}
+		cmd := exec.CommandContext(ctx, b.Nodeboot, args...)
+		cmd.Stdout, cmd.Stderr, cmd.Dir = &stdout, &stderr, b.machineDir(in)
+		err := cmd.Run()
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee):
+			exit = ee.ExitCode()
+		case err != nil:
+			return nil, nil, 0, fmt.Errorf("instance %s: %w", in.ComputerName, err)
+		default:
+			exit = 0
+		}
+	}
+	return stdout.Bytes(), stderr.Bytes(), exit, nil
 }
 
 // Running lists the PIDs of the machines' nodeboot processes, for clean-up checks.

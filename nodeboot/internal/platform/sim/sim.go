@@ -30,6 +30,7 @@ import (
 	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/sim/simkubelet"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/winfake"
 )
@@ -233,4 +234,27 @@ func (p *Platform) nodeInfo() corev1.NodeSystemInfo {
 func alive(pid int) bool {
 	proc, err := os.FindProcess(pid)
 	return err == nil && proc.Signal(syscall.Signal(0)) == nil
+}
+
+// Diagnostics is the Windows platform's, but for nodeboot's own log: a simulated machine's
+// nodeboot writes to no event log, and its serial console is a file it can read back.
+func (p *Platform) Diagnostics() platform.Diagnostics {
+	return diagnostics{Diagnostics: p.Platform.Diagnostics(), serial: filepath.Join(p.m.Root, filepath.FromSlash(SerialLog))}
+}
+
+// SerialLog is the simulated machine's serial console, under its root: every line nodeboot
+// writes to the console goes there too.
+const SerialLog = "sim/serial.log"
+
+type diagnostics struct {
+	platform.Diagnostics
+	serial string
+}
+
+func (d diagnostics) NodebootLog(_ context.Context, maxBytes int) ([]byte, error) {
+	data, err := os.ReadFile(d.serial)
+	if err != nil {
+		return nil, fmt.Errorf("the serial console: %w", err)
+	}
+	return data[max(0, len(data)-maxBytes):], nil
 }

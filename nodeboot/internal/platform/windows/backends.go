@@ -29,6 +29,8 @@ var ErrNotFound = errors.New("not found")
 type HNS interface {
 	// NetworkByName returns the network of that name, or ErrNotFound.
 	NetworkByName(name string) (*hcnjson.HostComputeNetwork, error)
+	// Networks lists every network (hcn.ListNetworks).
+	Networks() ([]hcnjson.HostComputeNetwork, error)
 	// NetworkByID returns the network, or ErrNotFound.
 	NetworkByID(id string) (*hcnjson.HostComputeNetwork, error)
 	// CreateNetwork creates a network (hcn HostComputeNetwork.Create) and returns it as HNS

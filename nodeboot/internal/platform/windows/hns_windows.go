@@ -43,6 +43,18 @@ func (hnsAPI) NetworkByName(name string) (*hcnjson.HostComputeNetwork, error) {
 	return convert[hcnjson.HostComputeNetwork](n)
 }
 
+func (hnsAPI) Networks() ([]hcnjson.HostComputeNetwork, error) {
+	nets, err := hcn.ListNetworks()
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[[]hcnjson.HostComputeNetwork](nets)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}
+
 func (hnsAPI) NetworkByID(id string) (*hcnjson.HostComputeNetwork, error) {
 	n, err := hcn.GetNetworkByID(id)
 	if err != nil {

@@ -198,3 +198,87 @@ $ids.Count
 `, q(client), list, remove)
 	return Script{Name: "pods.remove", Params: PodsParams{Runtime: runtime, Client: client}, Text: text}
 }
+
+// AllRoutesParams are the values of the routes.all script (none: it only reads).
+type AllRoutesParams struct{}
+
+// allRoutesScript lists every IPv4 route in both stores (what route print shows, in
+// microsoft/SDN Kubernetes/windows/debug/collectlogs.ps1), as JSON.
+func allRoutesScript() Script {
+	return Script{Name: "routes.all", Params: AllRoutesParams{}, Text: `$routes = @(Get-NetRoute -AddressFamily IPv4 -ErrorAction SilentlyContinue |
+  ForEach-Object {
+  [pscustomobject]@{ destination = $_.DestinationPrefix; nextHop = $_.NextHop; interfaceIndex = $_.InterfaceIndex; metric = $_.RouteMetric; ` +
+		`store = [string]$_.Store }
+})
+ConvertTo-Json -Compress -Depth 3 -InputObject $routes
+`}
+}
+
+// EventSource is an event log, and in it one provider or event IDs; empty fields do not filter.
+type EventSource struct {
+	Log      string
+	Provider string
+	IDs      []int
+	// ServiceNamed keeps only entries whose message names one of EventsParams.Services.
+	ServiceNamed bool
+}
+
+// NodebootEvents are nodeboot's own entries (its event source, registered at bake).
+var NodebootEvents = EventSource{Log: "Application", Provider: "nodeboot"}
+
+// nodeEventSources are the event log entries that tell about a node, as Azure/aks-engine
+// scripts/collect-windows-logs.ps1 collects them: the Service Control Manager's entries about
+// the node's services, restarts and shutdowns (1074, 1076, 6005, 6006, 6008) and resource
+// exhaustion (2004), Windows Error Reporting's crashes, the Hyper-V compute service's log;
+// and HNS's admin log (microsoft/SDN Kubernetes/windows/debug/CleanupContainerHostNetworking.ps1
+// copies Microsoft-Windows-Host-Network-Service-Admin) and nodeboot's own entries.
+var nodeEventSources = []EventSource{
+	{Log: "System", Provider: "Service Control Manager", ServiceNamed: true},
+	{Log: "System", IDs: []int{1074, 1076, 2004, 6005, 6006, 6008}},
+	{Log: "Application", Provider: "Windows Error Reporting"},
+	{Log: "Microsoft-Windows-Hyper-V-Compute-Operational"},
+	{Log: "Microsoft-Windows-Host-Network-Service-Admin"},
+	NodebootEvents,
+}
+
+// EventsParams are the values of the events.read script.
+type EventsParams struct {
+	Sources  []EventSource
+	Services []string
+	// Max is how many of the newest entries of each source are read.
+	Max int
+}
+
+// eventsScript reads the newest entries of each source with Get-WinEvent -FilterHashtable
+// (https://learn.microsoft.com/en-us/powershell/module/microsoft.powershell.diagnostics/get-winevent:
+// LogName, ProviderName and ID keys; a log or provider that does not exist, or has no entry,
+// is an error, ignored), newest first, as JSON.
+func eventsScript(p EventsParams) Script {
+	var b strings.Builder
+	fmt.Fprintf(&b, "$services = %s\n$events = @()\n", powershell.QuoteList(p.Services))
+	for _, s := range p.Sources {
+		filter := "LogName = " + q(s.Log)
+		if s.Provider != "" {
+			filter += "; ProviderName = " + q(s.Provider)
+		}
+		if len(s.IDs) > 0 {
+			ids := make([]string, len(s.IDs))
+			for i, id := range s.IDs {
+				ids[i] = fmt.Sprint(id)
+			}
+			filter += "; ID = " + strings.Join(ids, ",")
+		}
+		where := ""
+		if s.ServiceNamed {
+			where = " | Where-Object { $m = $_.Message; @($services | Where-Object { $m -like ('*' + $_ + '*') }).Count -gt 0 }"
+		}
+		fmt.Fprintf(&b, "$events += @(Get-WinEvent -FilterHashtable @{ %s } -MaxEvents %d -ErrorAction SilentlyContinue%s)\n", filter, p.Max, where)
+	}
+	b.WriteString(`$out = @($events | Sort-Object -Property TimeCreated -Descending | ForEach-Object {
+  [pscustomobject]@{ log = $_.LogName; source = $_.ProviderName; id = $_.Id; level = $_.LevelDisplayName; ` +
+		`time = $_.TimeCreated.ToUniversalTime().ToString('o'); message = $_.Message }
+})
+ConvertTo-Json -Compress -Depth 3 -InputObject $out
+`)
+	return Script{Name: "events.read", Params: p, Text: b.String()}
+}

@@ -76,6 +76,16 @@ func TestScriptsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if _, err := p.Diagnostics().RouteTable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Diagnostics().Events(ctx, []string{hostile}, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Diagnostics().NodebootLog(ctx, 1000); err != nil {
+		t.Fatal(err)
+	}
+
 	seen := map[string]bool{}
 	for _, op := range m.Log() {
 		if op.Backend != "shell" {
@@ -105,9 +115,8 @@ func TestScriptsParse(t *testing.T) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	want := []string{"defender.exclude", "defender.installed", "firewall.allow", "forwarding.enable", "metadata-routes.ensure", "program.run",
-		"routes.apply",
-		"routes.list", "updates.disable"}
+	want := []string{"defender.exclude", "defender.installed", "events.read", "firewall.allow", "forwarding.enable", "metadata-routes.ensure",
+		"program.run", "routes.all", "routes.apply", "routes.list", "updates.disable"}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("scripts run: %v, want every kind: %v", kinds, want)
 	}

@@ -85,9 +85,13 @@ func (c *Config) Resolve(ctx context.Context, client *http.Client, reg ociimage.
 	}
 	var pauseErr error
 	if m.PauseImage.Digest == "" {
-		m.PauseImage.Digest, pauseErr = ociimage.Resolve(ctx, c.PauseImage, uint32(c.build), reg)
+		// Pod sandboxes run process-isolated: the pause image must be of the image's own build.
+		var pause ociimage.Image
+		pause, pauseErr = ociimage.Resolve(ctx, c.PauseImage, c.build, false, reg)
+		m.PauseImage.Digest = pause.Digest
 		if pauseErr != nil {
-			pauseErr = fmt.Errorf("pause_image: %w (or set pause_image_digest to resolve offline)", pauseErr)
+			pauseErr = fmt.Errorf("pause_image: %w; use a pause image with an entry for this build (registry.k8s.io/pause 3.10.2 or later "+
+				"covers 17763, 20348 and 26100), or set pause_image_digest to resolve offline", pauseErr)
 		}
 	}
 	wg.Wait()

@@ -1,5 +1,5 @@
 //go:generate packer-sdc struct-markdown
-//go:generate packer-sdc mapstructure-to-hcl2 -type Config
+//go:generate packer-sdc mapstructure-to-hcl2 -type Config,RegistryCredential
 
 package node
 
@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/hashicorp/packer-plugin-sdk/common"
 	"github.com/hashicorp/packer-plugin-sdk/hcl2helper"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
@@ -17,6 +19,7 @@ import (
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/guest"
+	"github.com/kubewin/kubewin/internal/ociimage"
 )
 
 // unknownValue is what packer validate passes for a data source's output it did not evaluate.
@@ -50,6 +53,14 @@ type Config struct {
 	// Whether to install the Windows Containers feature (and restart when Windows asks to).
 	// Default true.
 	InstallContainersFeature *bool `mapstructure:"install_containers_feature"`
+	// Bake the image for Hyper-V isolation as well as process isolation: install the Windows
+	// Hyper-V feature (with the Containers feature, one restart for both), configure containerd's
+	// `runhcs-wcow-hypervisor` runtime handler next to the default `runhcs-wcow-process`, and
+	// record `isolation: [process, hyperv]` in the image manifest, from which a node pool labels
+	// its nodes and creates the `windows-hyperv` RuntimeClass. containerd images only: a Docker
+	// image is refused. The build VM, and every node VM, needs nested virtualization (on Azure,
+	// a size that supports it). Default false.
+	HyperVIsolation bool `mapstructure:"hyperv_isolation"`
 	// How long to wait for the guest to come back from that restart. Default `15m`.
 	RestartTimeout time.Duration `mapstructure:"restart_timeout"`
 	// Run the feature installation and the bake as this user through a scheduled task, as
@@ -59,6 +70,22 @@ type Config struct {
 	// The password of `elevated_user`.
 	ElevatedPassword string `mapstructure:"elevated_password"`
 
+	// Workload container images to pre-pull into the image, by tag or by digest
+	// (`mcr.microsoft.com/windows/servercore:ltsc2022`, `myregistry.example.com/app@sha256:…`). Each
+	// is resolved to its windows/amd64 image whose `os.version` is the image's Windows build (the
+	// build must match: a process-isolated container runs only on its own build), pinned by
+	// digest, pulled on the Packer host into `cache_dir`, uploaded and imported into the
+	// runtime's image store the kubelet uses (containerd's `k8s.io` namespace, or Docker's), so
+	// that pods using it start without a pull (`imagePullPolicy: IfNotPresent`). The image
+	// manifest lists each with its digest, `os.version` and size. An image that does not exist,
+	// that the registry refuses, without a windows/amd64 entry or of another build fails the
+	// build before anything reaches the guest.
+	Images []string `mapstructure:"images"`
+	// Logins for the registries of `images`, one `registry_credentials` block per registry. They
+	// stay on the Packer host: never in the guest, the image or its manifest. Pass the password
+	// from a variable marked `sensitive = true`.
+	RegistryCredentials []RegistryCredential `mapstructure:"registry_credentials"`
+
 	// Bake a simulated Windows machine (nodeboot's sim platform) kept in this directory of a
 	// POSIX guest instead of a Windows guest: what the `kubewin-local` builder sets up by itself;
 	// with another builder (such as `null` over SSH) set it and `sim_nodeboot`.
@@ -67,6 +94,19 @@ type Config struct {
 	SimNodeboot string `mapstructure:"sim_nodeboot"`
 
 	plan *v1alpha1.ImageManifest
+	// logins are the registry_credentials by registry.
+	logins ociimage.Logins
+}
+
+// RegistryCredential is a login to a container registry.
+type RegistryCredential struct {
+	// The registry's host name, with its port if not 443 (`myregistry.azurecr.io`,
+	// `registry.example.com:5000`; Docker Hub is `docker.io`).
+	Server string `mapstructure:"server" required:"true"`
+	// The user name (for Azure Container Registry, a service principal's ID or a token's name).
+	Username string `mapstructure:"username" required:"true"`
+	// The password or token.
+	Password string `mapstructure:"password" required:"true"`
 }
 
 func (c *Config) prepare() error {
@@ -83,6 +123,15 @@ func (c *Config) prepare() error {
 			add("release is not a kubewin bake plan (the manifest of a kubewin-release data source): %w", err)
 		}
 		c.plan = m
+		if m != nil && c.HyperVIsolation {
+			if m.Runtime.Name != v1alpha1.RuntimeContainerd {
+				add("hyperv_isolation is for containerd images only, and this release bakes %s %s: Hyper-V isolation here is containerd's "+
+					"runhcs-wcow-hypervisor runtime handler, selected by a Kubernetes RuntimeClass; bake a containerd release, or leave "+
+					"hyperv_isolation out", m.Runtime.Name, m.Runtime.Version)
+			} else {
+				m.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
+			}
+		}
 	}
 	switch c.Transfer {
 	case "":
@@ -125,6 +174,32 @@ func (c *Config) prepare() error {
 	}
 	if c.ElevatedPassword != "" && c.ElevatedUser == "" {
 		add("elevated_password is set without elevated_user: set both, or neither")
+	}
+	seen := map[string]int{}
+	for i, ref := range c.Images {
+		if _, err := name.ParseReference(ref); err != nil {
+			add("images[%d] %q is not an image reference (%v): use registry/repository:tag or registry/repository@sha256:<digest>", i, ref, err)
+		} else if j, dup := seen[ref]; dup {
+			add("images[%d] %q is images[%d] again: list each image once", i, ref, j)
+		} else {
+			seen[ref] = i
+		}
+	}
+	c.logins = ociimage.Logins{}
+	for i, rc := range c.RegistryCredentials {
+		reg, err := name.NewRegistry(rc.Server)
+		switch {
+		case rc.Server == "" || err != nil:
+			add("registry_credentials[%d].server %q is not a registry host name: use the host of the images' references, such as "+
+				"myregistry.azurecr.io", i, rc.Server)
+		case rc.Username == "" || rc.Password == "":
+			add("registry_credentials[%d] (%s) needs both username and password", i, rc.Server)
+		default:
+			if _, dup := c.logins[reg.RegistryStr()]; dup {
+				add("registry_credentials[%d]: %s has credentials already: give one block per registry", i, rc.Server)
+			}
+			c.logins[reg.RegistryStr()] = authn.Basic{Username: rc.Username, Password: rc.Password}
+		}
 	}
 	if (c.SimRoot == "") != (c.SimNodeboot == "") {
 		add("sim_root and sim_nodeboot go together: set both to bake a simulated machine, or neither")

@@ -10,26 +10,29 @@ import (
 // FlatConfig is an auto-generated flat version of Config.
 // Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
 type FlatConfig struct {
-	PackerBuildName          *string           `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
-	PackerBuilderType        *string           `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
-	PackerCoreVersion        *string           `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
-	PackerDebug              *bool             `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
-	PackerForce              *bool             `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
-	PackerOnError            *string           `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
-	PackerUserVars           map[string]string `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
-	PackerSensitiveVars      []string          `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
-	Release                  *string           `mapstructure:"release" required:"true" cty:"release" hcl:"release"`
-	Transfer                 *string           `mapstructure:"transfer" cty:"transfer" hcl:"transfer"`
-	Mirror                   *string           `mapstructure:"mirror" cty:"mirror" hcl:"mirror"`
-	Parallel                 *int              `mapstructure:"parallel" cty:"parallel" hcl:"parallel"`
-	CacheDir                 *string           `mapstructure:"cache_dir" cty:"cache_dir" hcl:"cache_dir"`
-	ManifestOutput           *string           `mapstructure:"manifest_output" cty:"manifest_output" hcl:"manifest_output"`
-	InstallContainersFeature *bool             `mapstructure:"install_containers_feature" cty:"install_containers_feature" hcl:"install_containers_feature"`
-	RestartTimeout           *string           `mapstructure:"restart_timeout" cty:"restart_timeout" hcl:"restart_timeout"`
-	ElevatedUser             *string           `mapstructure:"elevated_user" cty:"elevated_user" hcl:"elevated_user"`
-	ElevatedPassword         *string           `mapstructure:"elevated_password" cty:"elevated_password" hcl:"elevated_password"`
-	SimRoot                  *string           `mapstructure:"sim_root" cty:"sim_root" hcl:"sim_root"`
-	SimNodeboot              *string           `mapstructure:"sim_nodeboot" cty:"sim_nodeboot" hcl:"sim_nodeboot"`
+	PackerBuildName          *string                  `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
+	PackerBuilderType        *string                  `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
+	PackerCoreVersion        *string                  `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
+	PackerDebug              *bool                    `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
+	PackerForce              *bool                    `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
+	PackerOnError            *string                  `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
+	PackerUserVars           map[string]string        `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
+	PackerSensitiveVars      []string                 `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
+	Release                  *string                  `mapstructure:"release" required:"true" cty:"release" hcl:"release"`
+	Transfer                 *string                  `mapstructure:"transfer" cty:"transfer" hcl:"transfer"`
+	Mirror                   *string                  `mapstructure:"mirror" cty:"mirror" hcl:"mirror"`
+	Parallel                 *int                     `mapstructure:"parallel" cty:"parallel" hcl:"parallel"`
+	CacheDir                 *string                  `mapstructure:"cache_dir" cty:"cache_dir" hcl:"cache_dir"`
+	ManifestOutput           *string                  `mapstructure:"manifest_output" cty:"manifest_output" hcl:"manifest_output"`
+	InstallContainersFeature *bool                    `mapstructure:"install_containers_feature" cty:"install_containers_feature" hcl:"install_containers_feature"`
+	HyperVIsolation          *bool                    `mapstructure:"hyperv_isolation" cty:"hyperv_isolation" hcl:"hyperv_isolation"`
+	RestartTimeout           *string                  `mapstructure:"restart_timeout" cty:"restart_timeout" hcl:"restart_timeout"`
+	ElevatedUser             *string                  `mapstructure:"elevated_user" cty:"elevated_user" hcl:"elevated_user"`
+	ElevatedPassword         *string                  `mapstructure:"elevated_password" cty:"elevated_password" hcl:"elevated_password"`
+	Images                   []string                 `mapstructure:"images" cty:"images" hcl:"images"`
+	RegistryCredentials      []FlatRegistryCredential `mapstructure:"registry_credentials" cty:"registry_credentials" hcl:"registry_credentials"`
+	SimRoot                  *string                  `mapstructure:"sim_root" cty:"sim_root" hcl:"sim_root"`
+	SimNodeboot              *string                  `mapstructure:"sim_nodeboot" cty:"sim_nodeboot" hcl:"sim_nodeboot"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -59,11 +62,41 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"cache_dir":                  &hcldec.AttrSpec{Name: "cache_dir", Type: cty.String, Required: false},
 		"manifest_output":            &hcldec.AttrSpec{Name: "manifest_output", Type: cty.String, Required: false},
 		"install_containers_feature": &hcldec.AttrSpec{Name: "install_containers_feature", Type: cty.Bool, Required: false},
+		"hyperv_isolation":           &hcldec.AttrSpec{Name: "hyperv_isolation", Type: cty.Bool, Required: false},
 		"restart_timeout":            &hcldec.AttrSpec{Name: "restart_timeout", Type: cty.String, Required: false},
 		"elevated_user":              &hcldec.AttrSpec{Name: "elevated_user", Type: cty.String, Required: false},
 		"elevated_password":          &hcldec.AttrSpec{Name: "elevated_password", Type: cty.String, Required: false},
+		"images":                     &hcldec.AttrSpec{Name: "images", Type: cty.List(cty.String), Required: false},
+		"registry_credentials":       &hcldec.BlockListSpec{TypeName: "registry_credentials", Nested: hcldec.ObjectSpec((*FlatRegistryCredential)(nil).HCL2Spec())},
 		"sim_root":                   &hcldec.AttrSpec{Name: "sim_root", Type: cty.String, Required: false},
 		"sim_nodeboot":               &hcldec.AttrSpec{Name: "sim_nodeboot", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatRegistryCredential is an auto-generated flat version of RegistryCredential.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatRegistryCredential struct {
+	Server   *string `mapstructure:"server" required:"true" cty:"server" hcl:"server"`
+	Username *string `mapstructure:"username" required:"true" cty:"username" hcl:"username"`
+	Password *string `mapstructure:"password" required:"true" cty:"password" hcl:"password"`
+}
+
+// FlatMapstructure returns a new FlatRegistryCredential.
+// FlatRegistryCredential is an auto-generated flat version of RegistryCredential.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*RegistryCredential) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatRegistryCredential)
+}
+
+// HCL2Spec returns the hcl spec of a RegistryCredential.
+// This spec is used by HCL to read the fields of RegistryCredential.
+// The decoded values from this spec will then be applied to a FlatRegistryCredential.
+func (*FlatRegistryCredential) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"server":   &hcldec.AttrSpec{Name: "server", Type: cty.String, Required: false},
+		"username": &hcldec.AttrSpec{Name: "username", Type: cty.String, Required: false},
+		"password": &hcldec.AttrSpec{Name: "password", Type: cty.String, Required: false},
 	}
 	return s
 }

@@ -42,7 +42,7 @@ type Provisioner struct {
 	comm packersdk.Communicator
 	// restartPoll is how often the guest is asked whether it is back; tests shorten it.
 	restartPoll time.Duration
-	// registry configures pause image pulls on the host; tests count bytes with it.
+	// registry configures image pulls on the host; tests count bytes with it.
 	registry ociimage.Options
 }
 
@@ -57,6 +57,11 @@ func (p *Provisioner) Prepare(raws ...any) error {
 	}
 	if p.config.ElevatedPassword != "" {
 		packersdk.LogSecretFilter.Set(p.config.ElevatedPassword)
+	}
+	for _, rc := range p.config.RegistryCredentials {
+		if rc.Password != "" {
+			packersdk.LogSecretFilter.Set(rc.Password)
+		}
 	}
 	return p.config.prepare()
 }
@@ -79,14 +84,14 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 
 	out := guest.LineWriter(ui.Say)
 	defer func() { _ = out.Close() }()
-	if *p.config.InstallContainersFeature {
-		if err := p.enableContainers(ctx, ui, t, g, out); err != nil {
-			return err
-		}
+	if err := p.enableFeatures(ctx, ui, t, g, out); err != nil {
+		return err
 	}
+	registry := p.registry
+	registry.Keychain = p.config.logins
 	manifest, err := guest.Install{
 		Plan: plan, Transfer: p.config.Transfer, Mirror: p.config.Mirror, Parallel: p.config.Parallel,
-		CacheDir: p.config.CacheDir, Registry: p.registry,
+		CacheDir: p.config.CacheDir, Registry: registry, Images: p.config.Images,
 		Say: func(s string) { ui.Say("kubewin: " + s) }, Out: out,
 	}.Run(ctx, t, g)
 	if err != nil {
@@ -138,14 +143,39 @@ func (c communicator) Download(_ context.Context, src string, dst io.Writer) err
 	return c.p.comm.Download(c.lang.Path(src), dst)
 }
 
-// enableContainers installs the Containers feature and restarts the guest when Windows asks.
-func (p *Provisioner) enableContainers(ctx context.Context, ui packersdk.Ui, t guest.Transport, g guest.Lang, out io.Writer) error {
-	cmd := g.EnableContainers()
+// features are the Windows features the bake installs: Containers unless
+// install_containers_feature is false, and Hyper-V with hyperv_isolation.
+func (p *Provisioner) features() []string {
+	var fs []string
+	if *p.config.InstallContainersFeature {
+		fs = append(fs, guest.FeatureContainers)
+	}
+	if p.config.HyperVIsolation {
+		fs = append(fs, guest.FeatureHyperV)
+	}
+	return fs
+}
+
+// enableFeatures installs the Windows features and restarts the guest when Windows asks.
+func (p *Provisioner) enableFeatures(ctx context.Context, ui packersdk.Ui, t guest.Transport, g guest.Lang, out io.Writer) error {
+	fs := p.features()
+	if len(fs) == 0 {
+		return nil
+	}
+	cmd := g.EnableFeatures(fs...)
 	if cmd == "" {
 		return nil
 	}
-	ui.Say("kubewin: enabling the Windows Containers feature")
-	status, err := guest.Run(ctx, t, guest.Command{What: "enable the Containers feature", Line: cmd, Elevated: true}, out, 3010)
+	names := strings.Join(fs, " and ") + " feature"
+	if len(fs) > 1 {
+		names += "s"
+	}
+	ui.Say("kubewin: enabling the Windows " + names)
+	status, err := guest.Run(ctx, t, guest.Command{What: "enable the " + names, Line: cmd, Elevated: true}, out, 3010)
+	if err != nil && p.config.HyperVIsolation {
+		return fmt.Errorf("%w: the Hyper-V feature installs only where the processor exposes virtualization to Windows; on a virtual machine "+
+			"use one with nested virtualization (on Azure, a size that supports it, such as Dv3, Dsv3, Dv5 or Dsv5), or leave hyperv_isolation out", err)
+	}
 	if err != nil || status != 3010 {
 		return err
 	}
@@ -154,7 +184,7 @@ func (p *Provisioner) enableContainers(ctx context.Context, ui packersdk.Ui, t g
 	if err != nil {
 		return err
 	}
-	ui.Say("kubewin: restarting the guest to finish the Containers feature")
+	ui.Say("kubewin: restarting the guest to finish the " + names)
 	if _, err := guest.Run(ctx, t, guest.Command{What: "restart", Line: g.Restart()}, out, 1115, 1190); err != nil {
 		return err
 	}
@@ -175,8 +205,8 @@ func (p *Provisioner) enableContainers(ctx context.Context, ui packersdk.Ui, t g
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the guest did not come back within restart_timeout (%s) after enabling the Containers feature: raise restart_timeout or "+
-				"check the guest's console", p.config.RestartTimeout)
+			return fmt.Errorf("the guest did not come back within restart_timeout (%s) after enabling the %s: raise restart_timeout or "+
+				"check the guest's console", p.config.RestartTimeout, names)
 		}
 	}
 }
@@ -193,6 +223,7 @@ func (p *Provisioner) saveManifest(ui packersdk.Ui, raw []byte) error {
 	if err := os.WriteFile(p.config.ManifestOutput, raw, 0o644); err != nil {
 		return fmt.Errorf("write manifest_output: %w", err)
 	}
-	ui.Say(fmt.Sprintf("kubewin: image manifest (%d files, pause %s) written to %s", len(m.Files), m.PauseImage.Reference, p.config.ManifestOutput))
+	ui.Say(fmt.Sprintf("kubewin: image manifest (%d files, pause %s, %d workload images) written to %s", len(m.Files), m.PauseImage.Reference,
+		len(m.WorkloadImages), p.config.ManifestOutput))
 	return nil
 }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -178,7 +180,7 @@ func TestProvisionWindowsGuestFetch(t *testing.T) {
 		}
 	}
 	want := []*regexp.Regexp{
-		regexp.MustCompile(`(?s)^elevated: .*Install-WindowsFeature -Name Containers.*exit 3010`),
+		regexp.MustCompile(`(?s)^elevated: .*foreach \(\$name in @\('Containers'\)\).*Install-WindowsFeature -Name \$name.*exit 3010`),
 		regexp.MustCompile(`(?s)^run: .*LastBootUpTime`),
 		regexp.MustCompile(`^run: shutdown /r /f /t 5 `),
 		regexp.MustCompile(`(?s)^run: .*LastBootUpTime`),
@@ -207,6 +209,78 @@ func TestProvisionWindowsGuestFetch(t *testing.T) {
 		if strings.Contains(c, "s3cret") && !strings.Contains(c, "packer-elevated-shell") {
 			t.Errorf("the password appears in a command: %s", c)
 		}
+	}
+}
+
+// hyperv_isolation installs the Hyper-V feature with the Containers feature (one script, one
+// restart) and bakes a plan that records both isolation modes, which nodeboot bake configures
+// containerd from; a Docker release is refused at prepare, and a guest that cannot install
+// Hyper-V fails the build saying it needs nested virtualization.
+func TestProvisionHyperV(t *testing.T) {
+	plan, doc := testPlan(t)
+	var p Provisioner
+	if err := p.Prepare(map[string]any{"release": doc, "hyperv_isolation": true, "manifest_output": filepath.Join(t.TempDir(), "m.json")}); err != nil {
+		t.Fatal(err)
+	}
+	p.restartPoll = time.Millisecond
+	boots := 0
+	plan.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
+	r := &recorder{download: map[string][]byte{`C:\ProgramData\kubewin\image-manifest.json`: installed(t, plan)}}
+	r.respond = func(script string) (string, int) {
+		switch {
+		case strings.Contains(script, "LastBootUpTime"):
+			boots++
+			return fmt.Sprintf("boot 2026-11-21T08:0%d:00.0000000Z\n", min(boots, 2)), 0
+		case strings.Contains(script, "Install-WindowsFeature"):
+			return "", 3010
+		}
+		return "", 0
+	}
+	ui := &packersdk.MockUi{}
+	if err := p.Provision(context.Background(), ui, r, map[string]any{"ConnType": "winrm"}); err != nil {
+		t.Fatalf("provision: %v\ncalls:\n%s", err, strings.Join(r.calls, "\n"))
+	}
+	all := strings.Join(r.calls, "\n")
+	if n := strings.Count(all, "Install-WindowsFeature"); n != 1 || !strings.Contains(all, "foreach ($name in @('Containers','Hyper-V'))") {
+		t.Errorf("want one script installing Containers and Hyper-V, got %d:\n%s", n, all)
+	}
+	if n := strings.Count(all, "run: shutdown /r"); n != 1 {
+		t.Errorf("%d restarts, want 1", n)
+	}
+	var baked v1alpha1.ImageManifest
+	if err := json.Unmarshal(r.uploads[`C:\ProgramData\kubewin\bake\plan.json`], &baked); err != nil {
+		t.Fatal(err)
+	}
+	if !baked.HyperV() || !slices.Equal(baked.Isolation, plan.Isolation) {
+		t.Errorf("the bake plan records isolation %v, want %v", baked.Isolation, plan.Isolation)
+	}
+	if !strings.Contains(ui.SayMessages[0].Message+ui.SayMessages[1].Message, "enabling the Windows Containers and Hyper-V features") {
+		t.Errorf("messages: %v", ui.SayMessages)
+	}
+
+	// A guest without virtualization extensions: Install-WindowsFeature Hyper-V fails.
+	r = &recorder{respond: func(script string) (string, int) {
+		if strings.Contains(script, "Install-WindowsFeature") {
+			return "", 1
+		}
+		return "", 0
+	}}
+	err := p.Provision(context.Background(), &packersdk.MockUi{}, r, map[string]any{})
+	if err == nil || !strings.Contains(err.Error(), "enable the Containers and Hyper-V features failed on the guest with exit status 1") ||
+		!strings.Contains(err.Error(), "nested virtualization") {
+		t.Errorf("Hyper-V feature failure: %v", err)
+	}
+
+	docker := plan
+	docker.Isolation = nil
+	docker.Runtime = v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeDocker, Version: "28.3.3", CRIDockerdVersion: "0.3.18"}
+	b, err := api.EncodeJSON(docker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = (&Provisioner{}).Prepare(map[string]any{"release": string(b), "hyperv_isolation": true})
+	if err == nil || !strings.Contains(err.Error(), "hyperv_isolation is for containerd images only, and this release bakes docker 28.3.3") {
+		t.Errorf("Hyper-V on a Docker release: %v", err)
 	}
 }
 
@@ -328,4 +402,29 @@ func TestPrepareReportsEveryError(t *testing.T) {
 func sha256hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+func TestPrepareImages(t *testing.T) {
+	var p Provisioner
+	err := p.Prepare(map[string]any{"release": "<unknown>", "images": []string{"Not A Reference", "example.com/app:1", "example.com/app:1"},
+		"registry_credentials": []map[string]any{{"server": "", "username": "u", "password": "p"}, {"server": "example.com", "username": "u"},
+			{"server": "docker.io", "username": "u", "password": "hub-secret-1"}, {"server": "index.docker.io", "username": "v", "password": "q"}}})
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	for _, want := range []string{
+		`images[0] "Not A Reference" is not an image reference`, "use registry/repository:tag or registry/repository@sha256:<digest>",
+		`images[2] "example.com/app:1" is images[1] again: list each image once`,
+		`registry_credentials[0].server "" is not a registry host name`,
+		"registry_credentials[1] (example.com) needs both username and password",
+		"registry_credentials[3]: index.docker.io has credentials already: give one block per registry",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+	// The password is a secret Packer filters out of its logs.
+	if got := packersdk.LogSecretFilter.FilterString("login hub-secret-1"); strings.Contains(got, "hub-secret-1") {
+		t.Errorf("the registry password is not filtered from the logs: %q", got)
+	}
 }

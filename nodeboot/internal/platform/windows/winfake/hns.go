@@ -48,6 +48,15 @@ func (h hns) NetworkByName(name string) (*hcnjson.HostComputeNetwork, error) {
 	return out, err
 }
 
+func (h hns) Networks() ([]hcnjson.HostComputeNetwork, error) {
+	var out []hcnjson.HostComputeNetwork
+	err := h.m.do(Op{Backend: "hns", Call: "Networks"}, true, func(st *State) (bool, error) {
+		out = clone(st.Networks)
+		return false, nil
+	})
+	return out, err
+}
+
 func (h hns) NetworkByID(id string) (*hcnjson.HostComputeNetwork, error) {
 	var out *hcnjson.HostComputeNetwork
 	err := h.m.do(Op{Backend: "hns", Call: "NetworkByID", Target: id}, true, func(st *State) (bool, error) {

@@ -118,6 +118,7 @@ func (m *Machine) startLocked(st *State, name string, started *[]string) error {
 		return fmt.Errorf(`The system cannot find the file specified: service %s runs "%s"`, name, argv[0])
 	}
 	svc.State = windows.Running
+	m.serviceEvent(st, name, eventStateEntry, "entered the running state")
 	*started = append(*started, name)
 	if m.OnStart != nil {
 		onStart, args := m.OnStart, argv[:len(argv)-1]
@@ -158,6 +159,7 @@ func (s scm) Stop(name string) error {
 			}
 		}
 		svc.State, svc.PID = windows.Stopped, 0
+		s.m.serviceEvent(st, name, eventStateEntry, "entered the stopped state")
 		if s.m.OnStop != nil {
 			s.m.hooks = append(s.m.hooks, func() { s.m.OnStop(name) })
 		}
@@ -239,6 +241,7 @@ func (m *Machine) Failed(name string, how Failure) {
 			return false, nil
 		}
 		svc.State, svc.PID = windows.Stopped, 0
+		m.serviceEvent(st, name, eventTerminated, "terminated unexpectedly")
 		r := svc.Recovery
 		if r == nil || len(r.Actions) == 0 || (how == ErrorStop && !r.OnNonCrashFailures) {
 			return true, nil
@@ -293,6 +296,7 @@ func (m *Machine) Exited(name string, err error) {
 			return false, nil
 		}
 		svc.State, svc.PID = windows.Stopped, 0
+		m.serviceEvent(st, name, eventTerminated, "terminated unexpectedly")
 		return true, nil
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 )
 
@@ -42,6 +43,17 @@ func (s shell) Run(_ context.Context, sc windows.Script) ([]byte, error) {
 				}
 			}
 			out, _ = json.Marshal(t)
+			return false, nil
+		case windows.AllRoutesParams:
+			all := []platform.RouteEntry{}
+			for _, r := range st.Routes {
+				all = append(all, platform.RouteEntry{Destination: r.Destination.String(), NextHop: r.NextHop.String(), InterfaceIndex: r.InterfaceIndex,
+					Metric: r.Metric, Store: r.Store})
+			}
+			out, _ = json.Marshal(all)
+			return false, nil
+		case windows.EventsParams:
+			out, _ = json.Marshal(readEvents(st, p))
 			return false, nil
 		case windows.ApplyRoutesParams:
 			return s.m.applyRoutes(st, p)

@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows"
 	"github.com/kubewin/kubewin/nodeboot/internal/platform/windows/hcnjson"
 )
@@ -184,8 +185,11 @@ type State struct {
 	Exclusions []string            `json:"exclusions,omitempty"`
 	Images     []string            `json:"images,omitempty"`
 	// ACLs are the security descriptors files were created with, by Windows path.
-	ACLs   map[string]string `json:"acls,omitempty"`
-	NextID int               `json:"nextID"`
+	ACLs map[string]string `json:"acls,omitempty"`
+	// Events are the machine's event log entries, oldest first: the Service Control Manager's
+	// about service state changes, and those a test logs (LogEvent).
+	Events []platform.Event `json:"events,omitempty"`
+	NextID int              `json:"nextID"`
 }
 
 // FirewallRule is an inbound allow rule.
