@@ -38,14 +38,15 @@ func bodyCluster(public bool) *Cluster {
 		APIServerSourcePrefixes: []string{"203.0.113.0/24"},
 	}
 	if public {
-		spec.CloudProvider = &CloudProviderSpec{Cloud: "AzurePublicCloud", TenantID: "99999999-0000-0000-0000-000000000000"}
+		spec.CloudProvider = &CloudProviderSpec{Routes: true, Version: "v1.37.5"}
 	} else {
 		spec.Network = ClusterNetwork{
 			ControlPlaneSubnetID: testVNet + "/subnets/m", AgentSubnetID: testVNet + "/subnets/a",
 		}
 		spec.APIServerSourcePrefixes = []string{"10.0.0.0/8", "192.168.0.0/16"}
 	}
-	return &Cluster{Client: &Client{SubscriptionID: "00000000-0000-0000-0000-000000000000"}, Spec: spec}
+	return &Cluster{Client: &Client{SubscriptionID: "00000000-0000-0000-0000-000000000000", providerCloud: ProviderCloud{Name: "AzurePublicCloud"}},
+		Spec: spec}
 }
 
 // The request bodies of a cluster's resources: with its own network, a public API server and the

@@ -41,6 +41,8 @@ type Client struct {
 	network        *armnetwork.ClientFactory
 	msi            *armmsi.ClientFactory
 	authorization  *armauthorization.ClientFactory
+	// providerCloud is the cloud as the Azure cloud provider's configuration names it.
+	providerCloud ProviderCloud
 	// poll is how often long-running operations are polled when ARM gives no Retry-After.
 	poll time.Duration
 	// dial connects to clusters' API servers; nil: directly. Tests reach an internal load
@@ -59,7 +61,7 @@ func newClient(ctx context.Context, c Config, httpClient *http.Client) (*Client,
 	if c.SubscriptionID == "" {
 		return nil, fmt.Errorf("subscription_id is not set (nor ARM_SUBSCRIPTION_ID)")
 	}
-	cl, err := c.Cloud(ctx, httpClient)
+	cl, providerCloud, err := c.resolveCloud(ctx, httpClient)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +94,7 @@ func newClient(ctx context.Context, c Config, httpClient *http.Client) (*Client,
 		return nil, err
 	}
 	return &Client{SubscriptionID: c.SubscriptionID, http: httpClient, cred: cred, armOptions: armOpts, compute: compute, network: network,
-		msi: msi, authorization: authorization, poll: 10 * time.Second}, nil
+		msi: msi, authorization: authorization, providerCloud: providerCloud, poll: 10 * time.Second}, nil
 }
 
 // retryOptions retry what ARM says to retry: throttling (429, after its Retry-After), server

@@ -2,7 +2,9 @@ package azure
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
@@ -30,6 +32,7 @@ type upstreamCloudConfig struct {
 	RouteTableResourceGroup    string `json:"routeTableResourceGroup"`
 	LoadBalancerSku            string `json:"loadBalancerSku"`
 	LoadBalancerName           string `json:"loadBalancerName"`
+	DisableOutboundSNAT        *bool  `json:"disableOutboundSNAT"`
 	UseInstanceMetadata        bool   `json:"useInstanceMetadata"`
 }
 
@@ -47,32 +50,41 @@ func decodeUpstream(t *testing.T, file []byte) upstreamCloudConfig {
 
 // The cloud configuration of a cluster in its own network and in existing subnets: the golden
 // files, read strictly by cloud-provider-azure's types, authenticate with the user-assigned
-// identity (no secret), and azclient makes a managed identity credential of them.
+// identity (no secret) in the identity's tenant, and azclient makes a managed identity credential
+// of them. LoadBalancer Services go to kubewin's load balancer when it is public (the agents'
+// network interfaces may be in one public load balancer only), without outbound SNAT (its
+// outbound rules give the agents theirs); with an internal API server, to the public load
+// balancer named after the cluster.
 func TestCloudConfig(t *testing.T) {
-	const clientID, sub = "11111111-2222-3333-4444-555555555555", "/subscriptions/00000000-0000-0000-0000-000000000000"
+	const sub = "/subscriptions/00000000-0000-0000-0000-000000000000"
+	id := IdentityIDs{ClientID: "11111111-2222-3333-4444-555555555555", PrincipalID: "p", TenantID: "99999999-0000-0000-0000-000000000000"}
 	for _, tc := range []struct {
-		dir    string
-		public bool
-		nsg    string
+		dir     string
+		public  bool
+		nsg, lb string
+		noSNAT  bool
 	}{
-		{"cluster-public", true, sub + "/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/acs-agents-nsg"},
-		{"cluster-internal", false, sub + "/resourceGroups/net/providers/Microsoft.Network/networkSecurityGroups/a-nsg"},
+		{"cluster-public", true, sub + "/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/acs-agents-nsg", "acs-apiserver", true},
+		{"cluster-internal", false, sub + "/resourceGroups/net/providers/Microsoft.Network/networkSecurityGroups/a-nsg", "acs", false},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			c := bodyCluster(tc.public)
-			c.Spec.CloudProvider = &CloudProviderSpec{Cloud: "AzurePublicCloud", TenantID: "99999999-0000-0000-0000-000000000000"}
-			file, err := c.cloudConfigFile(clientID, tc.nsg)
+			c.Spec.CloudProvider = &CloudProviderSpec{Version: "v1.37.5"}
+			file, err := c.cloudConfigFile(id, tc.nsg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			assertBody(t, tc.dir+"/azure.json", json.RawMessage(file))
 			u := decodeUpstream(t, file)
-			if !u.UseManagedIdentityExtension || u.UserAssignedIdentityID != clientID || u.AADClientID != "" || u.AADClientSecret != "" ||
+			if !u.UseManagedIdentityExtension || u.UserAssignedIdentityID != id.ClientID || u.AADClientID != "" || u.AADClientSecret != "" ||
 				u.AADClientCertPath != "" {
-				t.Errorf("authentication: want the user-assigned identity %s and no secret, got %+v", clientID, u.AzureAuthConfig)
+				t.Errorf("authentication: want the user-assigned identity %s and no secret, got %+v", id.ClientID, u.AzureAuthConfig)
 			}
-			if u.SubscriptionID != c.Client.SubscriptionID || u.TenantID != c.Spec.CloudProvider.TenantID {
-				t.Errorf("subscription %q, tenant %q", u.SubscriptionID, u.TenantID)
+			if u.SubscriptionID != c.Client.SubscriptionID || u.TenantID != id.TenantID || u.Cloud != "AzurePublicCloud" || u.ResourceManagerEndpoint != "" {
+				t.Errorf("subscription %q, tenant %q, cloud %q, resource manager %q", u.SubscriptionID, u.TenantID, u.Cloud, u.ResourceManagerEndpoint)
+			}
+			if u.LoadBalancerName != tc.lb || (u.DisableOutboundSNAT != nil && *u.DisableOutboundSNAT) != tc.noSNAT {
+				t.Errorf("load balancer %q, disableOutboundSNAT %v; want %q, %v", u.LoadBalancerName, u.DisableOutboundSNAT, tc.lb, tc.noSNAT)
 			}
 			auth, err := azclient.NewAuthProvider(&u.ARMClientConfig, &u.AzureAuthConfig)
 			if err != nil {
@@ -82,6 +94,39 @@ func TestCloudConfig(t *testing.T) {
 				t.Errorf("azclient made a %T of the configuration, not a managed identity credential", auth.GetAzIdentity())
 			}
 		})
+	}
+}
+
+// The cloud provider's cloud is the provider's: a well-known environment by the name azclient
+// maps, a custom cloud (metadata_host) by its metadata document's name with the resource manager
+// endpoint the cloud provider reads that document from.
+func TestCloudConfigClouds(t *testing.T) {
+	for _, tc := range []struct {
+		cfg       Config
+		name, arm string
+	}{
+		{Config{}, "AzurePublicCloud", ""},
+		{Config{Environment: "usgovernment"}, "AzureUSGovernment", ""},
+		{Config{Environment: "china"}, "AzureChinaCloud", ""},
+		{Config{MetadataHost: server.MetadataHost()}, "ArmTest", "https://" + server.MetadataHost()},
+	} {
+		_, pc, err := tc.cfg.resolveCloud(context.Background(), server.HTTPClient())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := bodyCluster(true)
+		c.Client.providerCloud = pc
+		file, err := c.cloudConfigFile(IdentityIDs{ClientID: "c", PrincipalID: "p", TenantID: "t"}, c.id(typeSecurityGroup, c.nsgName("agents")).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := decodeUpstream(t, file)
+		if u.Cloud != tc.name || u.ResourceManagerEndpoint != tc.arm {
+			t.Errorf("%+v: cloud %q, resourceManagerEndpoint %q; want %q, %q", tc.cfg, u.Cloud, u.ResourceManagerEndpoint, tc.name, tc.arm)
+		}
+		if _, ok := azclient.EnvironmentMapping[strings.ToUpper(u.Cloud)]; !ok && tc.arm == "" {
+			t.Errorf("azclient does not know the cloud %q", u.Cloud)
+		}
 	}
 }
 

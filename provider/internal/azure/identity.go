@@ -146,9 +146,9 @@ func (c *Cluster) identity(ctx context.Context) [][]object {
 	return [][]object{{newSpec(c, identities, c.identityName(), pure(c.identityBody))}, assignments}
 }
 
-// IdentityIDs are a user-assigned identity's client ID (which a client names to get its tokens)
-// and principal (object) ID (which roles are assigned to).
-type IdentityIDs struct{ ClientID, PrincipalID string }
+// IdentityIDs are a user-assigned identity's client ID (which a client names to get its tokens),
+// principal (object) ID (which roles are assigned to) and Microsoft Entra tenant.
+type IdentityIDs struct{ ClientID, PrincipalID, TenantID string }
 
 // readIdentity reads the cloud provider's identity's IDs.
 func (c *Cluster) readIdentity(ctx context.Context) (IdentityIDs, error) {
@@ -156,8 +156,9 @@ func (c *Cluster) readIdentity(ctx context.Context) (IdentityIDs, error) {
 	if err != nil {
 		return IdentityIDs{}, fmt.Errorf("read %s: %w", c.IdentityID(), err)
 	}
-	if r.Properties == nil || deref(r.Properties.ClientID) == "" || deref(r.Properties.PrincipalID) == "" {
-		return IdentityIDs{}, fmt.Errorf("%s has no client and principal IDs", c.IdentityID())
+	p := r.Properties
+	if p == nil || deref(p.ClientID) == "" || deref(p.PrincipalID) == "" || deref(p.TenantID) == "" {
+		return IdentityIDs{}, fmt.Errorf("%s has no client ID, principal ID and tenant", c.IdentityID())
 	}
-	return IdentityIDs{ClientID: *r.Properties.ClientID, PrincipalID: *r.Properties.PrincipalID}, nil
+	return IdentityIDs{ClientID: *p.ClientID, PrincipalID: *p.PrincipalID, TenantID: *p.TenantID}, nil
 }

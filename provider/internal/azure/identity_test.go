@@ -15,7 +15,7 @@ func TestCloudProviderIdentity(t *testing.T) {
 	group := "ccm-identity"
 	server.AddResourceGroup(group)
 	c := &Cluster{Client: secretClient(ctx, t), Spec: testClusterSpec(t, group, "ccm")}
-	c.Spec.CloudProvider = &CloudProviderSpec{Cloud: "AzurePublicCloud", TenantID: server.TenantID()}
+	c.Spec.CloudProvider = &CloudProviderSpec{Version: "v1.37.5"}
 	for range 2 {
 		if err := c.ensureAll(ctx, c.identity(ctx)); err != nil {
 			t.Fatal(err)
@@ -24,6 +24,9 @@ func TestCloudProviderIdentity(t *testing.T) {
 	ids, err := c.readIdentity(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ids.TenantID != server.TenantID() {
+		t.Errorf("the identity's tenant %q, want the subscription's %q", ids.TenantID, server.TenantID())
 	}
 	got := server.RoleAssignments(group)
 	if len(got) != len(CloudProviderRoles) {

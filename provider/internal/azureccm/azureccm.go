@@ -7,7 +7,10 @@
 package azureccm
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 )
 
@@ -60,10 +67,24 @@ type Config struct {
 	// ClusterName names the cluster's cloud resources (--cluster-name): the load balancer of
 	// LoadBalancer Services and their rules.
 	ClusterName string
+	// ClusterCIDR is the pods' CIDR, whose routes the route controller keeps (--cluster-cidr).
+	ClusterCIDR string
+	// CloudRoutes turns the route controller on: it keeps a route per node (its pod CIDR to its
+	// address) in the cluster's route table, and cloud-node-manager keeps a node's network
+	// unavailable until its route exists (--wait-routes).
+	CloudRoutes bool
+	// WindowsServer is the API server's URL as the Windows nodes reach it, and CACert its CA
+	// certificate (PEM): the Windows cloud-node-manager's kubeconfig.
+	WindowsServer string
+	CACert        []byte
 }
 
 // Objects are the cloud provider's objects, in the order they are applied.
-func Objects(c Config) []runtime.Object {
+func Objects(c Config) ([]runtime.Object, error) {
+	kubeconfig, err := windowsKubeconfig(c)
+	if err != nil {
+		return nil, err
+	}
 	return []runtime.Object{
 		serviceAccount(CloudControllerManager), serviceAccount(CloudNodeManager),
 		clusterRole("system:"+CloudControllerManager, controllerManagerRules),
@@ -78,8 +99,8 @@ func Objects(c Config) []runtime.Object {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: CloudControllerManager, Namespace: Namespace}},
 		},
-		controllerManager(c), linuxNodeManager(c.Versions.CloudNodeManager), windowsNodeManager(c.Versions.CloudNodeManager),
-	}
+		controllerManager(c), linuxNodeManager(c), kubeconfig, windowsNodeManager(c),
+	}, nil
 }
 
 func meta(name string) metav1.ObjectMeta {
@@ -142,7 +163,11 @@ const UninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 // controllerManager is cloud-controller-manager: on the control planes, with the host's network
 // (it runs before any pod network), reading the cloud configuration from the host and
 // authenticating as the control planes' user-assigned identity through the instance metadata
-// service. Routes stay kubewin's (--configure-cloud-routes=false).
+// service. Node CIDRs stay kube-controller-manager's (kubeadm's podSubnet): cloud-provider-azure
+// starts its node IPAM controller only with --allocate-node-cidrs, and its route controller on
+// --configure-cloud-routes alone, with --cluster-cidr (cmd/cloud-controller-manager/app/core.go,
+// startRouteController and startNodeIpamController); the reconciliation period is its Helm
+// chart's default.
 func controllerManager(c Config) *appsv1.Deployment {
 	labels := map[string]string{"component": CloudControllerManager}
 	return &appsv1.Deployment{
@@ -161,11 +186,12 @@ func controllerManager(c Config) *appsv1.Deployment {
 						{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
 					},
 					Containers: []corev1.Container{{
-						Name: CloudControllerManager, Image: Registry + "/azure-cloud-controller-manager:" + c.Versions.CloudControllerManager,
+						Name: CloudControllerManager, Image: Images(c.Versions)[CloudControllerManager],
 						Command: []string{"cloud-controller-manager"},
 						Args: []string{
 							"--cloud-provider=azure", "--cloud-config=" + CloudConfigPath, "--cluster-name=" + c.ClusterName,
-							"--controllers=*,-cloud-node", "--configure-cloud-routes=false", "--allocate-node-cidrs=false",
+							"--controllers=*,-cloud-node", "--configure-cloud-routes=" + strconv.FormatBool(c.CloudRoutes),
+							"--cluster-cidr=" + c.ClusterCIDR, "--route-reconciliation-period=10s", "--allocate-node-cidrs=false",
 							"--leader-elect=true", "--bind-address=127.0.0.1", "--secure-port=10268", "--v=2",
 						},
 						Resources: corev1.ResourceRequirements{Requests: resources("100m", "128Mi")},
@@ -214,28 +240,119 @@ func nodeManagerDaemonSet(name, os string, c corev1.Container) *appsv1.DaemonSet
 	}
 }
 
-func linuxNodeManager(version string) *appsv1.DaemonSet {
+// waitRoutes is cloud-node-manager's --wait-routes: with the route controller on, a node's
+// network stays unavailable until its route exists (pkg/nodemanager/nodemanager.go).
+func waitRoutes(c Config) string { return "--wait-routes=" + strconv.FormatBool(c.CloudRoutes) }
+
+func linuxNodeManager(c Config) *appsv1.DaemonSet {
 	return nodeManagerDaemonSet(CloudNodeManager, "linux", corev1.Container{
-		Name: CloudNodeManager, Image: Registry + "/azure-cloud-node-manager:" + version,
-		Command: []string{"cloud-node-manager", "--node-name=$(NODE_NAME)", "--wait-routes=false"},
+		Name: CloudNodeManager, Image: Images(c.Versions)[CloudNodeManager],
+		Command: []string{"cloud-node-manager", "--node-name=$(NODE_NAME)", waitRoutes(c)},
 	})
+}
+
+// WindowsKubeconfig is the ConfigMap of the Windows cloud-node-manager's kubeconfig, and
+// windowsKubeconfigDir where its pod mounts it.
+const (
+	WindowsKubeconfig    = "cloud-node-manager-windows-kubeconfig"
+	windowsKubeconfigDir = "/var/lib/cnm"
+)
+
+// windowsKubeconfig is the Windows cloud-node-manager's kubeconfig. A HostProcess container's
+// programs find the service account token under %CONTAINER_SANDBOX_MOUNT_POINT%, not at
+// /var/run/secrets, where client-go's in-cluster configuration looks
+// (kubernetes/kubernetes#104562): cloud-provider-azure's chart rewrites kube-proxy's kubeconfig
+// for it, whose server is the control-plane endpoint, which for an internal API server is a
+// name only the Linux machines resolve. This kubeconfig names the server the Windows nodes reach
+// and the token by a path relative to the kubeconfig's own directory, which client-go resolves
+// against it: <sandbox>/var/lib/cnm/../../run/secrets/... is <sandbox>/var/run/secrets/..., where
+// HostProcess containers have their service account token
+// (https://kubernetes.io/docs/tasks/configure-pod-container/create-hostprocess-pod/#volume-mounts).
+func windowsKubeconfig(c Config) (*corev1.ConfigMap, error) {
+	cfg := clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"cluster": {Server: c.WindowsServer, CertificateAuthorityData: c.CACert}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{CloudNodeManager: {TokenFile: "../../run/secrets/kubernetes.io/serviceaccount/token"}},
+		Contexts:       map[string]*clientcmdapi.Context{"default": {Cluster: "cluster", AuthInfo: CloudNodeManager}},
+		CurrentContext: "default",
+	}
+	data, err := clientcmd.Write(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the Windows cloud-node-manager's kubeconfig: %w", err)
+	}
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta(WindowsKubeconfig),
+		Data: map[string]string{"kubeconfig": string(data)},
+	}, nil
 }
 
 // windowsNodeManager is cloud-node-manager on Windows nodes as a HostProcess container (as
 // cloud-provider-azure documents for Windows), which runs on the host as SYSTEM and finds its
-// program under %CONTAINER_SANDBOX_MOUNT_POINT%
-// (https://kubernetes.io/docs/tasks/configure-pod-container/create-hostprocess-pod/).
-func windowsNodeManager(version string) *appsv1.DaemonSet {
+// program and volumes under %CONTAINER_SANDBOX_MOUNT_POINT%, which the container runtime expands
+// in its command line (https://kubernetes.io/docs/tasks/configure-pod-container/create-hostprocess-pod/).
+// It reads its node's instance metadata (--use-instance-metadata, as the chart's start.ps1 runs it).
+func windowsNodeManager(c Config) *appsv1.DaemonSet {
 	d := nodeManagerDaemonSet(CloudNodeManagerWin, "windows", corev1.Container{
-		Name: CloudNodeManager, Image: Registry + "/azure-cloud-node-manager:" + version,
-		Command: []string{`%CONTAINER_SANDBOX_MOUNT_POINT%\cloud-node-manager.exe`, "--node-name=$(NODE_NAME)", "--wait-routes=false"},
+		Name: CloudNodeManager, Image: Images(c.Versions)[CloudNodeManager],
+		Command: []string{`%CONTAINER_SANDBOX_MOUNT_POINT%\cloud-node-manager.exe`, "--node-name=$(NODE_NAME)", waitRoutes(c),
+			"--use-instance-metadata=true", "--kubeconfig=%CONTAINER_SANDBOX_MOUNT_POINT%" + windowsKubeconfigDir + "/kubeconfig"},
+		VolumeMounts: []corev1.VolumeMount{{Name: "kubeconfig", MountPath: windowsKubeconfigDir, ReadOnly: true}},
 	})
-	d.Spec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
+	spec := &d.Spec.Template.Spec
+	spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
 		HostProcess: ptr.To(true), RunAsUserName: ptr.To(`NT AUTHORITY\SYSTEM`),
 	}}
+	spec.Volumes = []corev1.Volume{{Name: "kubeconfig", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: WindowsKubeconfig},
+	}}}}
 	return d
 }
 
 func resources(cpu, memory string) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+}
+
+// Images are the components' image references by component.
+func Images(v Versions) map[string]string {
+	return map[string]string{
+		CloudControllerManager: Registry + "/azure-cloud-controller-manager:" + v.CloudControllerManager,
+		CloudNodeManager:       Registry + "/azure-cloud-node-manager:" + v.CloudNodeManager,
+	}
+}
+
+// Apply applies the objects server-side in order, with field manager kubewin, taking over fields
+// others changed (drift is repaired).
+func Apply(ctx context.Context, cs kubernetes.Interface, objs []runtime.Object) error {
+	for _, o := range objs {
+		name := ""
+		if m, ok := o.(metav1.Object); ok {
+			name = m.GetName()
+		}
+		data, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		opts := metav1.PatchOptions{FieldManager: "kubewin", Force: ptr.To(true)}
+		switch o := o.(type) {
+		case *corev1.ServiceAccount:
+			_, err = cs.CoreV1().ServiceAccounts(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
+		case *corev1.ConfigMap:
+			_, err = cs.CoreV1().ConfigMaps(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
+		case *rbacv1.ClusterRole:
+			_, err = cs.RbacV1().ClusterRoles().Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
+		case *rbacv1.ClusterRoleBinding:
+			_, err = cs.RbacV1().ClusterRoleBindings().Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
+		case *rbacv1.RoleBinding:
+			_, err = cs.RbacV1().RoleBindings(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
+		case *appsv1.Deployment:
+			_, err = cs.AppsV1().Deployments(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
+		case *appsv1.DaemonSet:
+			_, err = cs.AppsV1().DaemonSets(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
+		default:
+			return fmt.Errorf("azureccm: no apply for %T", o)
+		}
+		if err != nil {
+			return fmt.Errorf("apply the Azure cloud provider's %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, name, err)
+		}
+	}
+	return nil
 }

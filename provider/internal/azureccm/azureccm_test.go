@@ -2,21 +2,18 @@ package azureccm
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/controlplane"
@@ -26,37 +23,10 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &cp)) }
+// testCA stands for the cluster's CA certificate.
+const testCA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
-// apply applies an object server-side, as the cluster applies it, so that the API server
-// validates it.
-func apply(ctx context.Context, t *testing.T, cs kubernetes.Interface, o runtime.Object) {
-	t.Helper()
-	data, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := metav1.PatchOptions{FieldManager: "kubewin", Force: ptr.To(true)}
-	switch o := o.(type) {
-	case *corev1.ServiceAccount:
-		_, err = cs.CoreV1().ServiceAccounts(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-	case *rbacv1.ClusterRole:
-		_, err = cs.RbacV1().ClusterRoles().Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-	case *rbacv1.ClusterRoleBinding:
-		_, err = cs.RbacV1().ClusterRoleBindings().Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-	case *rbacv1.RoleBinding:
-		_, err = cs.RbacV1().RoleBindings(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-	case *appsv1.Deployment:
-		_, err = cs.AppsV1().Deployments(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-	case *appsv1.DaemonSet:
-		_, err = cs.AppsV1().DaemonSets(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-	default:
-		t.Fatalf("no apply for %T", o)
-	}
-	if err != nil {
-		t.Fatalf("apply %T: %v", o, err)
-	}
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &cp)) }
 
 // Every supported minor has a pinned release, of the same minor.
 func TestVersions(t *testing.T) {
@@ -94,9 +64,15 @@ func TestObjectsApplyAndAuthorize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 2 { // applying again changes nothing and is accepted
-		for _, o := range Objects(Config{Versions: v, ClusterName: "acs"}) {
-			apply(ctx, t, cs, o)
+	// The route controller off, then on: applying again is accepted and changes what changed.
+	for _, routes := range []bool{false, true, true} {
+		objs, err := Objects(Config{Versions: v, ClusterName: "acs", ClusterCIDR: "10.244.0.0/16", CloudRoutes: routes,
+			WindowsServer: "https://10.240.255.4:6443", CACert: []byte(testCA)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Apply(ctx, cs, objs); err != nil {
+			t.Fatal(err)
 		}
 	}
 	win, err := cs.AppsV1().DaemonSets(Namespace).Get(ctx, CloudNodeManagerWin, metav1.GetOptions{})
@@ -114,6 +90,47 @@ func TestObjectsApplyAndAuthorize(t *testing.T) {
 	}
 	if img := ccm.Spec.Template.Spec.Containers[0].Image; img != Registry+"/azure-cloud-controller-manager:"+v.CloudControllerManager {
 		t.Errorf("cloud-controller-manager image %s", img)
+	}
+	// The route controller runs (cloud-provider-azure starts it on --configure-cloud-routes with
+	// --cluster-cidr) and the node managers wait for the routes; node CIDRs stay
+	// kube-controller-manager's.
+	args := ccm.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--configure-cloud-routes=true", "--cluster-cidr=10.244.0.0/16", "--allocate-node-cidrs=false"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("cloud-controller-manager's arguments %q lack %s", args, want)
+		}
+	}
+	if c := win.Spec.Template.Spec.Containers[0].Command; !slices.Contains(c, "--wait-routes=true") ||
+		!slices.Contains(c, "--kubeconfig=%CONTAINER_SANDBOX_MOUNT_POINT%/var/lib/cnm/kubeconfig") {
+		t.Errorf("the Windows node manager's command %q", c)
+	}
+	// The Windows node manager's kubeconfig names the server the Windows nodes reach, the CA, and
+	// the service account token by a path client-go resolves next to the mounted file.
+	cm, err := cs.CoreV1().ConfigMaps(Namespace).Get(ctx, WindowsKubeconfig, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandbox := t.TempDir() // the container's files as the kubelet mounts them, under its sandbox
+	token := filepath.Join(sandbox, "var/run/secrets/kubernetes.io/serviceaccount/token")
+	kubeconfig := filepath.Join(sandbox, "var/lib/cnm/kubeconfig")
+	for file, data := range map[string]string{token: "token", kubeconfig: cm.Data["kubeconfig"]} {
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rest, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest.Host != "https://10.240.255.4:6443" || string(rest.CAData) != testCA ||
+		rest.BearerTokenFile != token {
+		t.Errorf("the Windows kubeconfig: server %s, CA %q, token file %s", rest.Host, rest.CAData, rest.BearerTokenFile)
+	}
+	if vols := win.Spec.Template.Spec.Volumes; len(vols) != 1 || vols[0].ConfigMap == nil || vols[0].ConfigMap.Name != WindowsKubeconfig {
+		t.Errorf("the Windows node manager's volumes %+v", vols)
 	}
 
 	can := func(account string, a authorizationv1.ResourceAttributes) bool {
@@ -139,7 +156,7 @@ func TestObjectsApplyAndAuthorize(t *testing.T) {
 		{CloudControllerManager, res("update", "", "services", "status", "default"), true},
 		{CloudControllerManager, res("watch", "", "services", "", ""), true},
 		{CloudControllerManager, res("delete", "", "nodes", "", ""), true},
-		{CloudControllerManager, res("patch", "", "nodes", "status", ""), true},
+		{CloudControllerManager, res("patch", "", "nodes", "status", ""), true}, // the route controller's NetworkUnavailable
 		{CloudControllerManager, res("create", "", "events", "", "default"), true},
 		{CloudControllerManager, res("update", "coordination.k8s.io", "leases", "", Namespace), true},
 		{CloudControllerManager, res("list", "discovery.k8s.io", "endpointslices", "", ""), true},
