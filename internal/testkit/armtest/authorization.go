@@ -3,11 +3,13 @@ package armtest
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/google/uuid"
 )
@@ -71,7 +73,6 @@ var identityKind = kind{
 			u.clientID, u.principal, u.created, status = o.clientID, o.principal, o.created, http.StatusOK
 		} else {
 			u.clientID, u.principal = newUUID(), newUUID()
-			s.identities[u.clientID] = u.principal
 		}
 		s.userIdentities[strings.ToLower(u.id)] = u
 		return &change{status: status, view: func() any { return s.identityView(u) }}, nil
@@ -81,7 +82,6 @@ var identityKind = kind{
 	remove: func(s *Server, _ *armRequest, r any) *change {
 		u := as[*userIdentity](r)
 		delete(s.userIdentities, strings.ToLower(u.id))
-		delete(s.identities, u.clientID)
 		return &change{status: http.StatusOK, view: func() any { return s.identityView(u) }}
 	},
 	view: func(s *Server, r any, _ string) any { return s.identityView(as[*userIdentity](r)) },
@@ -213,4 +213,31 @@ func (s *Server) RoleAssignments(group string) []RoleAssignment {
 		}
 	}
 	return out
+}
+
+// carriedIdentities checks the user-assigned identities of a VM's or scale set's identity and
+// returns their resource IDs in lower case: each must exist, or ARM refuses the machine
+// (FailedIdentityOperation, "Resource '<id>' was not found": Azure/azure-policy#1311), and a
+// type without UserAssigned takes none ("ResourceIdentity identityIds should not be provided if
+// the type is \"SystemAssigned\"": Azure/aad-pod-identity#214). s.mu is held.
+func (s *Server) carriedIdentities(owner string, typ *armcompute.ResourceIdentityType,
+	ids map[string]*armcompute.UserAssignedIdentitiesValue) ([]string, *apiError) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if typ == nil || !strings.Contains(string(*typ), string(armcompute.ResourceIdentityTypeUserAssigned)) {
+		return nil, invalidParameter("identity.userAssignedIdentities",
+			"ResourceIdentity identityIds should not be provided if the type is %q.", deref((*string)(typ)))
+	}
+	var out []string
+	for id := range ids {
+		if s.userIdentities[strings.ToLower(id)] == nil {
+			return nil, newError(http.StatusBadRequest, "FailedIdentityOperation", "Identity operation for resource '%s' failed with error "+
+				"'Failed to perform resource identity operation. Status: 'BadRequest'. Response: '{\"error\":{\"code\":\"BadRequest\","+
+				"\"message\":\"Resource '%s' was not found.\"}}'.'.", owner, id)
+		}
+		out = append(out, strings.ToLower(id))
+	}
+	slices.Sort(out)
+	return out, nil
 }
