@@ -1,11 +1,15 @@
 package azure
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubewin/kubewin/provider/internal/azureccm"
 )
 
 // CloudProviderSpec turns on the out-of-tree Azure cloud provider (cloud-controller-manager and
@@ -115,4 +119,88 @@ func (c *Cluster) cloudConfigFile(identity IdentityIDs, agentNSG string) ([]byte
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// agentNSG is the security group of the agents' subnet, where the cloud provider writes
+// LoadBalancer Services' rules: kubewin's own, or the one an existing subnet is associated with.
+func (c *Cluster) agentNSG(ctx context.Context) (string, error) {
+	if c.VNetID() != "" {
+		return c.id(typeSecurityGroup, c.nsgName("agents")).String(), nil
+	}
+	id := c.Spec.Network.AgentSubnetID
+	r, err := arm.ParseResourceID(id)
+	if err != nil || r.Parent == nil {
+		return "", fmt.Errorf("%q is not a subnet's resource ID", id)
+	}
+	sn, err := c.Client.network.NewSubnetsClient().Get(ctx, r.ResourceGroupName, r.Parent.Name, r.Name, nil)
+	if err != nil {
+		return "", fmt.Errorf("read subnet %s: %w", id, err)
+	}
+	if sn.Properties == nil || sn.Properties.NetworkSecurityGroup == nil || deref(sn.Properties.NetworkSecurityGroup.ID) == "" {
+		return "", fmt.Errorf("subnet %s has no network security group, where the Azure cloud provider writes the rules of LoadBalancer "+
+			"Services: associate one with it (azurerm_subnet_network_security_group_association), or set azure.cloud_provider = "+
+			"{ enabled = false }", id)
+	}
+	return *sn.Properties.NetworkSecurityGroup.ID, nil
+}
+
+// CloudProviderState is what the cluster's cloud provider runs as and with.
+type CloudProviderState struct {
+	Identity IdentityIDs
+	Images   map[string]string
+}
+
+// cloudProviderConfig is the cluster's azureccm configuration; windowsServer is the API server's
+// URL as the Windows nodes reach it (the load balancer frontend's address).
+func (c *Cluster) cloudProviderConfig(windowsServer string, caCert []byte) (azureccm.Config, error) {
+	v, err := c.cloudProviderVersions()
+	if err != nil {
+		return azureccm.Config{}, err
+	}
+	return azureccm.Config{
+		Versions: v, ClusterName: c.Spec.Name, ClusterCIDR: c.Spec.PodCIDR, CloudRoutes: c.Spec.CloudProvider.Routes,
+		WindowsServer: windowsServer, CACert: caCert,
+	}, nil
+}
+
+// cloudProviderVersions are the components' versions: the spec's release for both.
+func (c *Cluster) cloudProviderVersions() (azureccm.Versions, error) {
+	v := c.Spec.CloudProvider.Version
+	if v == "" {
+		return azureccm.Versions{}, fmt.Errorf("cluster %s has no Azure cloud provider version", c.Spec.Name)
+	}
+	return azureccm.Versions{CloudControllerManager: v, CloudNodeManager: v}, nil
+}
+
+// ApplyCloudProvider applies the cloud provider's objects to the cluster (server-side: again
+// after a change of version or routes, and over drift); without the cloud provider, nothing.
+func (c *Cluster) ApplyCloudProvider(ctx context.Context, client kubernetes.Interface, state *ClusterState) error {
+	if c.Spec.CloudProvider == nil {
+		return nil
+	}
+	cfg, err := c.cloudProviderConfig("https://"+state.Endpoint, state.CACert)
+	if err != nil {
+		return err
+	}
+	objs, err := azureccm.Objects(cfg)
+	if err != nil {
+		return err
+	}
+	return azureccm.Apply(ctx, client, objs)
+}
+
+// CloudProvider reads what the cluster's cloud provider runs as and with; nil without it.
+func (c *Cluster) CloudProvider(ctx context.Context) (*CloudProviderState, error) {
+	if c.Spec.CloudProvider == nil {
+		return nil, nil
+	}
+	ids, err := c.readIdentity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.cloudProviderVersions()
+	if err != nil {
+		return nil, err
+	}
+	return &CloudProviderState{Identity: ids, Images: azureccm.Images(v)}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"sigs.k8s.io/cloud-provider-azure/pkg/azclient"
 )
@@ -126,6 +127,17 @@ func TestCloudConfigClouds(t *testing.T) {
 		}
 		if _, ok := azclient.EnvironmentMapping[strings.ToUpper(u.Cloud)]; !ok && tc.arm == "" {
 			t.Errorf("azclient does not know the cloud %q", u.Cloud)
+		}
+		if tc.arm == "" {
+			continue
+		}
+		// azclient reads the custom cloud's endpoints from its resource manager, by its name.
+		cl, _, err := azclient.GetAzureCloudConfigAndEnvConfig(&u.ARMClientConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cl.Services[cloud.ResourceManager].Endpoint; got != server.URL()+"/" {
+			t.Errorf("azclient's resource manager for the custom cloud: %q, want the server's %s/", got, server.URL())
 		}
 	}
 }

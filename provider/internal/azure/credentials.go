@@ -246,7 +246,8 @@ func cloudFromMetadata(ctx context.Context, client *http.Client, host string) (c
 	}
 	if err := json.Unmarshal(body,
 		&md); err != nil || md.Authentication.LoginEndpoint == "" || md.ResourceManager == "" || len(md.Authentication.Audiences) == 0 {
-		return cloud.Configuration{}, "", fmt.Errorf("the cloud metadata at %s names no login endpoint, resource manager and audience (%v)", u.String(), err)
+		return cloud.Configuration{}, "", fmt.Errorf("the cloud metadata at %s names no login endpoint, resource manager and audience (%v)",
+			u.String(), err)
 	}
 	cl := cloud.Configuration{
 		ActiveDirectoryAuthorityHost: strings.TrimSuffix(md.Authentication.LoginEndpoint, "/") + "/",

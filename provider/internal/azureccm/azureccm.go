@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubewin/kubewin/internal/nodecmd"
 )
 
 // Registry is where cloud-provider-azure publishes its images for Kubernetes 1.32 and later
@@ -157,8 +159,8 @@ func clusterRoleBinding(name, account string) *rbacv1.ClusterRoleBinding {
 }
 
 // UninitializedTaint is the taint kubelet --cloud-provider=external puts on a node until the
-// cloud provider has initialized it (k8s.io/cloud-provider's TaintExternalCloudProvider).
-const UninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
+// cloud provider has initialized it.
+const UninitializedTaint = nodecmd.TaintExternalCloudProvider
 
 // controllerManager is cloud-controller-manager: on the control planes, with the host's network
 // (it runs before any pod network), reading the cloud configuration from the host and
