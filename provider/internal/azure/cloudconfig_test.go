@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 	"sigs.k8s.io/cloud-provider-azure/pkg/azclient"
 )
 
@@ -150,5 +154,51 @@ func TestCloudConfigStrictRefusesUnknown(t *testing.T) {
 	d.DisallowUnknownFields()
 	if err := d.Decode(&u); err == nil {
 		t.Fatal("an unknown member (useManagedIdentity) was accepted")
+	}
+}
+
+// In existing subnets the cloud provider writes Services' rules into the agents' subnet's
+// security group, read from ARM; a subnet without one is refused, naming the fix.
+func TestAgentNSGOfExistingSubnet(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	group := "ccm-existing-subnet"
+	server.AddResourceGroup(group)
+	client := secretClient(ctx, t)
+	nsgs, vnets := client.network.NewSecurityGroupsClient(), client.network.NewVirtualNetworksClient()
+	p, err := nsgs.BeginCreateOrUpdate(ctx, group, "agents-nsg", armnetwork.SecurityGroup{Location: to.Ptr(server.Location())}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsg, err := p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putVNet := func(subnet armnetwork.SubnetPropertiesFormat) {
+		t.Helper()
+		subnet.AddressPrefix = to.Ptr("10.1.0.0/24")
+		p, err := vnets.BeginCreateOrUpdate(ctx, group, "v", armnetwork.VirtualNetwork{Location: to.Ptr(server.Location()),
+			Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.1.0.0/16")}},
+				Subnets:      []*armnetwork.Subnet{{Name: to.Ptr("a"), Properties: &subnet}},
+			}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subnet := server.ResourceGroupID(group) + "/providers/Microsoft.Network/virtualNetworks/v/subnets/a"
+	c := &Cluster{Client: client, Spec: ClusterSpec{Name: "acs", ResourceGroup: group, Network: ClusterNetwork{
+		ControlPlaneSubnetID: subnet, AgentSubnetID: subnet}}}
+	putVNet(armnetwork.SubnetPropertiesFormat{})
+	if _, err := c.agentNSG(ctx); err == nil || !strings.Contains(err.Error(), "no network security group") ||
+		!strings.Contains(err.Error(), "cloud_provider = { enabled = false }") {
+		t.Fatalf("a subnet without a security group: %v", err)
+	}
+	putVNet(armnetwork.SubnetPropertiesFormat{NetworkSecurityGroup: &armnetwork.SecurityGroup{ID: nsg.ID}})
+	if got, err := c.agentNSG(ctx); err != nil || !strings.EqualFold(got, *nsg.ID) {
+		t.Fatalf("the subnet's security group: %q, %v; want %s", got, err, *nsg.ID)
 	}
 }
