@@ -346,12 +346,22 @@ func checkCloudProvider(t *testing.T, id, group, version string) error {
 	}
 	prefix := strings.ToLower("azure://" + armServer.ResourceGroupID(group) + "/providers/Microsoft.Compute/virtualMachineScaleSets/acc-agents/")
 	for _, n := range nodes.Items {
-		if !strings.HasPrefix(strings.ToLower(n.Spec.ProviderID), prefix) || n.Labels[corev1.LabelTopologyRegion] != armServer.Location() ||
-			n.Labels[corev1.LabelInstanceTypeStable] == "" || n.Annotations[simcloud.SimulatedAnnotation] == "" ||
-			slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == azureccm.UninitializedTaint }) {
-			return fmt.Errorf("node %s is not initialized by the cloud provider: provider ID %q, labels %v, taints %v", n.Name, n.Spec.ProviderID,
-				n.Labels, n.Spec.Taints)
+		if err := cloudInitialized(n, prefix); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// cloudInitialized checks that the (simulated) cloud-node-manager initialized a node of a scale
+// set whose resource ID starts with prefix (lower-case): provider ID, region and instance type,
+// no uninitialized taint left.
+func cloudInitialized(n corev1.Node, prefix string) error {
+	if !strings.HasPrefix(strings.ToLower(n.Spec.ProviderID), prefix) || n.Labels[corev1.LabelTopologyRegion] != armServer.Location() ||
+		n.Labels[corev1.LabelInstanceTypeStable] == "" || n.Annotations[simcloud.SimulatedAnnotation] == "" ||
+		slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == azureccm.UninitializedTaint }) {
+		return fmt.Errorf("node %s is not initialized by the cloud provider: provider ID %q, labels %v, taints %v", n.Name, n.Spec.ProviderID,
+			n.Labels, n.Spec.Taints)
 	}
 	return nil
 }
@@ -405,6 +415,21 @@ func checkACSEngineExample(t *testing.T, c *cli) {
 	client, err := kubernetes.NewForConfig(a.REST())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The cluster runs the cloud provider, so the Windows pool's kubelets run with
+	// --cloud-provider=external too, and its node manager initialized every node: without it a
+	// Windows node has no provider ID and no load balancer takes it.
+	nodes, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaleSets := strings.ToLower("azure://" + armServer.ResourceGroupID(acsExampleGroup.name) + "/providers/Microsoft.Compute/virtualMachineScaleSets/")
+	for _, n := range nodes.Items {
+		if _, master := n.Labels["node-role.kubernetes.io/control-plane"]; !master {
+			if err := cloudInitialized(n, scaleSets); err != nil {
+				t.Error(err)
+			}
+		}
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
