@@ -99,11 +99,11 @@ func (c *Cluster) cloudConfig(identity IdentityIDs, agentNSG string) (CloudConfi
 		VnetName: subnet.Parent.Name, VnetResourceGroup: subnet.ResourceGroupName, SubnetName: subnet.Name,
 		SecurityGroupName: nsg.Name, SecurityGroupResourceGroup: nsg.ResourceGroupName,
 		RouteTableName: c.routeTableName(), RouteTableResourceGroup: c.Spec.ResourceGroup,
-		LoadBalancerSku: "standard", LoadBalancerName: c.Spec.Name,
+		LoadBalancerSku: "standard", LoadBalancerName: c.serviceLoadBalancerName(),
 		UseInstanceMetadata: true, CloudProviderBackoff: true,
 	}
 	if c.Spec.Network.PublicAPIServer {
-		cfg.LoadBalancerName, cfg.DisableOutboundSNAT = c.lbName(), to.Ptr(true)
+		cfg.DisableOutboundSNAT = to.Ptr(true)
 	}
 	return cfg, nil
 }

@@ -459,7 +459,8 @@ const maxControlPlanes = 5
 // disks with them), network interfaces, the load balancer and its address, the virtual network,
 // the NAT gateway and its address, the route table (with its routes), the security groups, and
 // the cloud provider's identity and its role assignments (whether or not the cloud provider is
-// on: it may have been before).
+// on: it may have been before); with the cloud provider, also what it made for LoadBalancer
+// Services (cluster_services.go), which is not the cluster's own.
 func (c *Cluster) Delete(ctx context.Context) error {
 	if err := c.remove(ctx, c.agentScaleSet(0, nil)); err != nil {
 		return err
@@ -479,5 +480,16 @@ func (c *Cluster) Delete(ctx context.Context) error {
 	if err := c.removeAll(ctx, c.identity(ctx)); err != nil {
 		return err
 	}
-	return c.removeAll(ctx, c.network(ctx, netip.Prefix{}))
+	if c.Spec.CloudProvider != nil {
+		if err := c.removeServiceLoadBalancers(ctx); err != nil {
+			return err
+		}
+	}
+	if err := c.removeAll(ctx, c.network(ctx, netip.Prefix{})); err != nil {
+		return err
+	}
+	if c.Spec.CloudProvider != nil {
+		return c.removeServicePublicIPs(ctx)
+	}
+	return nil
 }
