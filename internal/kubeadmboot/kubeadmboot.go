@@ -77,7 +77,19 @@ type Cluster struct {
 	NodeCIDRMaskSize         int
 	// CertSANs are further names of the API server (the frontend's DNS name).
 	CertSANs []string
+	// ExternalCloudProvider runs every machine's kubelet with --cloud-provider=external: it
+	// registers its Node with the uninitialized taint, which the cloud provider's node manager
+	// removes once it initialized the Node. kube-apiserver and kube-controller-manager get no
+	// --cloud-provider (https://kubernetes.io/docs/tasks/administer-cluster/running-cloud-controller/).
+	ExternalCloudProvider bool
+	// CloudConfig, with ExternalCloudProvider, is the cloud provider's configuration, written to
+	// CloudConfigPath on the control planes only (cloud-controller-manager runs there; the node
+	// managers read the instance metadata).
+	CloudConfig []byte
 }
+
+// CloudConfigPath is where the control planes keep the cloud provider's configuration.
+const CloudConfigPath = "/etc/kubernetes/azure.json"
 
 // Machine is one machine's part.
 type Machine struct {
@@ -117,6 +129,9 @@ func Check(c Cluster, m Machine) error {
 	if m.Token == "" {
 		return fmt.Errorf("a %s needs a bootstrap token", m.Role)
 	}
+	if c.ExternalCloudProvider != (len(c.CloudConfig) > 0) {
+		return fmt.Errorf("an external cloud provider needs its configuration, and a configuration the external cloud provider")
+	}
 	switch m.Role {
 	case RoleInit:
 		if m.CertificateKey == "" || m.AdvertiseAddress == "" {
@@ -151,7 +166,8 @@ type (
 		BindPort         int    `json:"bindPort,omitempty"`
 	}
 	nodeRegistration struct {
-		CRISocket string `json:"criSocket,omitempty"`
+		CRISocket        string `json:"criSocket,omitempty"`
+		KubeletExtraArgs []arg  `json:"kubeletExtraArgs,omitempty"`
 	}
 	bootstrapToken struct {
 		Token       string   `json:"token"`
@@ -223,6 +239,10 @@ func KubeadmConfig(c Cluster, m Machine) ([]byte, error) {
 	if err := Check(c, m); err != nil {
 		return nil, err
 	}
+	reg := nodeRegistration{CRISocket: CRISocket}
+	if c.ExternalCloudProvider {
+		reg.KubeletExtraArgs = []arg{{Name: "cloud-provider", Value: "external"}}
+	}
 	var docs []any
 	if m.Role == RoleInit {
 		ic := initConfiguration{
@@ -231,7 +251,7 @@ func KubeadmConfig(c Cluster, m Machine) ([]byte, error) {
 				Token: m.Token, Description: "kubewin: joins the cluster's machines", TTL: m.TokenTTL.String(),
 				Usages: []string{"signing", "authentication"}, Groups: []string{DefaultNodeGroup},
 			}},
-			NodeRegistration: nodeRegistration{CRISocket: CRISocket},
+			NodeRegistration: reg,
 			LocalAPIEndpoint: apiEndpoint{AdvertiseAddress: m.AdvertiseAddress, BindPort: APIServerPort},
 			CertificateKey:   m.CertificateKey,
 		}
@@ -250,7 +270,7 @@ func KubeadmConfig(c Cluster, m Machine) ([]byte, error) {
 		cc.Etcd.Local.DataDir = "/var/lib/etcd"
 		docs = append(docs, ic, cc, kubeletConfiguration{typeMeta{"kubelet.config.k8s.io/v1beta1", "KubeletConfiguration"}, "systemd"})
 	} else {
-		jc := joinConfiguration{typeMeta: typeMeta{kubeadmAPI, "JoinConfiguration"}, NodeRegistration: nodeRegistration{CRISocket: CRISocket}}
+		jc := joinConfiguration{typeMeta: typeMeta{kubeadmAPI, "JoinConfiguration"}, NodeRegistration: reg}
 		bt := &jc.Discovery.BootstrapToken
 		bt.Token, bt.APIServerEndpoint, bt.CACertHashes = m.Token, c.Endpoint, []string{m.CAHash}
 		if m.Role == RoleControlPlane {
@@ -362,6 +382,10 @@ func UserData(c Cluster, m Machine) ([]byte, error) {
 		RunCmd: [][]string{{ScriptPath, string(m.Role)}},
 		// The script's output goes to the log file and the console, as cloud-init's own does.
 		Output: &outputSpec{All: "| tee -a /var/log/cloud-init-output.log"},
+	}
+	if c.ExternalCloudProvider && m.Role != RoleWorker {
+		// Its client ID and tenant are no secret, but nothing but cloud-controller-manager reads it.
+		doc.WriteFiles = append(doc.WriteFiles, File{Path: CloudConfigPath, Content: string(c.CloudConfig), Permissions: "0600", Owner: "root:root"})
 	}
 	body, err := yaml.Marshal(doc)
 	if err != nil {

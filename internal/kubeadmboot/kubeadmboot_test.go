@@ -42,12 +42,61 @@ var internalCluster = func() Cluster {
 	return c
 }()
 
+// cloudCluster runs the external cloud provider.
+var cloudCluster = func() Cluster {
+	c := testCluster
+	c.ExternalCloudProvider, c.CloudConfig = true, []byte(`{"cloud": "AzurePublicCloud"}`+"\n")
+	return c
+}()
+
 // Every role's user data passes cloud-init's own schema check, its kubeadm configuration passes
 // `kubeadm config validate` of the test environment's kubeadm, and its bootstrap script parses,
-// with a public endpoint and an internal one.
+// with a public endpoint and an internal one, and with the external cloud provider.
 func TestUserDataValidates(t *testing.T) {
-	for name, c := range map[string]Cluster{"public": testCluster, "internal": internalCluster} {
+	for name, c := range map[string]Cluster{"public": testCluster, "internal": internalCluster, "cloud provider": cloudCluster} {
 		t.Run(name, func(t *testing.T) { userDataValidates(t, c) })
+	}
+}
+
+// With the external cloud provider every machine's kubelet runs with --cloud-provider=external
+// (kubeadm's kubeletExtraArgs, which it writes to the kubelet's flags), and the control planes,
+// not the workers, get the cloud provider's configuration, readable by root only; without it,
+// neither.
+func TestUserDataCloudProvider(t *testing.T) {
+	join := machines[RoleControlPlane]
+	for _, tc := range []struct {
+		c     Cluster
+		m     Machine
+		flag  bool
+		cloud bool
+	}{
+		{cloudCluster, machines[RoleInit], true, true},
+		{cloudCluster, join, true, true},
+		{cloudCluster, machines[RoleWorker], true, false},
+		{testCluster, machines[RoleInit], false, false},
+		{testCluster, machines[RoleWorker], false, false},
+	} {
+		ud, err := UserData(tc.c, tc.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := Parse(ud)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := doc.Files[ConfigPath].Content
+		if got := strings.Contains(cfg, "kubeletExtraArgs:\n  - name: cloud-provider\n    value: external\n"); got != tc.flag {
+			t.Errorf("%s, external %v: kubelet --cloud-provider=external %v:\n%s", tc.m.Role, tc.c.ExternalCloudProvider, got, cfg)
+		}
+		f, ok := doc.Files[CloudConfigPath]
+		if ok != tc.cloud || (ok && (f.Content != string(tc.c.CloudConfig) || f.Permissions != "0600" || f.Owner != "root:root")) {
+			t.Errorf("%s, external %v: %s written %v: %+v", tc.m.Role, tc.c.ExternalCloudProvider, CloudConfigPath, ok, f)
+		}
+	}
+	half := testCluster
+	half.ExternalCloudProvider = true
+	if _, err := UserData(half, machines[RoleWorker]); err == nil {
+		t.Error("an external cloud provider without its configuration was accepted")
 	}
 }
 

@@ -10,11 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/sim/simcloud"
 )
 
 // Machine is what the simulated kubelet needs of the machine it stands on.
@@ -26,6 +27,8 @@ type Machine struct {
 	// Info is what the node reports about itself.
 	Info corev1.NodeSystemInfo
 	Out  io.Writer
+	// MetadataEndpoint is the machine's instance metadata service (Kubelet.MetadataEndpoint).
+	MetadataEndpoint string
 }
 
 // FromCommandLine builds the simulated kubelet from the command line nodeboot wrote for
@@ -63,7 +66,11 @@ func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubelet --node-ip: %w", err)
 	}
-	client, err := clientFor(kubeconfig, m.ReadFile)
+	cfg, err := clientFor(kubeconfig, m.ReadFile)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -86,23 +93,26 @@ func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
 		}
 	}
 	taints := kc.RegisterWithTaints
+	var annotations map[string]string
 	if cloudProvider == "external" {
-		// A kubelet whose cloud provider is external registers its Node with this taint, which the
-		// cloud-controller-manager removes (kubernetes pkg/kubelet/kubelet_node_status.go initialNode).
-		taints = append(taints, corev1.Taint{Key: nodecmd.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+		// With an external cloud provider the kubelet records its --node-ip, which the cloud
+		// provider must find among the machine's addresses (KEP-3705).
+		annotations = map[string]string{simcloud.ProvidedNodeIPAnnotation: nodeIP}
 	}
 	maxPods := kc.MaxPods
 	if maxPods == 0 {
 		maxPods = 110
 	}
 	return &Kubelet{
-		Client: client, NodeIP: ip, MaxPods: maxPods, Info: m.Info, Out: m.Out,
-		Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}},
+		Client: client, NodeIP: ip, MaxPods: maxPods, Info: m.Info, Out: m.Out, ExternalCloudProvider: cloudProvider == "external",
+		Config: cfg, MetadataEndpoint: m.MetadataEndpoint,
+		Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname, Labels: labels, Annotations: annotations},
+			Spec: corev1.NodeSpec{Taints: taints}},
 	}, nil
 }
 
-// clientFor is a client with the credential of a kubeconfig on the machine.
-func clientFor(path string, read func(string) ([]byte, error)) (kubernetes.Interface, error) {
+// clientFor is the client configuration with the credential of a kubeconfig on the machine.
+func clientFor(path string, read func(string) ([]byte, error)) (*rest.Config, error) {
 	raw, err := read(path)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet --kubeconfig: %w", err)
@@ -131,5 +141,5 @@ func clientFor(path string, read func(string) ([]byte, error)) (kubernetes.Inter
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	cfg.QPS, cfg.Burst = 20, 40
-	return kubernetes.NewForConfig(cfg)
+	return cfg, nil
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,11 +29,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/ipam"
+	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/internal/sim/simcloud"
 )
 
 // Kubelet is the simulated kubelet of one node.
@@ -50,11 +54,21 @@ type Kubelet struct {
 	// Windows machine of the local backend.
 	Note string
 	Out  io.Writer
+	// ExternalCloudProvider is the kubelet's --cloud-provider=external: the Node registers with
+	// the uninitialized taint, and the addresses a cloud provider set are kept.
+	ExternalCloudProvider bool
+	// Config is the kubelet's client configuration, and MetadataEndpoint its machine's instance
+	// metadata service: with both, a cloud-node-manager pod bound to the node runs as
+	// simcloud's simulated one, with its service account's token.
+	Config           *rest.Config
+	MetadataEndpoint string
 
 	mu      sync.Mutex
 	podCIDR netip.Prefix
 	podIPs  map[types.UID]string
 	next    uint64
+	// cloudNodeManager is the pod whose simulated cloud-node-manager runs.
+	cloudNodeManager types.UID
 }
 
 // Simulated marks what the simulated kubelet registers: a label and an annotation on its Node.
@@ -82,6 +96,13 @@ func (k *Kubelet) run(ctx context.Context) error {
 	k.podIPs = map[types.UID]string{}
 	k.next = 3
 	name := k.Node.Name
+	uninitialized := func(t corev1.Taint) bool { return t.Key == nodecmd.TaintExternalCloudProvider }
+	if k.ExternalCloudProvider && !slices.ContainsFunc(k.Node.Spec.Taints, uninitialized) {
+		// A kubelet whose cloud provider is external registers its Node with this taint, which the
+		// cloud provider removes (kubernetes pkg/kubelet/kubelet_node_status.go initialNode).
+		k.Node.Spec.Taints = append(k.Node.Spec.Taints, corev1.Taint{Key: nodecmd.TaintExternalCloudProvider, Value: "true",
+			Effect: corev1.TaintEffectNoSchedule})
+	}
 	if _, err := k.Client.CoreV1().Nodes().Create(ctx, k.Node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("register node %s: %w", name, err)
 	}
@@ -196,8 +217,12 @@ func (k *Kubelet) writeStatus(ctx context.Context) error {
 		}
 	}
 	node.Status.Conditions = own
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.NodeIP.String()}, {Type: corev1.NodeHostName,
-		Address: k.Node.Name}}
+	// With an external cloud provider, the addresses it set take precedence (kubernetes
+	// pkg/kubelet/nodestatus/setters.go NodeAddress).
+	if !k.ExternalCloudProvider || len(node.Status.Addresses) == 0 {
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.NodeIP.String()}, {Type: corev1.NodeHostName,
+			Address: k.Node.Name}}
+	}
 	node.Status.NodeInfo = k.Info
 	if _, err = k.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) {
@@ -277,7 +302,50 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *corev1.Pod) {
 	if _, err := pods.UpdateStatus(ctx, p,
 		metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
 		_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] pod %s/%s status: %v\n", pod.Namespace, pod.Name, err)
+		return
 	}
+	k.startCloudNodeManager(ctx, pod)
+}
+
+// startCloudNodeManager runs simcloud's simulated cloud-node-manager for a pod of its
+// DaemonSets that the scheduler bound to this node, once, with the pod's service account's
+// token (as the kubelet mounts it) and --wait-routes as the pod's command line says.
+func (k *Kubelet) startCloudNodeManager(ctx context.Context, pod *corev1.Pod) {
+	if k.Config == nil || k.MetadataEndpoint == "" || pod.Namespace != simcloud.Namespace || !slices.ContainsFunc(pod.OwnerReferences,
+		func(o metav1.OwnerReference) bool {
+			return o.Kind == "DaemonSet" && slices.Contains(simcloud.DaemonSets, o.Name)
+		}) {
+		return
+	}
+	k.mu.Lock()
+	started := k.cloudNodeManager != ""
+	k.cloudNodeManager = pod.UID
+	k.mu.Unlock()
+	if started {
+		return
+	}
+	tr, err := k.Client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, pod.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600),
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] token of pod %s/%s: %v\n", pod.Namespace, pod.Name, err)
+		return
+	}
+	cfg := rest.AnonymousClientConfig(k.Config)
+	cfg.BearerToken = tr.Status.Token
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] cloud-node-manager client: %v\n", err)
+		return
+	}
+	var args []string
+	for _, c := range pod.Spec.Containers {
+		args = append(append(args, c.Command...), c.Args...)
+	}
+	nm := &simcloud.NodeManager{Client: client, NodeName: k.Node.Name, MetadataEndpoint: k.MetadataEndpoint,
+		WaitRoutes: slices.Contains(args, "--wait-routes=true"), Out: k.Out}
+	go nm.Run(ctx)
 }
 
 // podIP hands out addresses from the node's pod CIDR, past the l2bridge gateway and host endpoint.

@@ -37,3 +37,25 @@ func TestStatusKeepsOtherConditions(t *testing.T) {
 		t.Errorf("conditions after the kubelet's status update: %+v", node.Status.Conditions)
 	}
 }
+
+// With an external cloud provider the addresses it set stay (the kubelet's NodeAddress setter:
+// "provider set addresses should take precedence"); without one, the kubelet's own are written.
+func TestExternalKubeletKeepsProviderAddresses(t *testing.T) {
+	ctx := context.Background()
+	cloud := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.240.0.7"}, {Type: corev1.NodeHostName, Address: "agent"}}
+	for _, external := range []bool{true, false} {
+		c := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "agent"}, Status: corev1.NodeStatus{Addresses: cloud}})
+		k := &Kubelet{Client: c, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "agent"}}, NodeIP: netip.MustParseAddr("10.0.0.4"),
+			MaxPods: 110, Out: io.Discard, ExternalCloudProvider: external}
+		if err := k.updateStatus(ctx); err != nil {
+			t.Fatal(err)
+		}
+		node, err := c.CoreV1().Nodes().Get(ctx, "agent", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept := node.Status.Addresses[0].Address == "10.240.0.7"; kept != external {
+			t.Errorf("external cloud provider %v: addresses %v", external, node.Status.Addresses)
+		}
+	}
+}

@@ -21,6 +21,13 @@ type Instance struct {
 	// ComputerName is the computer name: a scale set's computerNamePrefix and the instance ID in
 	// 6 base-36 digits, or a VM's osProfile.computerName.
 	ComputerName string
+	// Location, VMSize and Zone are the machine's region, size and availability zone ("" when
+	// it has none).
+	Location, VMSize, Zone string
+	// Identities are the user-assigned managed identities the machine carries (the VM's or its
+	// scale set's identity.userAssignedIdentities), resource IDs in lower case: its instance
+	// metadata service serves their tokens, and no other identity's.
+	Identities []string
 	// Linux is true when the OS profile is Linux's.
 	Linux bool
 	// PrivateIP is the primary IP configuration's address on the primary NIC.

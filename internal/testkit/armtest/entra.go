@@ -472,13 +472,23 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newError(http.StatusMethodNotAllowed, "MethodNotAllowed", "Use GET."))
 		return
 	}
-	if v := r.URL.Query().Get("api-version"); v != MetadataAPIVersion {
+	switch v := r.URL.Query().Get("api-version"); v {
+	case MetadataAPIVersion:
+		writeJSON(w, http.StatusOK, s.metadata())
+	case metadataListAPIVersion:
+		writeJSON(w, http.StatusOK, []map[string]any{s.metadata()})
+	default:
 		writeError(w, newError(http.StatusBadRequest, "InvalidApiVersionParameter",
-			"The api-version '%s' is invalid. The supported versions are '%s'.", v, MetadataAPIVersion))
-		return
+			"The api-version '%s' is invalid. The supported versions are '%s', '%s'.", v, MetadataAPIVersion, metadataListAPIVersion))
 	}
-	writeJSON(w, http.StatusOK, s.metadata())
 }
+
+// metadataListAPIVersion is the api-version whose answer is a list of clouds, each in the
+// document's format (Azure/msrestazure-for-python#165: the newer versions return "a set of
+// clouds"; Azure/azure-cli#14483 lists clouds from api-version=2019-05-01), which
+// cloud-provider-azure's azclient reads for a custom cloud's resourceManagerEndpoint and picks by
+// name (pkg/azclient/cloud.go OverrideAzureCloudConfigAndEnvConfigFromMetadataService).
+const metadataListAPIVersion = "2019-05-01"
 
 // metadata is the cloud metadata document. Services the server does not implement point at
 // names under the .invalid top-level domain, which never resolve.

@@ -246,7 +246,18 @@ func TestMetadataDocument(t *testing.T) {
 	if md["resourceManager"] != f.s.URL()+"/" || auth["loginEndpoint"] != f.s.URL() || auth["identityProvider"] != "AAD" {
 		t.Fatalf("metadata %v", md)
 	}
+	// api-version=2019-05-01 answers a list of clouds, as ARM does.
 	resp, err = f.s.HTTPClient().Get("https://" + f.s.MetadataHost() + "/metadata/endpoints?api-version=2019-05-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clouds []map[string]any
+	err = json.NewDecoder(resp.Body).Decode(&clouds)
+	_ = resp.Body.Close()
+	if err != nil || len(clouds) != 1 || clouds[0]["name"] != "ArmTest" || clouds[0]["resourceManager"] != f.s.URL()+"/" {
+		t.Fatalf("the list of clouds: %v (%v)", clouds, err)
+	}
+	resp, err = f.s.HTTPClient().Get("https://" + f.s.MetadataHost() + "/metadata/endpoints?api-version=1999-01-01")
 	if err != nil {
 		t.Fatal(err)
 	}

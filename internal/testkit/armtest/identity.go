@@ -32,8 +32,51 @@ func (s *Server) AddManagedIdentity() string {
 }
 
 // serveManagedIdentity answers a token request as IMDS does: 400 without the Metadata header
-// or with an unknown identity or resource.
+// or with an unknown identity or resource. It serves the identities AddManagedIdentity
+// registered; a machine's user-assigned identities are served by its own instance metadata
+// endpoint only (serveIMDSToken).
 func (s *Server) serveManagedIdentity(w http.ResponseWriter, r *http.Request) {
+	s.serveIdentityToken(w, r, func(clientID string) (string, string, bool) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		objectID, ok := s.identities[clientID]
+		if clientID == "" && len(s.identities) == 1 {
+			for clientID, objectID = range s.identities {
+				ok = true
+			}
+		}
+		return clientID, objectID, ok
+	})
+}
+
+// serveIMDSToken answers a machine's token request at its instance metadata endpoint: only for
+// the user-assigned identities the machine carries, by client_id, or without it when it carries
+// exactly one. Any other gets IMDS's 400 "Identity not found" (Azure/azure-sdk-for-net#37278:
+// "The requested identity has not been assigned to this resource").
+func (s *Server) serveIMDSToken(w http.ResponseWriter, r *http.Request, carried []string) {
+	s.serveIdentityToken(w, r, func(clientID string) (string, string, bool) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var match *userIdentity
+		for _, id := range carried {
+			u := s.userIdentities[id]
+			if u == nil {
+				continue // deleted since: the machine keeps a reference that no longer works
+			}
+			if strings.EqualFold(u.clientID, clientID) || (clientID == "" && len(carried) == 1) {
+				match = u
+			}
+		}
+		if match == nil {
+			return "", "", false
+		}
+		return match.clientID, match.principal, true
+	})
+}
+
+// serveIdentityToken answers a token request as IMDS does, for the identity pick names (client ID and
+// object ID) given the request's client_id.
+func (s *Server) serveIdentityToken(w http.ResponseWriter, r *http.Request, pick func(clientID string) (string, string, bool)) {
 	fail := func(status int, code, text string) {
 		writeJSON(w, status, map[string]string{"error": code, "error_description": text})
 	}
@@ -58,15 +101,7 @@ func (s *Server) serveManagedIdentity(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "invalid_resource", "AADSTS500011: The resource principal named "+resource+" was not found in the tenant.")
 		return
 	}
-	s.mu.Lock()
-	clientID := q.Get("client_id")
-	objectID, ok := s.identities[clientID]
-	if clientID == "" && len(s.identities) == 1 {
-		for clientID, objectID = range s.identities {
-			ok = true
-		}
-	}
-	s.mu.Unlock()
+	clientID, objectID, ok := pick(q.Get("client_id"))
 	if !ok {
 		fail(http.StatusBadRequest, "invalid_request", "Identity not found")
 		return

@@ -6,13 +6,16 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 )
 
 // The instance metadata service (IMDS): a plain-HTTP endpoint per machine, which the machine's
 // Instance.MetadataEndpoint names and where it reads what Azure's IMDS at 169.254.169.254 tells a
 // VM about itself (https://learn.microsoft.com/en-us/azure/virtual-machines/instance-metadata-service).
 // The rules enforced are that page's: "Metadata: true" is required, requests with an
-// X-Forwarded-For header are refused, and an api-version must be given.
+// X-Forwarded-For header are refused, and an api-version must be given. Its token endpoint
+// (ManagedIdentityPath) serves the managed identities the machine carries, and no other.
 
 // startIMDS starts the metadata listener.
 func (s *Server) startIMDS() error {
@@ -33,22 +36,46 @@ func (s *Server) metadataEndpoint(m *machine) string {
 	return s.imdsURL + "/" + token
 }
 
-// imdsInstance is the part of /metadata/instance the server answers: compute.osProfile is in
-// every api-version from 2020-07-15.
+// imdsInstance is the part of /metadata/instance the server answers, in the names of the IMDS
+// page's "Instance metadata" schema: compute.osProfile is in every api-version from 2020-07-15;
+// network.interface[].ipv4.ipAddress[] holds the private addresses (the primary one here).
 type imdsInstance struct {
 	Compute imdsCompute `json:"compute"`
+	Network imdsNetwork `json:"network"`
 }
 
 type imdsCompute struct {
-	Name           string        `json:"name"`
-	OSType         string        `json:"osType"`
-	ResourceID     string        `json:"resourceId"`
-	VMScaleSetName string        `json:"vmScaleSetName"`
-	OSProfile      imdsOSProfile `json:"osProfile"`
+	Name              string        `json:"name"`
+	OSType            string        `json:"osType"`
+	ResourceID        string        `json:"resourceId"`
+	VMScaleSetName    string        `json:"vmScaleSetName"`
+	OSProfile         imdsOSProfile `json:"osProfile"`
+	Location          string        `json:"location"`
+	VMSize            string        `json:"vmSize"`
+	Zone              string        `json:"zone"`
+	SubscriptionID    string        `json:"subscriptionId"`
+	ResourceGroupName string        `json:"resourceGroupName"`
+	// PlatformFaultDomain is "0": the server models no fault domains.
+	PlatformFaultDomain string `json:"platformFaultDomain"`
 }
 
 type imdsOSProfile struct {
 	ComputerName string `json:"computerName"`
+}
+
+type imdsNetwork struct {
+	Interface []imdsInterface `json:"interface"`
+}
+
+type imdsInterface struct {
+	IPv4 struct {
+		IPAddress []imdsIPAddress `json:"ipAddress"`
+	} `json:"ipv4"`
+}
+
+type imdsIPAddress struct {
+	PrivateIPAddress string `json:"privateIpAddress"`
+	PublicIPAddress  string `json:"publicIpAddress"`
 }
 
 func (s *Server) serveIMDS(w http.ResponseWriter, r *http.Request) {
@@ -61,6 +88,10 @@ func (s *Server) serveIMDS(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	imdsError := func(status int, msg string) { writeJSON(w, status, map[string]string{"error": msg}) }
+	if m != nil && "/"+rest == ManagedIdentityPath {
+		s.serveIMDSToken(w, r, info.Identities)
+		return
+	}
 	switch {
 	case m == nil || rest != "metadata/instance":
 		imdsError(http.StatusNotFound, "Not found")
@@ -73,7 +104,11 @@ func (s *Server) serveIMDS(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Query().Get("api-version") == "":
 		imdsError(http.StatusBadRequest, "Bad request. api-version was not specified in the request")
 	default:
-		c := imdsCompute{OSType: "Windows", ResourceID: info.ID, OSProfile: imdsOSProfile{ComputerName: info.ComputerName}}
+		c := imdsCompute{OSType: "Windows", ResourceID: info.ID, OSProfile: imdsOSProfile{ComputerName: info.ComputerName},
+			Location: info.Location, VMSize: info.VMSize, Zone: info.Zone, PlatformFaultDomain: "0"}
+		if id, err := arm.ParseResourceID(info.ID); err == nil {
+			c.SubscriptionID, c.ResourceGroupName = id.SubscriptionID, id.ResourceGroupName
+		}
 		if info.Linux {
 			c.OSType = "Linux"
 		}
@@ -82,6 +117,8 @@ func (s *Server) serveIMDS(w http.ResponseWriter, r *http.Request) {
 			c.VMScaleSetName = path.Base(info.ScaleSetID)
 			c.Name = c.VMScaleSetName + "_" + info.InstanceID
 		}
-		writeJSON(w, http.StatusOK, imdsInstance{Compute: c})
+		var nic imdsInterface
+		nic.IPv4.IPAddress = []imdsIPAddress{{PrivateIPAddress: info.PrivateIP.String()}}
+		writeJSON(w, http.StatusOK, imdsInstance{Compute: c, Network: imdsNetwork{Interface: []imdsInterface{nic}}})
 	}
 }

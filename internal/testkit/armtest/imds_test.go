@@ -57,4 +57,11 @@ func TestInstanceMetadata(t *testing.T) {
 	if c.OSProfile.ComputerName != in.ComputerName || c.Name != "win_"+in.InstanceID || c.VMScaleSetName != "win" || c.OSType != "Windows" {
 		t.Errorf("instance metadata %+v, instance %s %s", c, in.ComputerName, in.InstanceID)
 	}
+	// What the cloud provider's node manager reads: location, size, zone, subscription, group,
+	// the primary private address.
+	if c.Location != f.s.Location() || c.VMSize == "" || c.VMSize != in.VMSize || c.SubscriptionID != f.s.SubscriptionID() ||
+		!strings.HasSuffix(in.ScaleSetID, "/virtualMachineScaleSets/win") || !strings.Contains(in.ID, "/resourceGroups/"+c.ResourceGroupName+"/") ||
+		len(md.Network.Interface) != 1 || md.Network.Interface[0].IPv4.IPAddress[0].PrivateIPAddress != in.PrivateIP.String() {
+		t.Errorf("instance metadata %+v %+v, instance %+v", c, md.Network, in)
+	}
 }

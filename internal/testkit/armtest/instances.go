@@ -88,6 +88,7 @@ func (s *Server) createInstances(ss *scaleSet, plan *scaleSetPlan, m *armcompute
 		vmID := in.resourceID(ss)
 		in.info = Instance{
 			ID: vmID, ScaleSetID: ss.id, InstanceID: strconv.Itoa(id), ComputerName: plan.prefix + suffix, Linux: plan.linux,
+			Location: ss.location, VMSize: in.size, Zone: in.zone, Identities: plan.identities,
 			CustomData: bytes.Clone(plan.customData), ImageID: plan.imageID,
 		}
 		for _, np := range plan.nics {

@@ -218,6 +218,11 @@ func (r netObjectRules) kind() kind {
 		},
 		remove: func(s *Server, _ *armRequest, v any) *change { return s.removeObject(as[*netObject](v)) },
 		view:   func(s *Server, v any, _ string) any { return r.view(s, as[*netObject](v)) },
+		// The Network REST API lists each type per resource group ("List" operations).
+		list: true,
+		items: func(s *Server, q *armRequest) []any {
+			return topLevelItems(q, s.objects, func(o *netObject) any { return r.view(s, o) })
+		},
 	}
 	if r.updateTags {
 		k.noun = "a " + lastSegment(r.typ) + " tags body"

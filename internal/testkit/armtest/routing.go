@@ -51,7 +51,7 @@ const (
 // kinds are the resource types of the store (store.go).
 var kinds = []*kind{
 	&scaleSetKind, &managedImageKind, &imageVersionKind, &routeTableKind, &routeKind, &vnetKind, &subnetKind,
-	&nsgKind, &publicIPKind, &loadBalancerKind, &nicKind, &vmKind, &natGatewayKind,
+	&nsgKind, &publicIPKind, &loadBalancerKind, &nicKind, &vmKind, &natGatewayKind, &identityKind, &roleAssignmentKind,
 }
 
 // actionRoutes are the routes outside the store: instances of scale sets, actions (POST) and

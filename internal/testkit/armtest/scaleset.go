@@ -95,6 +95,7 @@ var scaleSetKind = kind{
 
 // scaleSetPlan is a checked scale set model: what its instances are made of.
 type scaleSetPlan struct {
+	identities []string
 	capacity   int
 	prefix     string
 	linux      bool
@@ -279,6 +280,13 @@ func (s *Server) checkScaleSet(id string, m *armcompute.VirtualMachineScaleSet, 
 	if p == nil || p.VirtualMachineProfile == nil {
 		return nil, invalidParameter("properties.virtualMachineProfile", "Required parameter 'properties.virtualMachineProfile' is missing.")
 	}
+	var identities []string
+	if i := m.Identity; i != nil {
+		var e *apiError
+		if identities, e = s.carriedIdentities(id, i.Type, i.UserAssignedIdentities); e != nil {
+			return nil, e
+		}
+	}
 	if e := checkPlacementGroup(p, old, capacity); e != nil {
 		return nil, e
 	}
@@ -315,7 +323,7 @@ func (s *Server) checkScaleSet(id string, m *armcompute.VirtualMachineScaleSet, 
 			"upgradePolicy.mode is %q: armtest implements the Manual upgrade policy only (existing instances keep their model); set it to Manual.",
 			*p.UpgradePolicy.Mode)
 	}
-	plan := &scaleSetPlan{capacity: int(capacity)}
+	plan := &scaleSetPlan{capacity: int(capacity), identities: identities}
 	vmp := p.VirtualMachineProfile
 	if e := s.checkOSProfile(vmp, old, plan); e != nil {
 		return nil, e

@@ -101,6 +101,10 @@ type Options struct {
 	NICReservation time.Duration
 	// TokenLifetime is the lifetime of the access tokens the token endpoint issues. Default 1h.
 	TokenLifetime time.Duration
+	// PrincipalReplication is how long after a managed identity is made a role assignment to it
+	// that does not say its principalType fails with PrincipalNotFound, as while Microsoft Entra ID
+	// replicates a new principal (authorization.go). Default 10s.
+	PrincipalReplication time.Duration
 	// SchemasDir holds ARM template JSON Schemas (Microsoft.Compute.2024-11-01.json,
 	// Microsoft.Network.NRP.2024-05-01.json, common-definitions.json, ...). When set (default: the
 	// KUBEWIN_ARM_SCHEMAS environment variable), every PUT and PATCH body is validated against them.
@@ -146,6 +150,9 @@ func (o *Options) setDefaults() {
 	if o.TokenLifetime <= 0 {
 		o.TokenLifetime = time.Hour
 	}
+	if o.PrincipalReplication <= 0 {
+		o.PrincipalReplication = 10 * time.Second
+	}
 	if o.SchemasDir == "" {
 		o.SchemasDir = os.Getenv(EnvSchemas)
 	}
@@ -181,31 +188,35 @@ type Server struct {
 	tokenKey *rsa.PrivateKey // signs the access tokens
 	issuer   *Issuer
 
-	mu          sync.Mutex // guards everything below
-	apps        map[string]*App
-	identities  map[string]string // managed identities: client ID → object ID
-	defaultApp  App
-	groups      map[string]*resourceGroup // by lower-case name
-	scaleSets   map[string]*scaleSet
-	images      map[string]*image
-	vnets       map[string]*virtualNetwork
-	tables      map[string]*routeTable
-	objects     map[string]*netObject
-	vms         map[string]*virtualMachine
-	coreQuota   map[string]int // lower-case VM family → vCPUs (computefaults.go)
-	publicNet   [2]byte        // public addresses are 127.publicNet.n
-	standInBase uint32         // stand-ins of private addresses count from 127.128.0.0 + standInBase
-	publicUsed  map[netip.Addr]bool
-	standIns    map[netip.Addr]netip.Addr // private address -> its loopback stand-in (hostaddr.go)
-	ops         map[string]*operation
-	blobs       map[string]blob
-	imdsTokens  map[string]*machine // IMDS token → machine
-	faults      []*Fault
-	throttle    *throttle
-	requests    []Request
-	writes      map[string]int
-	validated   int
-	closed      bool
+	mu         sync.Mutex // guards everything below
+	apps       map[string]*App
+	identities map[string]string // managed identities: client ID → object ID
+	// userIdentities and roleAssignments are Microsoft.ManagedIdentity and Microsoft.Authorization
+	// resources by lower-case ID (authorization.go).
+	userIdentities  map[string]*userIdentity
+	roleAssignments map[string]*roleAssignment
+	defaultApp      App
+	groups          map[string]*resourceGroup // by lower-case name
+	scaleSets       map[string]*scaleSet
+	images          map[string]*image
+	vnets           map[string]*virtualNetwork
+	tables          map[string]*routeTable
+	objects         map[string]*netObject
+	vms             map[string]*virtualMachine
+	coreQuota       map[string]int // lower-case VM family → vCPUs (computefaults.go)
+	publicNet       [2]byte        // public addresses are 127.publicNet.n
+	standInBase     uint32         // stand-ins of private addresses count from 127.128.0.0 + standInBase
+	publicUsed      map[netip.Addr]bool
+	standIns        map[netip.Addr]netip.Addr // private address -> its loopback stand-in (hostaddr.go)
+	ops             map[string]*operation
+	blobs           map[string]blob
+	imdsTokens      map[string]*machine // IMDS token → machine
+	faults          []*Fault
+	throttle        *throttle
+	requests        []Request
+	writes          map[string]int
+	validated       int
+	closed          bool
 }
 
 // New starts a server. Close it when done.
@@ -216,24 +227,26 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("armtest: listen address %q must be 127.0.0.1:<port>", opts.Addr)
 	}
 	s := &Server{
-		opts:       opts,
-		apps:       map[string]*App{},
-		identities: map[string]string{},
-		groups:     map[string]*resourceGroup{},
-		scaleSets:  map[string]*scaleSet{},
-		images:     map[string]*image{},
-		vnets:      map[string]*virtualNetwork{},
-		tables:     map[string]*routeTable{},
-		objects:    map[string]*netObject{},
-		vms:        map[string]*virtualMachine{},
-		coreQuota:  map[string]int{},
-		publicUsed: map[netip.Addr]bool{},
-		standIns:   map[netip.Addr]netip.Addr{},
-		ops:        map[string]*operation{},
-		blobs:      map[string]blob{},
-		imdsTokens: map[string]*machine{},
-		writes:     map[string]int{},
-		throttle:   newThrottle(opts.TimeScale),
+		opts:            opts,
+		apps:            map[string]*App{},
+		identities:      map[string]string{},
+		userIdentities:  map[string]*userIdentity{},
+		roleAssignments: map[string]*roleAssignment{},
+		groups:          map[string]*resourceGroup{},
+		scaleSets:       map[string]*scaleSet{},
+		images:          map[string]*image{},
+		vnets:           map[string]*virtualNetwork{},
+		tables:          map[string]*routeTable{},
+		objects:         map[string]*netObject{},
+		vms:             map[string]*virtualMachine{},
+		coreQuota:       map[string]int{},
+		publicUsed:      map[netip.Addr]bool{},
+		standIns:        map[netip.Addr]netip.Addr{},
+		ops:             map[string]*operation{},
+		blobs:           map[string]blob{},
+		imdsTokens:      map[string]*machine{},
+		writes:          map[string]int{},
+		throttle:        newThrottle(opts.TimeScale),
 	}
 	if opts.SchemasDir != "" {
 		if s.schemas, err = loadSchemas(opts.SchemasDir); err != nil {

@@ -29,6 +29,9 @@ type kind struct {
 	expand  []string
 	// noun names the kind in the PATCH merge error, e.g. "a scale set".
 	noun string
+	// noSchema: the shared ARM JSON schemas have none for the kind's provider; its bodies are
+	// decoded strictly by the SDK model alone.
+	noSchema bool
 
 	// model returns a new SDK model for a PUT body; nil: the kind is read-only.
 	model func() json.Unmarshaler
@@ -56,7 +59,7 @@ type kind struct {
 // change is a write the store answers: with an operation that commits it (commit non-nil), or at
 // once (commit nil: the write is already applied).
 type change struct {
-	status int        // of a PUT or PATCH answer; DELETE answers 202
+	status int        // of a PUT or PATCH answer, or of a DELETE applied at once; a DELETE operation answers 202
 	view   func() any // the answer's body, nil for none (DELETE)
 	commit func(failure *apiError) (after func())
 }
@@ -224,7 +227,9 @@ func (s *Server) deleteResource(w http.ResponseWriter, q *armRequest) *apiError 
 		return s.conflict(op, id)
 	}
 	c := k.remove(s, q, r)
-	c.status = http.StatusAccepted
+	if c.commit != nil {
+		c.status = http.StatusAccepted
+	}
 	s.answer(w, q, id, c)
 	return nil
 }
@@ -270,7 +275,7 @@ func topLevelItems[T any](q *armRequest, m map[string]*T, view func(*T) any) []a
 
 // ResourceIDs lists the resources of a resource group (virtual networks, route tables, network
 // security groups, public IP addresses, load balancers, network interfaces, virtual machines,
-// scale sets and images), sorted: what a test checks a destroy left behind.
+// scale sets, images, user-assigned identities and role assignments), sorted: what a test checks a destroy left behind.
 func (s *Server) ResourceIDs(group string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -301,6 +306,12 @@ func (s *Server) ResourceIDs(group string) []string {
 	}
 	for _, im := range s.images {
 		add(im.id)
+	}
+	for _, u := range s.userIdentities {
+		add(u.id)
+	}
+	for _, a := range s.roleAssignments {
+		add(a.id)
 	}
 	sort.Strings(out)
 	return out

@@ -96,6 +96,13 @@ func (s *Server) writeVM(q *armRequest, m *armcompute.VirtualMachine, old *virtu
 	if e != nil {
 		return nil, e
 	}
+	var identities []string
+	if i := m.Identity; i != nil {
+		identities, e = s.carriedIdentities(id, i.Type, i.UserAssignedIdentities)
+	}
+	if e != nil {
+		return nil, e
+	}
 	image, e := s.imageOf(p.StorageProfile.ImageReference)
 	if e != nil {
 		return nil, e
@@ -125,7 +132,11 @@ func (s *Server) writeVM(q *armRequest, m *armcompute.VirtualMachine, old *virtu
 	for _, n := range vm.nics {
 		s.objects[n].vm = strings.ToLower(id)
 	}
-	vm.info = Instance{ID: id, ComputerName: name, Linux: linux, PrivateIP: primary, IPForwarding: forwarding, CustomData: customData, ImageID: image}
+	vm.info = Instance{ID: id, ComputerName: name, Linux: linux, PrivateIP: primary, IPForwarding: forwarding, CustomData: customData, ImageID: image,
+		Location: loc, VMSize: string(*p.HardwareProfile.VMSize), Identities: identities}
+	if len(m.Zones) > 0 {
+		vm.info.Zone = deref(m.Zones[0])
+	}
 	s.vms[strings.ToLower(id)] = vm
 	return &change{status: http.StatusCreated, view: func() any { return s.vmView(vm, false) }, commit: func(failure *apiError) func() {
 		switch {

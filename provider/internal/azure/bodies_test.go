@@ -3,6 +3,7 @@ package azure
 import (
 	"encoding/json"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/kubewin/kubewin/internal/routetable"
@@ -36,17 +37,21 @@ func bodyCluster(public bool) *Cluster {
 		Tags:                    map[string]string{"env": "test"},
 		APIServerSourcePrefixes: []string{"203.0.113.0/24"},
 	}
-	if !public {
+	if public {
+		spec.CloudProvider = &CloudProviderSpec{Routes: true, Version: "v1.37.5"}
+	} else {
 		spec.Network = ClusterNetwork{
 			ControlPlaneSubnetID: testVNet + "/subnets/m", AgentSubnetID: testVNet + "/subnets/a",
 		}
 		spec.APIServerSourcePrefixes = []string{"10.0.0.0/8", "192.168.0.0/16"}
 	}
-	return &Cluster{Client: &Client{SubscriptionID: "00000000-0000-0000-0000-000000000000"}, Spec: spec}
+	return &Cluster{Client: &Client{SubscriptionID: "00000000-0000-0000-0000-000000000000", providerCloud: ProviderCloud{Name: "AzurePublicCloud"}},
+		Spec: spec}
 }
 
-// The request bodies of a cluster's resources: with its own network and a public API server,
-// and in existing subnets with an internal one.
+// The request bodies of a cluster's resources: with its own network, a public API server and the
+// cloud provider (its control planes carry its identity), and in existing subnets with an
+// internal one.
 func TestClusterBodies(t *testing.T) {
 	subnet := netip.MustParsePrefix("10.240.255.0/24")
 	for _, tc := range []struct {
@@ -116,4 +121,20 @@ func TestScaleSetBodies(t *testing.T) {
 func TestRouteBody(t *testing.T) {
 	r := routetable.Route{Name: "node-1", Destination: netip.MustParsePrefix("10.244.1.0/24"), NextHop: netip.MustParseAddr("10.240.0.5")}
 	assertBody(t, "route.json", routeBody(r))
+}
+
+// The request bodies of the cloud provider's identity and its role assignments.
+func TestIdentityBodies(t *testing.T) {
+	c := bodyCluster(true)
+	assertBody(t, "cloud-provider/identity.json", c.identityBody())
+	names := map[string]bool{}
+	for _, r := range CloudProviderRoles {
+		name := c.roleAssignmentName(r)
+		if names[name] {
+			t.Errorf("two assignments are named %s", name)
+		}
+		names[name] = true
+		assertBody(t, "cloud-provider/role-"+strings.ReplaceAll(strings.ToLower(r.Name), " ", "-")+".json",
+			map[string]any{"name": name, "body": c.roleAssignmentBody(r, "22222222-0000-0000-0000-000000000000")})
+	}
 }

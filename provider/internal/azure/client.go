@@ -23,7 +23,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 
 	"github.com/kubewin/kubewin/internal/version"
@@ -37,6 +39,10 @@ type Client struct {
 	armOptions     *arm.ClientOptions
 	compute        *armcompute.ClientFactory
 	network        *armnetwork.ClientFactory
+	msi            *armmsi.ClientFactory
+	authorization  *armauthorization.ClientFactory
+	// providerCloud is the cloud as the Azure cloud provider's configuration names it.
+	providerCloud ProviderCloud
 	// poll is how often long-running operations are polled when ARM gives no Retry-After.
 	poll time.Duration
 	// dial connects to clusters' API servers; nil: directly. Tests reach an internal load
@@ -55,7 +61,7 @@ func newClient(ctx context.Context, c Config, httpClient *http.Client) (*Client,
 	if c.SubscriptionID == "" {
 		return nil, fmt.Errorf("subscription_id is not set (nor ARM_SUBSCRIPTION_ID)")
 	}
-	cl, err := c.Cloud(ctx, httpClient)
+	cl, providerCloud, err := c.resolveCloud(ctx, httpClient)
 	if err != nil {
 		return nil, err
 	}
@@ -79,15 +85,26 @@ func newClient(ctx context.Context, c Config, httpClient *http.Client) (*Client,
 	if err != nil {
 		return nil, err
 	}
+	msi, err := armmsi.NewClientFactory(c.SubscriptionID, cred, armOpts)
+	if err != nil {
+		return nil, err
+	}
+	authorization, err := armauthorization.NewClientFactory(c.SubscriptionID, cred, armOpts)
+	if err != nil {
+		return nil, err
+	}
 	return &Client{SubscriptionID: c.SubscriptionID, http: httpClient, cred: cred, armOptions: armOpts, compute: compute, network: network,
-		poll: 10 * time.Second}, nil
+		msi: msi, authorization: authorization, providerCloud: providerCloud, poll: 10 * time.Second}, nil
 }
 
 // retryOptions retry what ARM says to retry: throttling (429, after its Retry-After), server
 // errors and timeouts, conflicts with another operation in progress on the same resource
 // (409 AnotherOperationInProgress), which ARM resolves once that operation ends, and a network
 // interface still reserved for a VM deleted less than 180 s ago (400 NicReservedForAnotherVm,
-// "retry after 180 seconds"; the back-off's delays add up to several minutes, more than that).
+// "retry after 180 seconds"; the back-off's delays add up to several minutes, more than that),
+// and a role assignment to a principal Microsoft Entra ID has not replicated yet (400
+// PrincipalNotFound: "wait a few minutes and retry",
+// https://learn.microsoft.com/azure/role-based-access-control/troubleshooting#symptom---assigning-a-role-to-a-new-principal-sometimes-fails).
 var retryOptions = policy.RetryOptions{
 	MaxRetries:    8,
 	RetryDelay:    2 * time.Second,
@@ -103,7 +120,8 @@ var retryOptions = policy.RetryOptions{
 		case http.StatusConflict:
 			return errorCode(resp) == "AnotherOperationInProgress"
 		case http.StatusBadRequest:
-			return errorCode(resp) == "NicReservedForAnotherVm"
+			code := errorCode(resp)
+			return code == "NicReservedForAnotherVm" || code == "PrincipalNotFound"
 		}
 		return false
 	},

@@ -45,6 +45,8 @@ type ClusterSpec struct {
 	// APIServerSourcePrefixes may reach the API server (the masters' security group); empty:
 	// any.
 	APIServerSourcePrefixes []string
+	// CloudProvider turns the out-of-tree Azure cloud provider on; nil: off.
+	CloudProvider *CloudProviderSpec
 }
 
 // ClusterNetwork is where the cluster's machines are.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kubewin/kubewin/provider/internal/cluster"
 )
 
@@ -45,7 +47,8 @@ func (c ClusterBackend) Observe(ctx context.Context) (*cluster.State, error) {
 	}, nil
 }
 
-// Repair makes missing control planes again and adds new ones, and scales the Linux agents.
+// Repair makes missing control planes again and adds new ones, applies the cloud provider's
+// objects again (a changed version or routes, drift), and scales the Linux agents.
 func (c ClusterBackend) Repair(ctx context.Context, last *cluster.State) (*cluster.State, error) {
 	state := &ClusterState{
 		Endpoint: strings.TrimPrefix(last.Endpoint, "https://"),
@@ -71,6 +74,13 @@ func (c ClusterBackend) Repair(ctx context.Context, last *cluster.State) (*clust
 		if err := c.AddControlPlanes(ctx, access, state, missing); err != nil {
 			return nil, &cluster.StepError{Step: cluster.StepAddControlPlane, Err: err}
 		}
+	}
+	client, err := kubernetes.NewForConfig(access.REST())
+	if err != nil {
+		return nil, &cluster.StepError{Step: cluster.StepConnect, Err: err}
+	}
+	if err := c.ApplyCloudProvider(ctx, client, state); err != nil {
+		return nil, &cluster.StepError{Step: cluster.StepCloudProvider, Err: err}
 	}
 	if err := c.ScaleAgents(ctx, access, state, c.Spec.Agents.Count); err != nil {
 		return nil, &cluster.StepError{Step: cluster.StepScale, Err: err}

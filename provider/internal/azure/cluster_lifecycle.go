@@ -25,6 +25,7 @@ import (
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/kubeadmboot"
 	"github.com/kubewin/kubewin/internal/routetable"
+	"github.com/kubewin/kubewin/provider/internal/azureccm"
 	"github.com/kubewin/kubewin/provider/internal/pool"
 )
 
@@ -46,7 +47,10 @@ const joinTokenTTL = 2 * time.Hour
 // servers at EndpointName (kubeadmboot.Cluster.EndpointAddress: a control plane, a backend of
 // that load balancer, cannot reach its frontend), and the API server's certificate names both
 // that name and the frontend's address, which the provider and the Windows nodes use.
-func (c *Cluster) kubeadmCluster(endpoint, fqdn string) kubeadmboot.Cluster {
+//
+// With the cloud provider, every kubelet runs with --cloud-provider=external and the control
+// planes get its configuration, which names the identity (read from ARM: it exists by then).
+func (c *Cluster) kubeadmCluster(ctx context.Context, endpoint, fqdn string) (kubeadmboot.Cluster, error) {
 	k := kubeadmboot.Cluster{
 		Name: c.Spec.Name, KubernetesVersion: c.Spec.KubernetesVersion, Endpoint: endpoint,
 		PodSubnet: c.Spec.PodCIDR, ServiceSubnet: c.Spec.ServiceCIDR, NodeCIDRMaskSize: c.Spec.NodeCIDRMaskSize,
@@ -58,7 +62,20 @@ func (c *Cluster) kubeadmCluster(endpoint, fqdn string) kubeadmboot.Cluster {
 		k.Endpoint, k.EndpointAddress = net.JoinHostPort(c.EndpointName(), port), host
 		k.CertSANs = []string{c.EndpointName(), host}
 	}
-	return k
+	if c.Spec.CloudProvider == nil {
+		return k, nil
+	}
+	ids, err := c.readIdentity(ctx)
+	if err != nil {
+		return k, err
+	}
+	nsg, err := c.agentNSG(ctx)
+	if err != nil {
+		return k, err
+	}
+	k.ExternalCloudProvider = true
+	k.CloudConfig, err = c.cloudConfigFile(ids, nsg)
+	return k, err
 }
 
 // EndpointName is the name the machines of a cluster with an internal API server reach the API
@@ -75,6 +92,11 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 		if err := c.checkOutbound(ctx); err != nil {
 			return nil, err
 		}
+		if c.Spec.CloudProvider != nil {
+			if _, err := c.agentNSG(ctx); err != nil {
+				return nil, err
+			}
+		}
 	}
 	subnet, err := c.masterSubnet(ctx)
 	if err != nil {
@@ -82,6 +104,14 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 	}
 	if err := c.ensureAll(ctx, c.network(ctx, subnet)); err != nil {
 		return nil, err
+	}
+	if c.Spec.CloudProvider != nil {
+		if err := c.ensureAll(ctx, c.identity(ctx)); err != nil {
+			return nil, fmt.Errorf("the Azure cloud provider's identity %s and its roles: %w. Assigning roles needs "+
+				"Microsoft.Authorization/roleAssignments/write on resource group %s (Owner, User Access Administrator or Role Based Access "+
+				"Control Administrator; Contributor is not enough) for the provider's credentials; or set azure.cloud_provider = "+
+				"{ enabled = false }", c.IdentityID(), err, c.Spec.ResourceGroup)
+		}
 	}
 	var host, fqdn string
 	if c.Spec.Network.PublicAPIServer {
@@ -95,7 +125,10 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 		return nil, err
 	}
 	endpoint := net.JoinHostPort(host, strconv.Itoa(kubeadmboot.APIServerPort))
-	cluster := c.kubeadmCluster(endpoint, fqdn)
+	cluster, err := c.kubeadmCluster(ctx, endpoint, fqdn)
+	if err != nil {
+		return nil, err
+	}
 
 	token, err := bootstraputil.GenerateBootstrapToken()
 	if err != nil {
@@ -129,6 +162,9 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 	}
 	client, err := kubernetes.NewForConfig(access.REST())
 	if err != nil {
+		return state, err
+	}
+	if err := c.ApplyCloudProvider(ctx, client, state); err != nil {
 		return state, err
 	}
 	if err := c.scaleAgents(ctx, client, cluster, pin, token, c.Spec.Agents.Count); err != nil {
@@ -211,7 +247,10 @@ func (c *Cluster) AddControlPlanes(ctx context.Context, access *Access, state *C
 	if err != nil {
 		return err
 	}
-	cluster := c.kubeadmCluster(state.Endpoint, state.FQDN)
+	cluster, err := c.kubeadmCluster(ctx, state.Endpoint, state.FQDN)
+	if err != nil {
+		return err
+	}
 	m := kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: state.CAHash, JoinAddress: via.String()}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, i := range indexes {
@@ -229,7 +268,11 @@ func (c *Cluster) ScaleAgents(ctx context.Context, access *Access, state *Cluste
 	if err != nil {
 		return err
 	}
-	return c.scaleAgents(ctx, client, c.kubeadmCluster(state.Endpoint, state.FQDN), state.CAHash, "", want)
+	cluster, err := c.kubeadmCluster(ctx, state.Endpoint, state.FQDN)
+	if err != nil {
+		return err
+	}
+	return c.scaleAgents(ctx, client, cluster, state.CAHash, "", want)
 }
 
 // scaleAgents brings the Linux agents to want: more join with token (a fresh one when empty)
@@ -341,16 +384,19 @@ func (c *Cluster) waitAgentsReady(ctx context.Context, client kubernetes.Interfa
 				fmt.Fprintf(&logs, "\n--- %s:\n%s", name, tailLines(agents.serialLog(context.WithoutCancel(ctx), name), 15))
 			}
 			//nolint:staticcheck // ST1005: the message starts with a proper noun.
-			return nil, fmt.Errorf("Linux agents %v are not Ready nodes with a pod CIDR after %s: %w; the end of their serial consoles:%s", waiting,
+			return nil, fmt.Errorf("Linux agents %v are not Ready nodes with a pod CIDR (initialized by the Azure cloud provider, when it runs) "+
+				"after %s: %w; the end of their serial consoles:%s", waiting,
 				agentTimeout, ctx.Err(), logs.String())
 		case <-time.After(time.Second):
 		}
 	}
 }
 
-// agentRoute is a Ready node's route: its pod CIDR to its internal address.
+// agentRoute is a Ready node's route: its pod CIDR to its internal address. A node the cloud
+// provider has not initialized yet (its uninitialized taint, which keeps workloads off it) does
+// not count: its addresses are not the cloud's yet.
 func agentRoute(n *corev1.Node, err error) (routetable.Route, bool) {
-	if err != nil {
+	if err != nil || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == azureccm.UninitializedTaint }) {
 		return routetable.Route{}, false
 	}
 	ready := false
@@ -411,7 +457,10 @@ const maxControlPlanes = 5
 
 // Delete removes everything the cluster made, and nothing else: agents, control planes (their
 // disks with them), network interfaces, the load balancer and its address, the virtual network,
-// the NAT gateway and its address, the route table (with its routes) and the security groups.
+// the NAT gateway and its address, the route table (with its routes), the security groups, and
+// the cloud provider's identity and its role assignments (whether or not the cloud provider is
+// on: it may have been before); with the cloud provider, also what it made for LoadBalancer
+// Services (cluster_services.go), which is not the cluster's own.
 func (c *Cluster) Delete(ctx context.Context) error {
 	if err := c.remove(ctx, c.agentScaleSet(0, nil)); err != nil {
 		return err
@@ -428,5 +477,19 @@ func (c *Cluster) Delete(ctx context.Context) error {
 			return err
 		}
 	}
-	return c.removeAll(ctx, c.network(ctx, netip.Prefix{}))
+	if err := c.removeAll(ctx, c.identity(ctx)); err != nil {
+		return err
+	}
+	if c.Spec.CloudProvider != nil {
+		if err := c.removeServiceLoadBalancers(ctx); err != nil {
+			return err
+		}
+	}
+	if err := c.removeAll(ctx, c.network(ctx, netip.Prefix{})); err != nil {
+		return err
+	}
+	if c.Spec.CloudProvider != nil {
+		return c.removeServicePublicIPs(ctx)
+	}
+	return nil
 }

@@ -99,6 +99,13 @@ func (c *Cluster) controlPlaneVMBody(i int, linux *armcompute.LinuxConfiguration
 	if z := c.Spec.ControlPlanes.Zones; len(z) > 0 {
 		m.Zones = []*string{to.Ptr(z[i%len(z)])}
 	}
+	if c.Spec.CloudProvider != nil {
+		// cloud-controller-manager runs on the control planes as the cloud provider's identity.
+		m.Identity = &armcompute.VirtualMachineIdentity{
+			Type:                   to.Ptr(armcompute.ResourceIdentityTypeUserAssigned),
+			UserAssignedIdentities: map[string]*armcompute.UserAssignedIdentitiesValue{c.IdentityID(): {}},
+		}
+	}
 	return m
 }
 

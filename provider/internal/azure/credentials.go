@@ -183,39 +183,58 @@ func (c Config) TokenExchangeAudience() string {
 
 // Cloud resolves the cloud: a well-known environment, or the metadata document of MetadataHost.
 func (c Config) Cloud(ctx context.Context, client *http.Client) (cloud.Configuration, error) {
+	cl, _, err := c.resolveCloud(ctx, client)
+	return cl, err
+}
+
+// ProviderCloud is the cloud as the out-of-tree Azure cloud provider's configuration names it:
+// Name is its "cloud" (AzurePublicCloud, AzureUSGovernment, AzureChinaCloud, or a custom
+// cloud's name in its metadata document) and ResourceManagerEndpoint, for a custom cloud only,
+// where the cloud provider reads that document
+// (https://kubernetes-sigs.github.io/cloud-provider-azure/install/configs/, "cloud" and
+// "resourceManagerEndpoint"; azclient's GetAzureCloudConfigAndEnvConfig).
+type ProviderCloud struct {
+	Name, ResourceManagerEndpoint string
+}
+
+// resolveCloud resolves the cloud for the SDK and for the cloud provider. The cloud provider's
+// names are azclient's EnvironmentMapping keys.
+func (c Config) resolveCloud(ctx context.Context, client *http.Client) (cloud.Configuration, ProviderCloud, error) {
 	if c.MetadataHost != "" {
-		return cloudFromMetadata(ctx, client, c.MetadataHost)
+		cl, name, err := cloudFromMetadata(ctx, client, c.MetadataHost)
+		return cl, ProviderCloud{Name: name, ResourceManagerEndpoint: "https://" + c.MetadataHost}, err
 	}
 	switch strings.ToLower(c.Environment) {
 	case "", "public", "global":
-		return cloud.AzurePublic, nil
+		return cloud.AzurePublic, ProviderCloud{Name: "AzurePublicCloud"}, nil
 	case "usgovernment", "usgovernmentl4":
-		return cloud.AzureGovernment, nil
+		return cloud.AzureGovernment, ProviderCloud{Name: "AzureUSGovernment"}, nil
 	case "china":
-		return cloud.AzureChina, nil
+		return cloud.AzureChina, ProviderCloud{Name: "AzureChinaCloud"}, nil
 	}
-	return cloud.Configuration{}, fmt.Errorf("environment %q is not an Azure cloud kubewin knows: use public, usgovernment or china, or "+
-		"metadata_host for another cloud", c.Environment)
+	return cloud.Configuration{}, ProviderCloud{}, fmt.Errorf("environment %q is not an Azure cloud kubewin knows: use public, usgovernment or "+
+		"china, or metadata_host for another cloud", c.Environment)
 }
 
 // metadataAPIVersion is the version of the cloud metadata document azurerm reads.
 const metadataAPIVersion = "2022-09-01"
 
-// cloudFromMetadata reads https://<host>/metadata/endpoints, as azurerm does for metadata_host.
-func cloudFromMetadata(ctx context.Context, client *http.Client, host string) (cloud.Configuration, error) {
+// cloudFromMetadata reads https://<host>/metadata/endpoints, as azurerm does for metadata_host:
+// the cloud and its name.
+func cloudFromMetadata(ctx context.Context, client *http.Client, host string) (cloud.Configuration, string, error) {
 	u := url.URL{Scheme: "https", Host: host, Path: "/metadata/endpoints", RawQuery: "api-version=" + metadataAPIVersion}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return cloud.Configuration{}, err
+		return cloud.Configuration{}, "", err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return cloud.Configuration{}, fmt.Errorf("read the cloud metadata from metadata_host %s: %w", host, err)
+		return cloud.Configuration{}, "", fmt.Errorf("read the cloud metadata from metadata_host %s: %w", host, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
-		return cloud.Configuration{}, fmt.Errorf("read the cloud metadata from %s: %s: %s", u.String(), resp.Status, body)
+		return cloud.Configuration{}, "", fmt.Errorf("read the cloud metadata from %s: %s: %s", u.String(), resp.Status, body)
 	}
 	var md struct {
 		Authentication struct {
@@ -223,17 +242,20 @@ func cloudFromMetadata(ctx context.Context, client *http.Client, host string) (c
 			Audiences     []string `json:"audiences"`
 		} `json:"authentication"`
 		ResourceManager string `json:"resourceManager"`
+		Name            string `json:"name"`
 	}
 	if err := json.Unmarshal(body,
 		&md); err != nil || md.Authentication.LoginEndpoint == "" || md.ResourceManager == "" || len(md.Authentication.Audiences) == 0 {
-		return cloud.Configuration{}, fmt.Errorf("the cloud metadata at %s names no login endpoint, resource manager and audience (%v)", u.String(), err)
+		return cloud.Configuration{}, "", fmt.Errorf("the cloud metadata at %s names no login endpoint, resource manager and audience (%v)",
+			u.String(), err)
 	}
-	return cloud.Configuration{
+	cl := cloud.Configuration{
 		ActiveDirectoryAuthorityHost: strings.TrimSuffix(md.Authentication.LoginEndpoint, "/") + "/",
 		Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
 			cloud.ResourceManager: {Endpoint: strings.TrimSuffix(md.ResourceManager, "/"), Audience: md.Authentication.Audiences[0]},
 		},
-	}, nil
+	}
+	return cl, md.Name, nil
 }
 
 // Credential builds the credential the configuration names, in azurerm's order: a client

@@ -64,6 +64,7 @@ const (
 	StepRead                        // read its machines
 	StepAddControlPlane             // make control planes
 	StepScale                       // scale the agents
+	StepCloudProvider               // apply the cloud provider's objects
 )
 
 func (e *StepError) Error() string { return fmt.Sprintf("step %d: %v", e.Step, e.Err) }

@@ -62,7 +62,7 @@ func (b *Backend) CreateMachine(pool, name, imageDir string, nodeConfig []byte) 
 	}
 	machine := Machine{Name: name, Address: addr, PID: pid}
 	data, _ := json.Marshal(machine)
-	return machine, os.WriteFile(filepath.Join(dir, machineFile), data, 0o600)
+	return machine, writeFileAtomic(filepath.Join(dir, machineFile), data, 0o600)
 }
 
 // Machines lists a pool's machines, by name.
@@ -145,7 +145,7 @@ func (b *Backend) reserveIndices(pool string, n int) (int, error) {
 	if err := os.MkdirAll(b.poolDir(pool), 0o755); err != nil {
 		return 0, err
 	}
-	return next, os.WriteFile(path, []byte(strconv.Itoa(next+n)), 0o644)
+	return next, writeFileAtomic(path, []byte(strconv.Itoa(next+n)), 0o644)
 }
 
 var addressLock sync.Mutex
@@ -205,7 +205,7 @@ func (b *Backend) saveAddresses(table map[string]netip.Addr) error {
 	if err := os.MkdirAll(b.StateDir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(b.StateDir, "addresses.json"), data, 0o644)
+	return writeFileAtomic(filepath.Join(b.StateDir, "addresses.json"), data, 0o644)
 }
 
 // Diagnose runs `nodeboot diagnose` on a machine, as its own nodeboot would run it: from the

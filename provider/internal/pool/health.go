@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubewin/kubewin/internal/bootstraptoken"
+	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/nodestatus"
 )
 
@@ -223,6 +224,9 @@ func notReadyWhy(n *corev1.Node) string {
 		return "it reports no Ready condition"
 	case c.Status == corev1.ConditionUnknown:
 		return "its kubelet stopped posting node status"
+	case c.Status == corev1.ConditionTrue && !NodeReady(n):
+		return "its cloud provider has not initialized it: it keeps the " + nodecmd.TaintExternalCloudProvider +
+			" taint until the cloud provider's node manager (cloud-node-manager) on it has"
 	case c.Message != "":
 		return c.Reason + ": " + c.Message
 	default:

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/controlplane"
+	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
@@ -285,5 +286,33 @@ func TestHealthReplacementsBounded(t *testing.T) {
 	reconcile(t, m, s)
 	if got := log.take(); !slices.Contains(got, "delete hmax000000") {
 		t.Errorf("the second apply did %v", got)
+	}
+}
+
+// A node whose kubelet is Ready but whose external cloud provider has not initialized it yet
+// takes no pod: it does not count as Ready, and says why.
+func TestNodeReadyWaitsForCloudProvider(t *testing.T) {
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
+	uninitialized := corev1.Taint{Key: nodecmd.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name   string
+		node   corev1.Node
+		ready  bool
+		reason string
+	}{
+		{"ready", corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}, true, ""},
+		{"awaiting its cloud provider", corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{uninitialized}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}, false, "its cloud provider has not initialized it"},
+		{"another taint", corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}, true, ""},
+		{"not ready", corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady,
+			Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: "container runtime network not ready"}}}}, false, "KubeletNotReady"},
+	} {
+		if got := NodeReady(&tc.node); got != tc.ready {
+			t.Errorf("%s: NodeReady = %v, want %v", tc.name, got, tc.ready)
+		}
+		if why := notReadyWhy(&tc.node); !tc.ready && !strings.Contains(why, tc.reason) {
+			t.Errorf("%s: notReadyWhy = %q, want it to say %q", tc.name, why, tc.reason)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewin/kubewin/internal/nodeaccess"
+	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/internal/routetable"
 )
@@ -93,8 +94,14 @@ func pick(members []member, match func(member) bool) []member {
 // all matches every member.
 func all(member) bool { return true }
 
-// NodeReady reports whether a Node is Ready.
+// NodeReady reports whether a Node is Ready and can take pods: its kubelet says Ready, and no
+// external cloud provider is still to initialize it. Until its node manager has, the Node
+// keeps the uninitialized taint and nothing without a toleration is scheduled there
+// (https://kubernetes.io/docs/tasks/administer-cluster/running-cloud-controller/).
 func NodeReady(n *corev1.Node) bool {
+	if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == nodecmd.TaintExternalCloudProvider }) {
+		return false
+	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -28,9 +29,12 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubewin/kubewin/internal/controlplane"
+	"github.com/kubewin/kubewin/internal/kubeversion"
+	"github.com/kubewin/kubewin/internal/sim/simcloud"
 	"github.com/kubewin/kubewin/internal/testkit/armtest"
 	"github.com/kubewin/kubewin/internal/testkit/testenv"
 	"github.com/kubewin/kubewin/provider/internal/azure"
+	"github.com/kubewin/kubewin/provider/internal/azureccm"
 )
 
 // An azure cluster through the ARM test server: its control planes are simulated Linux machines
@@ -164,6 +168,20 @@ func TestAccClusterAzure(t *testing.T) {
 			return nil
 		}
 	}
+	kv, err := kubeversion.Parse(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin, err := azureccm.ForMinor(int(kv.Minor()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloudProvider := func(s *terraform.State) error {
+		return checkCloudProvider(t, s.RootModule().Resources["kubewin_cluster.test"].Primary.ID, g.name, pin.CloudControllerManager)
+	}
+	at := func(name string) tfjsonpath.Path {
+		return tfjsonpath.New("azure").AtMapKey("cloud_provider").AtMapKey(name)
+	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
 			"kubewin": providerserver.NewProtocol6WithError(New("test")()),
@@ -178,8 +196,22 @@ func TestAccClusterAzure(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: one,
-				Check:  nodes(1),
+				Check:  resource.ComposeTestCheckFunc(nodes(1), cloudProvider),
 				ConfigStateChecks: []statecheck.StateCheck{
+					// The cloud provider is on by default for a new cluster, at kubewin's pin.
+					statecheck.ExpectKnownValue("kubewin_cluster.test", at("enabled"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", at("cloud_routes"), knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", at("version"), knownvalue.StringExact(pin.CloudControllerManager)),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", at("images"), knownvalue.MapExact(map[string]knownvalue.Check{
+						"cloud-controller-manager": knownvalue.StringExact(azureccm.Registry + "/azure-cloud-controller-manager:" + pin.CloudControllerManager),
+						"cloud-node-manager":       knownvalue.StringExact(azureccm.Registry + "/azure-cloud-node-manager:" + pin.CloudNodeManager),
+					})),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", at("identity_id"),
+						knownvalue.StringRegexp(regexp.MustCompile(`/providers/Microsoft\.ManagedIdentity/userAssignedIdentities/acc-cloud-provider$`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", at("identity_client_id"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f-]{36}$`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", at("identity_principal_id"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f-]{36}$`))),
 					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("endpoint"),
 						knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.\d+\.\d+\.\d+:6443$`))),
 					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("ca_cert_hash"),
@@ -198,6 +230,20 @@ func TestAccClusterAzure(t *testing.T) {
 				PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Change Would Replace the Cluster.*Changing kubernetes_version of azure cluster "acc".*` +
 					`kubewin never\s+destroys a cluster`),
+			},
+			{
+				// The cloud provider cannot be turned off in place.
+				Config: azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 1 }\n"+
+					"    cloud_provider = { enabled = false }"),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Cloud Provider Cannot Be Turned On or Off in Place.*from true to false`),
+			},
+			{
+				// Its release's minor is Kubernetes'.
+				Config: azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 1 }\n"+
+					"    cloud_provider = { version = \"v1.36.11\" }"),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Cloud Provider Version of Another Minor.*v1\.36\.11 is for Kubernetes 1\.36`),
 			},
 			{
 				// No credential from the control planes: the error says what to check.
@@ -246,6 +292,78 @@ resource "echo" "admin" {}
 			},
 		},
 	})
+}
+
+// checkCloudProvider checks an azure cluster's cloud provider: its identity has its roles on
+// the resource group, the first control plane's azure.json (read by a run command, as an
+// operator would) names the identity, its tenant and the cluster's load balancer, and the
+// components run the version's images.
+func checkCloudProvider(t *testing.T, id, group, version string) error {
+	t.Helper()
+	ctx := context.Background()
+	c := &azure.Cluster{Client: azureClient(t), Spec: azure.ClusterSpec{Name: "acc", ResourceGroup: group,
+		CloudProvider: &azure.CloudProviderSpec{Version: version}}}
+	cp, err := c.CloudProvider(ctx)
+	if err != nil {
+		return err
+	}
+	if got := armServer.RoleAssignments(group); len(got) != len(azure.CloudProviderRoles) || got[0].PrincipalID != cp.Identity.PrincipalID {
+		return fmt.Errorf("role assignments %+v, want %d of principal %s", got, len(azure.CloudProviderRoles), cp.Identity.PrincipalID)
+	}
+	out, err := c.RunScript(ctx, 0, "cat "+azure.CloudConfigPath)
+	if err != nil {
+		return err
+	}
+	// The run command's message: "Enable succeeded:", then the script's [stdout] and [stderr].
+	_, stdout, _ := strings.Cut(out, "[stdout]\n")
+	stdout, _, _ = strings.Cut(stdout, "\n[stderr]")
+	var cfg azure.CloudConfig
+	if err := json.Unmarshal([]byte(stdout), &cfg); err != nil {
+		return fmt.Errorf("%s on the first control plane: %w\n%s", azure.CloudConfigPath, err, out)
+	}
+	if cfg.UserAssignedIdentityID != cp.Identity.ClientID || cfg.TenantID != armServer.TenantID() || cfg.LoadBalancerName != "acc-apiserver" ||
+		cfg.ResourceManagerEndpoint != "https://"+armServer.MetadataHost() {
+		return fmt.Errorf("%s names identity %s, tenant %s, load balancer %s, resource manager %s", azure.CloudConfigPath,
+			cfg.UserAssignedIdentityID, cfg.TenantID, cfg.LoadBalancerName, cfg.ResourceManagerEndpoint)
+	}
+	kc, err := kubernetes.NewForConfig(clusterAccess(t, id).REST())
+	if err != nil {
+		return err
+	}
+	d, err := kc.AppsV1().Deployments(azureccm.Namespace).Get(ctx, azureccm.CloudControllerManager, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != cp.Images[azureccm.CloudControllerManager] {
+		return fmt.Errorf("cloud-controller-manager runs %s", img)
+	}
+	// The Linux agents' kubelets registered with the uninitialized taint (--cloud-provider=external
+	// from kubeadm's flags), and the simulated cloud-node-manager initialized them from their
+	// instance metadata: provider ID of their scale set instance, region, instance type.
+	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: corev1.LabelOSStable + "=linux"})
+	if err != nil {
+		return err
+	}
+	prefix := strings.ToLower("azure://" + armServer.ResourceGroupID(group) + "/providers/Microsoft.Compute/virtualMachineScaleSets/acc-agents/")
+	for _, n := range nodes.Items {
+		if err := cloudInitialized(n, prefix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cloudInitialized checks that the (simulated) cloud-node-manager initialized a node of a scale
+// set whose resource ID starts with prefix (lower-case): provider ID, region and instance type,
+// no uninitialized taint left.
+func cloudInitialized(n corev1.Node, prefix string) error {
+	if !strings.HasPrefix(strings.ToLower(n.Spec.ProviderID), prefix) || n.Labels[corev1.LabelTopologyRegion] != armServer.Location() ||
+		n.Labels[corev1.LabelInstanceTypeStable] == "" || n.Annotations[simcloud.SimulatedAnnotation] == "" ||
+		slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == azureccm.UninitializedTaint }) {
+		return fmt.Errorf("node %s is not initialized by the cloud provider: provider ID %q, labels %v, taints %v", n.Name, n.Spec.ProviderID,
+			n.Labels, n.Spec.Taints)
+	}
+	return nil
 }
 
 // examples/acs-engine: the guides' windows.json through provider::kubewin::acs_apimodel.
@@ -297,6 +415,21 @@ func checkACSEngineExample(t *testing.T, c *cli) {
 	client, err := kubernetes.NewForConfig(a.REST())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The cluster runs the cloud provider, so the Windows pool's kubelets run with
+	// --cloud-provider=external too, and its node manager initialized every node: without it a
+	// Windows node has no provider ID and no load balancer takes it.
+	nodes, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaleSets := strings.ToLower("azure://" + armServer.ResourceGroupID(acsExampleGroup.name) + "/providers/Microsoft.Compute/virtualMachineScaleSets/")
+	for _, n := range nodes.Items {
+		if _, master := n.Labels["node-role.kubernetes.io/control-plane"]; !master {
+			if err := cloudInitialized(n, scaleSets); err != nil {
+				t.Error(err)
+			}
+		}
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/capin"
 	"github.com/kubewin/kubewin/provider/internal/azure"
+	"github.com/kubewin/kubewin/provider/internal/azureccm"
 )
 
 // clusterConn is what nodes need of their cluster, local or existing.
@@ -140,6 +141,9 @@ func existingCluster(ctx context.Context, cfg *rest.Config, nets clusterNetworks
 		return nil, fmt.Errorf("reach the cluster at %s: %w", cfg.Host, err)
 	}
 	conn := &clusterConn{rest: cfg, facts: clusterFacts{Endpoint: endpoint, CAHash: pin, Version: v.GitVersion}}
+	if conn.facts.ExternalCloudProvider, err = windowsCloudNodeManager(ctx, c); err != nil {
+		return nil, err
+	}
 	if nets.ClusterCIDR != "" {
 		conn.facts.ClusterCIDR, conn.facts.ServiceCIDR = nets.ClusterCIDR, nets.ServiceCIDR
 		return conn, nil
@@ -164,4 +168,24 @@ func existingCluster(ctx context.Context, cfg *rest.Config, nets clusterNetworks
 	}
 	conn.facts.ClusterCIDR, conn.facts.ServiceCIDR = cc.Networking.PodSubnet, cc.Networking.ServiceSubnet
 	return conn, nil
+}
+
+// windowsCloudNodeManager reports whether the cluster runs cloud-provider-azure's
+// cloud-node-manager on Windows nodes (kubewin's azure clusters with the cloud provider, or
+// its Helm chart): its DaemonSet kube-system/cloud-node-manager-windows. Such a cluster's
+// kubelets must run with --cloud-provider=external, or its nodes never get their provider ID
+// and the cloud provider leaves them out of load balancers ("the --cloud-provider flag must
+// be set to external on every kubelet",
+// https://kubernetes.io/docs/tasks/administer-cluster/running-cloud-controller/). A credential
+// not allowed to read it is taken as no such DaemonSet: the kubelet_extra_args of the pool
+// then say it.
+func windowsCloudNodeManager(ctx context.Context, c kubernetes.Interface) (bool, error) {
+	_, err := c.AppsV1().DaemonSets(azureccm.Namespace).Get(ctx, azureccm.CloudNodeManagerWin, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("read %s/%s, the cloud provider's node manager for Windows nodes: %w", azureccm.Namespace, azureccm.CloudNodeManagerWin, err)
 }

@@ -104,7 +104,10 @@ func nodeAttributes(tokens string) map[string]schema.Attribute {
 			Optional:    true,
 			ElementType: types.StringType,
 			Description: "Extra kubelet flags (`name = value`, without dashes). Flags kubewin sets itself, and flags the image's Kubernetes version " +
-				"removed, are rejected at plan time.",
+				"removed, are rejected at plan time. In a cluster that runs the Azure cloud provider's node manager for Windows nodes " +
+				"(the DaemonSet `kube-system/cloud-node-manager-windows`: kubewin's azure clusters with `azure.cloud_provider`, or the " +
+				"cloud-provider-azure Helm chart), nodes get `cloud-provider = \"external\"` unless this sets `cloud-provider`: they register " +
+				"with the uninitialized taint, count as Ready once the node manager has removed it, and get their provider ID from it.",
 		},
 		"system_reserved_memory": memoryAttribute("Memory reserved for Windows itself (the kubelet's `--system-reserved` memory). " +
 			"Default `2Gi`, as AKS reserves on Windows nodes."),
@@ -189,6 +192,12 @@ func (s nodeSettings) nodeConfig(ctx context.Context, runtime v1alpha1.RuntimeNa
 	labels, diags := stringMapOf(ctx, s.Labels)
 	extra, d := stringMapOf(ctx, s.KubeletExtraArgs)
 	diags.Append(d...)
+	if _, set := extra["cloud-provider"]; c.ExternalCloudProvider && !set {
+		if extra == nil {
+			extra = map[string]string{}
+		}
+		extra["cloud-provider"] = "external"
+	}
 	cfg := &v1alpha1.NodeConfig{
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindNodeConfig,
 		Cluster: v1alpha1.Cluster{

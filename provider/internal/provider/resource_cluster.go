@@ -311,6 +311,9 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if b != nil {
 		resp.Diagnostics.Append(b.modifyPlan(ctx, r.data, req, &m)...)
 	}
+	if m.Azure != nil && !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, pathCloudProvider, m.Azure.CloudProvider)...)
+	}
 }
 
 // sameVersion compares releases with or without their leading v.

@@ -48,6 +48,7 @@ type clusterAzureModel struct {
 	SSHPublicKeys               types.List   `tfsdk:"ssh_public_keys"`
 	ControlPlanes               types.Object `tfsdk:"masters"`
 	LinuxPool                   types.Object `tfsdk:"linux_pool"`
+	CloudProvider               types.Object `tfsdk:"cloud_provider"`
 	Tags                        types.Map    `tfsdk:"tags"`
 	APIServerFQDN               types.String `tfsdk:"api_server_fqdn"`
 	VNetID                      types.String `tfsdk:"vnet_id"`
@@ -258,6 +259,7 @@ func clusterAzureBlock(context.Context) schema.Block {
 					"the agents' scale set spans them, and Azure spreads its instances across them (best effort).", defaultLinuxNodes,
 					[]validator.Int64{int64validator.Between(1, 100)}),
 			},
+			"cloud_provider": cloudProviderAttribute(),
 			"tags": schema.MapAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
@@ -288,8 +290,8 @@ func clusterAzureBlock(context.Context) schema.Block {
 }
 
 // validate checks an azure cluster's configuration before anything is planned.
-func (a *clusterAzureModel) validate(_ context.Context, m *clusterModel) diag.Diagnostics {
-	var diags diag.Diagnostics
+func (a *clusterAzureModel) validate(ctx context.Context, m *clusterModel) diag.Diagnostics {
+	diags := validateCloudProvider(ctx, a.CloudProvider, m)
 	for name, v := range map[string]types.String{"resource_group_name": a.ResourceGroupName, "location": a.Location} {
 		if v.IsNull() {
 			diags.AddAttributeError(pathClusterAzure.AtName(name), "Missing Azure Setting", "Set azure."+name+": the cluster's resources need it.")
@@ -354,11 +356,15 @@ func (a *clusterAzureModel) validate(_ context.Context, m *clusterModel) diag.Di
 	return diags
 }
 
-// modifyPlan refuses every change of an existing azure cluster that would need a new cluster:
-// kubewin never destroys a cluster as a side effect of a change.
+// modifyPlan sets azure.cloud_provider's planned values, and refuses every change of an existing
+// azure cluster that would need a new cluster: kubewin never destroys a cluster as a side effect
+// of a change.
 func (*clusterAzureModel) modifyPlan(ctx context.Context, _ *providerData, req resource.ModifyPlanRequest, plan *clusterModel) diag.Diagnostics {
 	var diags diag.Diagnostics
 	if req.State.Raw.IsNull() || isLocalState(ctx, req.State) {
+		if plan.Azure != nil {
+			diags.Append(planCloudProvider(ctx, req, plan, nil)...)
+		}
 		return diags
 	}
 	var state clusterModel
@@ -370,6 +376,9 @@ func (*clusterAzureModel) modifyPlan(ctx context.Context, _ *providerData, req r
 		diags.AddAttributeError(pathClusterAzure, "Cluster Would Be Replaced",
 			"Moving an azure cluster to another backend would destroy it: kubewin never destroys a cluster as a side effect of a change. Keep the "+
 				"azure block; to remove the cluster, remove the resource.")
+		return diags
+	}
+	if diags.Append(planCloudProvider(ctx, req, plan, &state)...); diags.HasError() {
 		return diags
 	}
 	refuse := func(at path.Path, name, from, to string) {
@@ -483,6 +492,8 @@ func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *
 	if err != nil {
 		diags.AddAttributeError(path.Root("kubernetes_version"), "Unsupported Kubernetes Version", err.Error())
 	}
+	cloudProvider, d := cloudProviderSpec(ctx, a.CloudProvider, m.KubernetesVersion)
+	diags.Append(d...)
 	if diags.HasError() {
 		return azure.ClusterBackend{}, diags
 	}
@@ -515,6 +526,7 @@ func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *
 		SSHPublicKeys:           keys,
 		Tags:                    tags,
 		APIServerSourcePrefixes: ranges,
+		CloudProvider:           cloudProvider,
 	}
 	// Existing subnets: configured (before the cluster exists) or recorded by an empty vnet_id.
 	configured := a.VNetID.IsUnknown() && !a.ControlPlaneSubnetID.IsUnknown() && !a.ControlPlaneSubnetID.IsNull()
@@ -571,6 +583,7 @@ func (a *clusterAzureModel) create(ctx context.Context, data *providerData, m *c
 	if state != nil {
 		setAzureState(m, state)
 	}
+	diags.Append(a.setCloudProvider(ctx, c.Cluster)...)
 	if err != nil {
 		m.Running = types.BoolValue(false)
 		summary, detail := "Cannot Create Cluster", fmt.Sprintf("Making azure cluster %q failed: %s\n\n", m.Name.ValueString(), err)
@@ -649,11 +662,27 @@ func (a *clusterAzureModel) update(ctx context.Context, data *providerData, m, p
 			diags.AddAttributeError(pathClusterAzure.AtName("masters"), "Cannot Add Control Planes", step.Err.Error())
 		case cluster.StepScale:
 			diags.AddAttributeError(pathClusterAzure.AtName("linux_pool"), "Cannot Scale the Linux Agents", step.Err.Error())
+		case cluster.StepCloudProvider:
+			diags.AddAttributeError(pathCloudProvider, "Cannot Apply the Azure Cloud Provider", fmt.Sprintf("kubewin applies the cloud "+
+				"provider's objects (kube-system: cloud-controller-manager, cloud-node-manager, their RBAC) to azure cluster %q on every "+
+				"apply, and this failed: %s.\n\nCheck the message; an object someone else owns under that name must go first. Then apply "+
+				"again.", m.Name.ValueString(), step.Err))
 		}
 		return true, diags
 	}
 	m.Running = types.BoolValue(true)
+	diags.Append(a.setCloudProvider(ctx, c.Cluster)...)
 	return true, diags
+}
+
+// setCloudProvider records the cloud provider's identity and images (empty IDs when the
+// identity cannot be read: a creation that failed before it was made).
+func (a *clusterAzureModel) setCloudProvider(ctx context.Context, c *azure.Cluster) diag.Diagnostics {
+	s, err := c.CloudProvider(ctx)
+	if err != nil {
+		s = nil
+	}
+	return setCloudProviderState(ctx, a, c.Spec.CloudProvider, c.IdentityID(), s)
 }
 
 func (a *clusterAzureModel) delete(ctx context.Context, data *providerData, m *clusterModel) diag.Diagnostics {

@@ -388,6 +388,9 @@ func loadImage(dir string) (*v1alpha1.ImageManifest, string, error) {
 // clusterFacts are what a NodeConfig takes from the cluster.
 type clusterFacts struct {
 	Endpoint, CAHash, Version, ClusterCIDR, ServiceCIDR string
+	// ExternalCloudProvider: the cluster runs an external cloud provider's node manager for
+	// Windows nodes, so their kubelets run with --cloud-provider=external.
+	ExternalCloudProvider bool
 }
 
 // placeholderCluster stands in for a cluster not created yet, to check the node settings.

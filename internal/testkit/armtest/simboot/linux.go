@@ -437,6 +437,7 @@ func (w serialWriter) Write(p []byte) (int, error) {
 const (
 	bootstrapKubeconfig = "/etc/kubernetes/bootstrap-kubelet.conf"
 	kubeletKubeconfig   = "/etc/kubernetes/kubelet.conf"
+	kubeadmFlags        = "/var/lib/kubelet/kubeadm-flags.env"
 	kubeletKey          = "/var/lib/kubelet/pki/kubelet-client.key"
 	kubeletCert         = "/var/lib/kubelet/pki/kubelet-client.crt"
 )
@@ -487,14 +488,23 @@ func (b *Booter) startKubelet(ctx context.Context, m *linuxMachine, in armtest.I
 	_ = os.Remove(m.machine.File(bootstrapKubeconfig)) // as kubeadm does once the kubelet bootstrapped
 	m.serial("[simulated-kubelet] TLS bootstrap done: certificate signing request %s", res.CSRName)
 
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{
+	cfg := &rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{
 		CAData: cluster.CertificateAuthorityData, CertData: res.CertPEM, KeyData: res.KeyPEM, ServerName: serverName,
-	}})
+	}}
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
+	// The kubelet's flags kubeadm wrote from its kubeletExtraArgs.
+	flags, err := m.machine.ReadFile(kubeadmFlags)
+	if err != nil {
+		return fmt.Errorf("kubelet flags: %w", err)
+	}
+	external := slices.Contains(strings.Fields(strings.Trim(strings.TrimSpace(strings.TrimPrefix(string(flags), "KUBELET_KUBEADM_ARGS=")), `"`)),
+		"--cloud-provider=external")
 	k := &simkubelet.Kubelet{
 		Client: client, NodeIP: in.PrivateIP, MaxPods: 110, Out: serialWriter{m},
+		ExternalCloudProvider: external, Config: cfg, MetadataEndpoint: in.MetadataEndpoint,
 		Note: "a simulated Linux machine of the ARM test server: no containers run on it",
 		Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 			corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",

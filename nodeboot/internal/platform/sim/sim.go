@@ -143,6 +143,9 @@ func (p *Platform) runKubelet(service string, args []string) error {
 		Labels:   p.kubeletLabels(),
 		Info:     p.nodeInfo(),
 		Out:      out,
+		// The ARM test server's machines read their instance metadata there, as the cloud
+		// provider's node manager does.
+		MetadataEndpoint: p.m.MetadataEndpoint,
 	})
 	if err != nil {
 		_, _ = fmt.Fprintf(out, "[simulated-kubelet] cannot start: %v\n", err)

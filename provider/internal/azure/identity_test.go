@@ -1,0 +1,53 @@
+package azure
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// The cloud provider's identity and its role assignments are made through ARM (the assignments
+// right after the identity, which ARM accepts for principalType ServicePrincipal before the
+// identity has replicated), made again without error, and removed with the cluster.
+func TestCloudProviderIdentity(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	group := "ccm-identity"
+	server.AddResourceGroup(group)
+	c := &Cluster{Client: secretClient(ctx, t), Spec: testClusterSpec(t, group, "ccm")}
+	c.Spec.CloudProvider = &CloudProviderSpec{Version: "v1.37.5"}
+	for range 2 {
+		if err := c.ensureAll(ctx, c.identity(ctx)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err := c.readIdentity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids.TenantID != server.TenantID() {
+		t.Errorf("the identity's tenant %q, want the subscription's %q", ids.TenantID, server.TenantID())
+	}
+	got := server.RoleAssignments(group)
+	if len(got) != len(CloudProviderRoles) {
+		t.Fatalf("role assignments %+v, want %d", got, len(CloudProviderRoles))
+	}
+	for i, r := range CloudProviderRoles {
+		if got[i].PrincipalID != ids.PrincipalID || got[i].Scope != server.ResourceGroupID(group) {
+			t.Errorf("assignment %+v is not the identity's on the resource group", got[i])
+		}
+		found := false
+		for _, a := range got {
+			found = found || a.Role == r.Name
+		}
+		if !found {
+			t.Errorf("no %s assignment in %+v", r.Name, got)
+		}
+	}
+	if err := c.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := server.ResourceIDs(group); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
