@@ -476,6 +476,29 @@ func TestServices(t *testing.T) {
 	}
 }
 
+// A service whose configuration is already right but whose recovery is not — one an older
+// nodeboot created without the failure actions flag, or one an administrator changed — gets
+// its recovery back: without the flag an error stop is never restarted ([MS-SCMR] 2.2.41).
+func TestServiceRecoveryRestored(t *testing.T) {
+	ctx := context.Background()
+	p, m := machine(t)
+	kubelet := platform.ServiceSpec{Name: "kubelet", Executable: `C:\k\kubelet.exe`, Dependencies: []string{"containerd"},
+		Start: platform.StartByNodeboot}
+	if err := p.Services().Ensure(ctx, kubelet); err != nil {
+		t.Fatal(err)
+	}
+	older := windows.Recovery{Actions: []windows.RecoveryAction{{Restart: true, Delay: 10 * time.Second}}}
+	if err := m.Backends().SCM.SetRecovery("kubelet", older); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Services().Ensure(ctx, kubelet); err != nil {
+		t.Fatal(err)
+	}
+	if r := state(t, m).Service("kubelet").Recovery; r == nil || !r.OnNonCrashFailures {
+		t.Errorf("recovery after ensuring the service again: %+v, want the non-crash failures flag set", r)
+	}
+}
+
 // A service whose program is not on the machine is created (CreateService takes any command
 // line) but does not start, as StartService fails with "The system cannot find the file
 // specified": a kubelet run under a kube-log-runner.exe the image lacks never starts. Nothing

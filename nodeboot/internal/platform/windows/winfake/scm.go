@@ -54,6 +54,21 @@ func (s scm) Update(name string, c windows.ServiceConfig) error {
 	})
 }
 
+func (s scm) QueryRecovery(name string) (windows.Recovery, error) {
+	var r windows.Recovery
+	err := s.m.do(Op{Backend: "scm", Call: "QueryRecovery", Target: name}, false, func(st *State) (bool, error) {
+		svc, ok := st.Services[name]
+		if !ok {
+			return false, errNotFound("service " + name)
+		}
+		if svc.Recovery != nil {
+			r = *svc.Recovery
+		}
+		return false, nil
+	})
+	return r, err
+}
+
 func (s scm) SetRecovery(name string, r windows.Recovery) error {
 	return s.m.do(Op{Backend: "scm", Call: "SetRecovery", Target: name, Body: toJSON(r)}, true, func(st *State) (bool, error) {
 		svc, ok := st.Services[name]
