@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"golang.org/x/sys/windows/svc"
 )
@@ -39,11 +41,8 @@ func (h *handler) Execute(_ []string, req <-chan svc.ChangeRequest, status chan<
 	for {
 		select {
 		case err := <-done:
-			h.err = err
-			// A stop with a non-zero exit code: the service's recovery restarts it, as its
-			// failure actions flag is set (platform/windows restartAlways).
 			if err != nil {
-				return true, 1
+				crash(err)
 			}
 			return false, 0
 		case c := <-req:
@@ -58,4 +57,18 @@ func (h *handler) Execute(_ []string, req <-chan svc.ChangeRequest, status chan<
 			}
 		}
 	}
+}
+
+// crash ends the process after a failure without reporting SERVICE_STOPPED, which the Service
+// Control Manager counts as a crash and answers with the service's recovery (a restart after
+// 10 s, platform/windows restartAlways) whatever the service's failure actions flag. A stop with
+// an error would be recovered only with that flag, and a change of the flag "takes effect the
+// next time the system is started" (SERVICE_FAILURE_ACTIONS_FLAG, Remarks,
+// https://learn.microsoft.com/en-us/windows/win32/api/winsvc/ns-winsvc-service_failure_actions_flag):
+// a service created after the last boot — cri-dockerd under service-host on a node's first boot,
+// nodeboot installed on an existing server — would stay stopped until a reboot. The error goes
+// to the Application event log first, as the service's other failures do.
+func crash(err error) {
+	_, _ = fmt.Fprintf(withEventLog(os.Stderr), "Error: %v\n", err)
+	os.Exit(1)
 }

@@ -125,6 +125,8 @@ type SCM interface {
 	Query(name string) (ServiceConfig, ServiceState, error)
 	Create(name string, c ServiceConfig) error
 	Update(name string, c ServiceConfig) error
+	// QueryRecovery returns what the SCM does when a service fails; SetRecovery sets it.
+	QueryRecovery(name string) (Recovery, error)
 	SetRecovery(name string, r Recovery) error
 	// Start asks the SCM to start a service; Stop sends it the stop control. Neither waits.
 	Start(name string) error

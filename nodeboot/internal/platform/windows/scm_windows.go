@@ -107,6 +107,29 @@ func (scmAPI) Update(name string, c ServiceConfig) error {
 	})
 }
 
+// QueryRecovery reads a service's failure actions and their flag (QueryServiceConfig2W with
+// SERVICE_CONFIG_FAILURE_ACTIONS and SERVICE_CONFIG_FAILURE_ACTIONS_FLAG).
+func (scmAPI) QueryRecovery(name string) (Recovery, error) {
+	var r Recovery
+	err := withService(name, func(s *mgr.Service) error {
+		actions, err := s.RecoveryActions()
+		if err != nil {
+			return err
+		}
+		for _, a := range actions {
+			r.Actions = append(r.Actions, RecoveryAction{Restart: a.Type == mgr.ServiceRestart, Delay: a.Delay})
+		}
+		reset, err := s.ResetPeriod()
+		if err != nil {
+			return err
+		}
+		r.ResetPeriod = time.Duration(reset) * time.Second
+		r.OnNonCrashFailures, err = s.RecoveryActionsOnNonCrashFailures()
+		return err
+	})
+	return r, err
+}
+
 func (scmAPI) SetRecovery(name string, r Recovery) error {
 	return withService(name, func(s *mgr.Service) error {
 		actions := make([]mgr.RecoveryAction, len(r.Actions))

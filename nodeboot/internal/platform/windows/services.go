@@ -75,8 +75,9 @@ func sameConfig(a, b ServiceConfig) bool {
 		a.Description == b.Description && slices.Equal(a.Dependencies, b.Dependencies)
 }
 
-// Ensure creates the service, or updates it when its configuration differs; a service that
-// matches is left alone.
+// Ensure creates the service, or updates its configuration and its recovery where they differ;
+// a service that matches is left alone. The recovery is compared on its own: a service created
+// by an older nodeboot may have the same configuration without the failure actions flag.
 func (s services) Ensure(ctx context.Context, spec platform.ServiceSpec) error {
 	if spec.SelfRegistering {
 		return s.ensureSelfRegistered(ctx, spec)
@@ -89,15 +90,20 @@ func (s services) Ensure(ctx context.Context, spec platform.ServiceSpec) error {
 		err = scm.Create(spec.Name, want)
 	case err != nil:
 		return err
-	case sameConfig(have, want):
-		return nil
-	default:
+	case !sameConfig(have, want):
 		err = scm.Update(spec.Name, want)
 	}
 	if err != nil {
 		return err
 	}
+	if r, err := scm.QueryRecovery(spec.Name); err != nil || sameRecovery(r, restartAlways) {
+		return err
+	}
 	return scm.SetRecovery(spec.Name, restartAlways)
+}
+
+func sameRecovery(a, b Recovery) bool {
+	return slices.Equal(a.Actions, b.Actions) && a.ResetPeriod == b.ResetPeriod && a.OnNonCrashFailures == b.OnNonCrashFailures
 }
 
 // registeredCommand is the command line containerd and dockerd register themselves with:

@@ -476,6 +476,29 @@ func TestServices(t *testing.T) {
 	}
 }
 
+// A service whose configuration is already right but whose recovery is not — one an older
+// nodeboot created without the failure actions flag, or one an administrator changed — gets
+// its recovery back: without the flag an error stop is never restarted ([MS-SCMR] 2.2.41).
+func TestServiceRecoveryRestored(t *testing.T) {
+	ctx := context.Background()
+	p, m := machine(t)
+	kubelet := platform.ServiceSpec{Name: "kubelet", Executable: `C:\k\kubelet.exe`, Dependencies: []string{"containerd"},
+		Start: platform.StartByNodeboot}
+	if err := p.Services().Ensure(ctx, kubelet); err != nil {
+		t.Fatal(err)
+	}
+	older := windows.Recovery{Actions: []windows.RecoveryAction{{Restart: true, Delay: 10 * time.Second}}}
+	if err := m.Backends().SCM.SetRecovery("kubelet", older); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Services().Ensure(ctx, kubelet); err != nil {
+		t.Fatal(err)
+	}
+	if r := state(t, m).Service("kubelet").Recovery; r == nil || !r.OnNonCrashFailures {
+		t.Errorf("recovery after ensuring the service again: %+v, want the non-crash failures flag set", r)
+	}
+}
+
 // A service whose program is not on the machine is created (CreateService takes any command
 // line) but does not start, as StartService fails with "The system cannot find the file
 // specified": a kubelet run under a kube-log-runner.exe the image lacks never starts. Nothing
@@ -505,10 +528,12 @@ func TestServiceProgramMissing(t *testing.T) {
 	}
 }
 
-// A node service whose program stops with an error (nodeboot's service handler returns a
-// non-zero exit code on a failed serve; service-host does when cri-dockerd exits) is restarted
-// like one that crashes: the SCM runs failure actions on an error stop only with the failure
-// actions flag ([MS-SCMR] 2.2.41).
+// A node service that crashes is restarted 10 s later. One whose program stops with an error
+// is restarted only with the failure actions flag ([MS-SCMR] 2.2.41), and only once the system
+// has started again after the flag was set (SERVICE_FAILURE_ACTIONS_FLAG, Remarks): a service
+// nodeboot creates at first boot (cri-dockerd, or nodeboot itself on an existing server) is not,
+// which is why nodeboot's service handler ends its process like a crash when it fails
+// (cmd/serve_windows.go).
 func TestServiceRestartsAfterErrorStop(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -526,9 +551,12 @@ func TestServiceRestartsAfterErrorStop(t *testing.T) {
 	if err := p.Services().Ensure(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	for _, how := range []winfake.Failure{winfake.ErrorStop, winfake.Crash} {
-		if err := p.Services().Start(ctx, "nodeboot"); err != nil {
-			t.Fatal(err)
+	fail := func(how winfake.Failure, restarted bool) {
+		t.Helper()
+		if got := state(t, m).Service("nodeboot").State; got != windows.Running {
+			if err := p.Services().Start(ctx, "nodeboot"); err != nil {
+				t.Fatal(err)
+			}
 		}
 		m.Failed("nodeboot", how)
 		now = now.Add(9 * time.Second)
@@ -536,10 +564,19 @@ func TestServiceRestartsAfterErrorStop(t *testing.T) {
 			t.Fatalf("%s: the service is %s before the restart delay has passed", how, got)
 		}
 		now = now.Add(time.Second)
-		if got := state(t, m).Service("nodeboot").State; got != windows.Running {
-			t.Errorf("%s: the service is %s 10 s after it failed, want it restarted", how, got)
+		want := map[bool]windows.ServiceState{true: windows.Running, false: windows.Stopped}[restarted]
+		if got := state(t, m).Service("nodeboot").State; got != want {
+			t.Errorf("%s: the service is %s 10 s after it failed, want %s", how, got, want)
 		}
 	}
+	// Before the system starts again, the flag set with the service is not in effect.
+	fail(winfake.Crash, true)
+	fail(winfake.ErrorStop, false)
+	if err := m.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	fail(winfake.ErrorStop, true)
+	fail(winfake.Crash, true)
 }
 
 // containerd registers itself with its own --register-service (the service runs containerd

@@ -54,6 +54,21 @@ func (s scm) Update(name string, c windows.ServiceConfig) error {
 	})
 }
 
+func (s scm) QueryRecovery(name string) (windows.Recovery, error) {
+	var r windows.Recovery
+	err := s.m.do(Op{Backend: "scm", Call: "QueryRecovery", Target: name}, false, func(st *State) (bool, error) {
+		svc, ok := st.Services[name]
+		if !ok {
+			return false, errNotFound("service " + name)
+		}
+		if svc.Recovery != nil {
+			r = *svc.Recovery
+		}
+		return false, nil
+	})
+	return r, err
+}
+
 func (s scm) SetRecovery(name string, r windows.Recovery) error {
 	return s.m.do(Op{Backend: "scm", Call: "SetRecovery", Target: name, Body: toJSON(r)}, true, func(st *State) (bool, error) {
 		svc, ok := st.Services[name]
@@ -231,7 +246,8 @@ func (f Failure) String() string {
 // Failed records that a running service's program failed, and queues its recovery the way the
 // SCM does: "the failure actions are queued only if the service terminates without reporting
 // a status of SERVICE_STOPPED", and also on a stop with a non-zero exit code when the failure
-// actions flag is set ([MS-SCMR] 2.2.41 SERVICE_FAILURE_ACTIONS_FLAG). The Nth failure within
+// actions flag is set ([MS-SCMR] 2.2.41 SERVICE_FAILURE_ACTIONS_FLAG) and was when the system
+// last started (NonCrashFailuresActive). The Nth failure within
 // the reset period runs the Nth action, the last one past the end ([MS-SCMR] 2.2.40
 // SERVICE_FAILURE_ACTIONSW); a restart runs once its delay has passed on the machine's clock.
 func (m *Machine) Failed(name string, how Failure) {
@@ -243,7 +259,7 @@ func (m *Machine) Failed(name string, how Failure) {
 		svc.State, svc.PID = windows.Stopped, 0
 		m.serviceEvent(st, name, eventTerminated, "terminated unexpectedly")
 		r := svc.Recovery
-		if r == nil || len(r.Actions) == 0 || (how == ErrorStop && !r.OnNonCrashFailures) {
+		if r == nil || len(r.Actions) == 0 || (how == ErrorStop && !svc.NonCrashFailuresActive) {
 			return true, nil
 		}
 		now := m.now()

@@ -137,7 +137,12 @@ const WindowsUpdateService = "wuauserv"
 type Service struct {
 	Config   windows.ServiceConfig `json:"config"`
 	Recovery *windows.Recovery     `json:"recovery,omitempty"`
-	State    windows.ServiceState  `json:"state"`
+	// NonCrashFailuresActive is the failure actions flag the SCM acts on: the one Recovery held
+	// when the system last started. A change of the flag "takes effect the next time the system
+	// is started" (SERVICE_FAILURE_ACTIONS_FLAG, Remarks:
+	// https://learn.microsoft.com/en-us/windows/win32/api/winsvc/ns-winsvc-service_failure_actions_flag).
+	NonCrashFailuresActive bool                 `json:"nonCrashFailuresActive,omitempty"`
+	State                  windows.ServiceState `json:"state"`
 	// PID is the process the service's program runs in, when one was recorded (Hosted).
 	PID int `json:"pid,omitempty"`
 	// Failures counts the service's failures since the last reset of the count, the last of
@@ -565,6 +570,7 @@ func (m *Machine) Reboot() error {
 	var started []string
 	err := m.do(Op{Backend: "boot", Call: "reboot"}, true, func(st *State) (bool, error) {
 		for name, svc := range st.Services {
+			svc.NonCrashFailuresActive = svc.Recovery != nil && svc.Recovery.OnNonCrashFailures
 			if svc.State != windows.Stopped {
 				svc.State = windows.Stopped
 				if m.OnStop != nil {
