@@ -573,15 +573,16 @@ func (c *converter) kubernetesConfig(k *object, perPool bool) {
 		"cloudProviderBackoffExponent", "cloudProviderRateLimit", "cloudProviderRateLimitQPS", "cloudProviderRateLimitQPSWrite",
 		"cloudProviderRateLimitBucket",
 		"cloudProviderRateLimitBucketWrite", "cloudProviderDisableOutboundSNAT", "excludeMasterFromStandardLB", "loadBalancerOutboundIPs",
-		"maximumLoadBalancerRuleCount", "enableMultipleStandardLoadBalancers", "outboundRuleIdleTimeoutInMinutes", "keyVaultSku"} {
-		c.ignore(k, key, "kubewin's clusters run no Azure cloud provider: the provider makes their load balancer and routes")
+		"maximumLoadBalancerRuleCount", "enableMultipleStandardLoadBalancers", "outboundRuleIdleTimeoutInMinutes"} {
+		c.ignore(k, key, "kubewin's azure clusters run the out-of-tree Azure cloud provider (azure.cloud_provider) with a user-assigned "+
+			"identity of their own, instance metadata and cloud-provider-azure's defaults; kubewin makes the load balancer and its outbound rules")
 	}
 	if v, path := k.take("loadBalancerSku"); !isUnset(v) && !strings.EqualFold(c.str(v, path), "standard") {
 		c.warn(path, "ignored: kubewin's load balancer is a Standard one (Basic ones are retired)")
 	}
 	for _, key := range []string{"dockerBridgeSubnet", "gchighthreshold", "gclowthreshold", "kubeReservedCgroup", "containerRuntimeConfig",
 		"etcdDiskSizeGB",
-		"etcdStorageLimitGB", "podSecurityPolicyConfig", "tags"} {
+		"etcdStorageLimitGB", "podSecurityPolicyConfig", "tags", "keyVaultSku"} {
 		c.ignore(k, key, "an acs-engine provisioning option kubewin does not set")
 	}
 	c.ignore(k, "addons", "acs-engine's addons are not installed (kubeadm's CoreDNS and kube-proxy are)")

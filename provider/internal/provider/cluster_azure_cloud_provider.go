@@ -47,8 +47,9 @@ func cloudProviderAttribute() schema.Attribute {
 			"cloud-controller-manager on the control planes, cloud-node-manager on every Linux node and, as a HostProcess DaemonSet, on " +
 			"every Windows node, authenticating as the user-assigned identity `<name>-cloud-provider` (Network Contributor and Virtual " +
 			"Machine Contributor on the resource group; no secret on disk). The control planes' and Linux agents' kubelets run with " +
-			"`--cloud-provider=external`. Nodes get their providerID, zone, region and instance-type; `LoadBalancer` Services get rules " +
-			"and public IPs on the cluster's load balancer. The provider's credentials must be allowed to assign roles " +
+			"`--cloud-provider=external`, and so do the Windows pools' that join the cluster. Nodes get their providerID, zone, region " +
+			"and instance-type; `LoadBalancer` Services get rules and public IPs on the cluster's load balancer, which destroy removes " +
+			"with the cluster. The provider's credentials must be allowed to assign roles " +
 			"(`Microsoft.Authorization/roleAssignments/write`: Owner, User Access Administrator or Role Based Access Control " +
 			"Administrator on the resource group). On by default for new clusters; a cluster made before this attribute existed keeps " +
 			"it off.",
