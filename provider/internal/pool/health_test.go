@@ -292,7 +292,8 @@ func TestHealthReplacementsBounded(t *testing.T) {
 // A node whose kubelet is Ready but whose external cloud provider has not initialized it yet
 // takes no pod: it does not count as Ready, and says why.
 func TestNodeReadyWaitsForCloudProvider(t *testing.T) {
-	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		Message: "kubelet is posting ready status"}
 	uninitialized := corev1.Taint{Key: nodecmd.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	for _, tc := range []struct {
 		name   string

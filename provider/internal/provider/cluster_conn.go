@@ -187,5 +187,6 @@ func windowsCloudNodeManager(ctx context.Context, c kubernetes.Interface) (bool,
 	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
 		return false, nil
 	}
-	return false, fmt.Errorf("read %s/%s, the cloud provider's node manager for Windows nodes: %w", azureccm.Namespace, azureccm.CloudNodeManagerWin, err)
+	return false, fmt.Errorf("read %s/%s, the cloud provider's node manager for Windows nodes: %w", azureccm.Namespace,
+		azureccm.CloudNodeManagerWin, err)
 }
