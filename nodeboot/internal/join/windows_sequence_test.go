@@ -336,7 +336,11 @@ func TestWindowsRequestSequences(t *testing.T) {
 			mark = fake.Mark()
 			stop = serve(t, reopen(t, n))
 			stop()
-			if c := changed(fake.Log()[mark:]); len(c) > 0 {
+			// health.json is the run's own report of what it found, written when it publishes the
+			// node's conditions (a new run's first publication, if stop comes after it): it
+			// configures nothing.
+			report := func(op string) bool { return strings.HasSuffix(op, `\health.json (changed)`) }
+			if c := slices.DeleteFunc(changed(fake.Log()[mark:]), report); len(c) > 0 {
 				t.Errorf("a second run changed the machine:\n%s", strings.Join(c, "\n"))
 			}
 

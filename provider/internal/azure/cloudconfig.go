@@ -189,12 +189,16 @@ func (c *Cluster) ApplyCloudProvider(ctx context.Context, client kubernetes.Inte
 	return azureccm.Apply(ctx, client, objs)
 }
 
-// CloudProvider reads what the cluster's cloud provider runs as and with; nil without it.
+// CloudProvider reads what the cluster's cloud provider runs as and with; nil without it, or
+// before its identity exists.
 func (c *Cluster) CloudProvider(ctx context.Context) (*CloudProviderState, error) {
 	if c.Spec.CloudProvider == nil {
 		return nil, nil
 	}
 	ids, err := c.readIdentity(ctx)
+	if notFound(err) {
+		return nil, nil // a creation that failed before it made the identity
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -322,8 +322,10 @@ func (c *Cluster) scaleAgents(ctx context.Context, client kubernetes.Interface, 
 			if err := client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
-			if err := table.Delete(ctx, n); err != nil {
-				return err
+			if c.keepsAgentRoutes() {
+				if err := table.Delete(ctx, n); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -336,12 +338,21 @@ func (c *Cluster) scaleAgents(ctx context.Context, client kubernetes.Interface, 
 	if err != nil {
 		return err
 	}
+	if !c.keepsAgentRoutes() {
+		return nil
+	}
 	for _, n := range nodes {
 		if err := table.Put(ctx, n); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// keepsAgentRoutes reports whether kubewin writes the Linux agents' routes: not when the cloud
+// provider's route controller keeps every node's, which would leave two writers on one table.
+func (c *Cluster) keepsAgentRoutes() bool {
+	return c.Spec.CloudProvider == nil || !c.Spec.CloudProvider.Routes
 }
 
 // agentTimeout bounds the wait for agents to become Ready nodes.
@@ -457,10 +468,10 @@ const maxControlPlanes = 5
 
 // Delete removes everything the cluster made, and nothing else: agents, control planes (their
 // disks with them), network interfaces, the load balancer and its address, the virtual network,
-// the NAT gateway and its address, the route table (with its routes), the security groups, and
-// the cloud provider's identity and its role assignments (whether or not the cloud provider is
-// on: it may have been before); with the cloud provider, also what it made for LoadBalancer
-// Services (cluster_services.go), which is not the cluster's own.
+// the NAT gateway and its address, the route table (with its routes), the security groups; with
+// the cloud provider (which cannot be turned on or off in place), its identity and role
+// assignments, and what it made for LoadBalancer Services (cluster_services.go), which is not
+// the cluster's own.
 func (c *Cluster) Delete(ctx context.Context) error {
 	if err := c.remove(ctx, c.agentScaleSet(0, nil)); err != nil {
 		return err
@@ -477,10 +488,10 @@ func (c *Cluster) Delete(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := c.removeAll(ctx, c.identity(ctx)); err != nil {
-		return err
-	}
 	if c.Spec.CloudProvider != nil {
+		if err := c.removeAll(ctx, c.identity(ctx)); err != nil {
+			return err
+		}
 		if err := c.removeServiceLoadBalancers(ctx); err != nil {
 			return err
 		}

@@ -3,7 +3,9 @@ package azure
 import (
 	"context"
 	"fmt"
+	"slices"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 )
 
@@ -41,14 +43,25 @@ func (c *Cluster) serviceLoadBalancers() []object {
 	return out
 }
 
-// removeServiceLoadBalancers deletes the cloud provider's load balancers of the cluster.
+// removeServiceLoadBalancers deletes the cloud provider's load balancers of the cluster: those
+// of its names with the backend pool it gives every load balancer it makes, named after the
+// cluster (pkg/provider/azure_standard.go getBackendPoolName). One without is someone else's,
+// and stays.
 func (c *Cluster) removeServiceLoadBalancers(ctx context.Context) error {
+	lbs := c.Client.network.NewLoadBalancersClient()
 	for _, o := range c.serviceLoadBalancers() {
 		id := o.ID().String()
-		if _, err := o.tags(ctx, c.Client); notFound(err) {
+		lb, err := lbs.Get(ctx, o.ID().group, o.ID().name, nil)
+		if notFound(err) {
 			continue
 		} else if err != nil {
 			return fmt.Errorf("read %s: %w", id, err)
+		}
+		if lb.Properties == nil || !slices.ContainsFunc(lb.Properties.BackendAddressPools, func(p *armnetwork.BackendAddressPool) bool {
+			return p != nil && deref(p.Name) == c.Spec.Name
+		}) {
+			tflog.Warn(ctx, "not deleting a load balancer the cloud provider did not make", map[string]any{"resource": id})
+			continue
 		}
 		tflog.Info(ctx, "deleting the cloud provider's load balancer", map[string]any{"resource": id})
 		if err := o.del(ctx, c.Client); err != nil && !notFound(err) {

@@ -60,6 +60,8 @@ func TestDeleteRemovesServiceLoadBalancers(t *testing.T) {
 			}
 			web := pip("kubernetes-a0b1c2", name)
 			other := pip("kubernetes-d3e4f5", "another-cluster")
+			// Every load balancer the cloud provider makes has a backend pool named after the cluster.
+			pools := []*armnetwork.BackendAddressPool{{Name: to.Ptr(name)}}
 			frontend := &armnetwork.FrontendIPConfiguration{Name: to.Ptr("a0b1c2"),
 				Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{PublicIPAddress: &armnetwork.PublicIPAddress{ID: web.ID}}}
 			if public {
@@ -72,8 +74,9 @@ func TestDeleteRemovesServiceLoadBalancers(t *testing.T) {
 				putLB(lb.LoadBalancer)
 			} else {
 				putLB(armnetwork.LoadBalancer{Name: to.Ptr(name), Location: to.Ptr(c.Spec.Location),
-					SKU:        &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
-					Properties: &armnetwork.LoadBalancerPropertiesFormat{FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{frontend}}})
+					SKU: &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
+					Properties: &armnetwork.LoadBalancerPropertiesFormat{FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{frontend},
+						BackendAddressPools: pools}})
 			}
 			putLB(armnetwork.LoadBalancer{Name: to.Ptr(c.serviceLoadBalancerName() + "-internal"), Location: to.Ptr(c.Spec.Location),
 				SKU: &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
@@ -81,7 +84,7 @@ func TestDeleteRemovesServiceLoadBalancers(t *testing.T) {
 					Name: to.Ptr("d6e7f8"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
 						Subnet: &armnetwork.Subnet{ID: to.Ptr(c.AgentSubnetID())}, PrivateIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodDynamic),
 					},
-				}}}})
+				}}, BackendAddressPools: pools}})
 			if got := server.ResourceIDs(group); len(got) != len(before)+map[bool]int{true: 3, false: 4}[public] {
 				t.Fatalf("the cloud provider's resources were not all made: %v", got)
 			}

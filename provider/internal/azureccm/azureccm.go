@@ -120,7 +120,9 @@ func rule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
 
 // controllerManagerRules are what cloud-controller-manager's controllers (service, route,
 // node-lifecycle) and its leader election need; its cloud-node controller is off (--controllers),
-// as cloud-node-manager initializes nodes.
+// as cloud-node-manager initializes nodes. No serviceaccounts/token: minting tokens is for
+// --use-service-account-credentials, which it does not run with, and cloud-provider-azure's Helm
+// chart grants none (helm/cloud-provider-azure/templates/cloud-provider-azure.yaml).
 var controllerManagerRules = []rbacv1.PolicyRule{
 	rule("", []string{"events"}, "create", "patch", "update"),
 	rule("", []string{"nodes"}, "get", "list", "watch", "update", "patch", "delete"),
@@ -128,7 +130,6 @@ var controllerManagerRules = []rbacv1.PolicyRule{
 	rule("", []string{"services"}, "get", "list", "watch", "patch", "update"),
 	rule("", []string{"services/status"}, "patch", "update"),
 	rule("", []string{"serviceaccounts"}, "create", "get", "list", "watch", "update"),
-	rule("", []string{"serviceaccounts/token"}, "create"),
 	rule("", []string{"configmaps"}, "get", "list", "watch"),
 	rule("discovery.k8s.io", []string{"endpointslices"}, "get", "list", "watch"),
 	rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update"),

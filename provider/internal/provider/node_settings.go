@@ -106,8 +106,10 @@ func nodeAttributes(tokens string) map[string]schema.Attribute {
 			Description: "Extra kubelet flags (`name = value`, without dashes). Flags kubewin sets itself, and flags the image's Kubernetes version " +
 				"removed, are rejected at plan time. In a cluster that runs the Azure cloud provider's node manager for Windows nodes " +
 				"(the DaemonSet `kube-system/cloud-node-manager-windows`: kubewin's azure clusters with `azure.cloud_provider`, or the " +
-				"cloud-provider-azure Helm chart), nodes get `cloud-provider = \"external\"` unless this sets `cloud-provider`: they register " +
-				"with the uninitialized taint, count as Ready once the node manager has removed it, and get their provider ID from it.",
+				"cloud-provider-azure Helm chart), an azure pool's containerd nodes get `cloud-provider = \"external\"` unless this sets " +
+				"`cloud-provider`: they register with the uninitialized taint, count as Ready once the node manager has removed it, and get " +
+				"their provider ID from it. Docker nodes (the node manager is a HostProcess container, which needs containerd), the local " +
+				"backend's and `kubewin_windows_node`'s do not.",
 		},
 		"system_reserved_memory": memoryAttribute("Memory reserved for Windows itself (the kubelet's `--system-reserved` memory). " +
 			"Default `2Gi`, as AKS reserves on Windows nodes."),
@@ -192,7 +194,10 @@ func (s nodeSettings) nodeConfig(ctx context.Context, runtime v1alpha1.RuntimeNa
 	labels, diags := stringMapOf(ctx, s.Labels)
 	extra, d := stringMapOf(ctx, s.KubeletExtraArgs)
 	diags.Append(d...)
-	if _, set := extra["cloud-provider"]; c.ExternalCloudProvider && !set {
+	// The Windows node manager is a HostProcess container, which containerd runs and cri-dockerd
+	// does not (https://kubernetes.io/docs/tasks/configure-pod-container/create-hostprocess-pod/:
+	// "containerd 1.6 or higher"): a Docker node would keep the uninitialized taint.
+	if _, set := extra["cloud-provider"]; c.ExternalCloudProvider && runtime == v1alpha1.RuntimeContainerd && !set {
 		if extra == nil {
 			extra = map[string]string{}
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -65,6 +66,36 @@ func TestMemoryQuantityValidator(t *testing.T) {
 		}
 		if !ok && !strings.Contains(resp.Diagnostics[0].Detail(), `system_reserved_memory: "`+value+`" is not a memory quantity. Set it to`) {
 			t.Errorf("%q: %s", value, resp.Diagnostics[0].Detail())
+		}
+	}
+}
+
+// In a cluster running the Azure cloud provider's Windows node manager, a containerd node's
+// kubelet runs with --cloud-provider=external; a Docker node's does not (the node manager is a
+// HostProcess container, which only containerd runs), and kubelet_extra_args decides over both.
+func TestExternalCloudProviderFlag(t *testing.T) {
+	ctx := context.Background()
+	facts := clusterFacts{Endpoint: "10.0.0.1:6443", CAHash: "sha256:" + strings.Repeat("a", 64), Version: "v1.34.1",
+		ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12", ExternalCloudProvider: true}
+	for _, tc := range []struct {
+		name    string
+		runtime v1alpha1.RuntimeName
+		extra   types.Map
+		want    string
+	}{
+		{"containerd", v1alpha1.RuntimeContainerd, types.MapNull(types.StringType), "external"},
+		{"docker", v1alpha1.RuntimeDocker, types.MapNull(types.StringType), ""},
+		{"set by the user", v1alpha1.RuntimeContainerd, types.MapValueMust(types.StringType,
+			map[string]attr.Value{"cloud-provider": types.StringValue("")}), ""},
+	} {
+		s := nodeSettings{NetworkMode: types.StringValue("l2bridge"), MaxPods: types.Int64Value(30), Labels: types.MapNull(types.StringType),
+			KubeletExtraArgs: tc.extra}
+		cfg, diags := s.nodeConfig(ctx, tc.runtime, facts)
+		if diags.HasError() {
+			t.Fatal(diags)
+		}
+		if got := cfg.Kubelet.ExtraArgs["cloud-provider"]; got != tc.want {
+			t.Errorf("%s: cloud-provider %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -676,11 +676,15 @@ func (a *clusterAzureModel) update(ctx context.Context, data *providerData, m, p
 }
 
 // setCloudProvider records the cloud provider's identity and images (empty IDs when the
-// identity cannot be read: a creation that failed before it was made).
+// identity does not exist: a creation that failed before it was made).
 func (a *clusterAzureModel) setCloudProvider(ctx context.Context, c *azure.Cluster) diag.Diagnostics {
 	s, err := c.CloudProvider(ctx)
 	if err != nil {
-		s = nil
+		var diags diag.Diagnostics
+		diags.AddAttributeError(pathCloudProvider, "Cannot Read the Cloud Provider's Identity", fmt.Sprintf("kubewin reads the "+
+			"identity %s of azure cluster %q for its IDs, and this failed: %s.\n\nCheck that the provider's credentials may read "+
+			"managed identities in the resource group, then apply again.", c.IdentityID(), c.Spec.Name, err))
+		return diags
 	}
 	return setCloudProviderState(ctx, a, c.Spec.CloudProvider, c.IdentityID(), s)
 }

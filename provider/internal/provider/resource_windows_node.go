@@ -607,7 +607,11 @@ func (r *windowsNodeResource) nodeToJoin(ctx context.Context, m *windowsNodeMode
 		at = path.Root("host")
 	}
 	diags.Append(checkSkew(manifest, conn.facts.Version, at)...)
-	cfg, d := m.settings().nodeConfig(ctx, manifest.Runtime.Name, conn.facts)
+	// An existing server may be outside Azure, where no cloud provider's node manager can
+	// initialize its node: kubelet_extra_args says cloud-provider = "external" for one on Azure.
+	cf := conn.facts
+	cf.ExternalCloudProvider = false
+	cfg, d := m.settings().nodeConfig(ctx, manifest.Runtime.Name, cf)
 	diags.Append(d...)
 	if known(m.InterfaceName) {
 		cfg.Network.InterfaceName = m.InterfaceName.ValueString()

@@ -442,7 +442,11 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 	if diags.HasError() {
 		return pool.Spec{}, nil, diags
 	}
-	tmpl, d := nodeConfigTemplate(ctx, m, img.manifest, conn.facts)
+	// The cloud provider's node manager initializes a node from its Azure instance metadata: a
+	// simulated machine of the local backend has none, and would keep the uninitialized taint.
+	facts := conn.facts
+	facts.ExternalCloudProvider = facts.ExternalCloudProvider && m.Azure != nil
+	tmpl, d := nodeConfigTemplate(ctx, m, img.manifest, facts)
 	diags.Append(d...)
 	ttl, _ := time.ParseDuration(m.TokenTTL.ValueString())
 	drainOpts, d := drainOptions(ctx, m.Drain)
