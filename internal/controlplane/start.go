@@ -7,11 +7,13 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -453,6 +455,11 @@ func httpOK(c *http.Client, url string) error {
 	return nil
 }
 
+// freePorts finds n free loopback ports below the kernel's ephemeral port range
+// (/proc/sys/net/ipv4/ip_local_port_range, 32768-60999 by default). A port of that range found
+// free and released can be taken as the source port of any outbound connection before the
+// component binds it: beside busy tests, etcd failed with "bind: address already in use".
+// Where the range cannot be read, the kernel picks (port 0).
 func freePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
@@ -461,9 +468,18 @@ func freePorts(n int) ([]int, error) {
 			_ = l.Close() // a listener only held to reserve its port
 		}
 	}()
+	low := ephemeralLow()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		var l net.Listener
+		err := fmt.Errorf("no free port below %d", low)
+		for try := 0; l == nil && try < 200; try++ {
+			port := 0
+			if low > 0 {
+				port = low - 1 - rand.IntN(min(low-1024, 16384))
+			}
+			l, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		}
+		if l == nil {
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}
 		ls = append(ls, l)
@@ -474,4 +490,21 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, addr.Port)
 	}
 	return ports, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range; 0 when it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= 1024+1 {
+		return 0
+	}
+	return low
 }
