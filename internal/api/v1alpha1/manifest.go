@@ -60,8 +60,9 @@ type WorkloadImage struct {
 	// Size is what a pull of the image downloads, in bytes: its manifest, config and compressed layers.
 	Size int64 `json:"size"`
 	// Archive is the payload path of the image as an OCI archive, imported into the runtime when
-	// the image is baked.
-	Archive string `json:"archive"`
+	// the image is baked. The bake then deletes it: the manifest installed in the image has none,
+	// and the image is in the runtime's store only.
+	Archive string `json:"archive,omitempty"`
 }
 
 // File is one file of the payload.

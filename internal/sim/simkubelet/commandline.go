@@ -29,6 +29,8 @@ type Machine struct {
 	Out  io.Writer
 	// MetadataEndpoint is the machine's instance metadata service (Kubelet.MetadataEndpoint).
 	MetadataEndpoint string
+	// Sandbox is the machine's container runtime (Kubelet.Sandbox).
+	Sandbox SandboxRuntime
 }
 
 // FromCommandLine builds the simulated kubelet from the command line nodeboot wrote for
@@ -105,7 +107,7 @@ func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
 	}
 	return &Kubelet{
 		Client: client, NodeIP: ip, MaxPods: maxPods, Info: m.Info, Out: m.Out, ExternalCloudProvider: cloudProvider == "external",
-		Config: cfg, MetadataEndpoint: m.MetadataEndpoint,
+		Config: cfg, MetadataEndpoint: m.MetadataEndpoint, Sandbox: m.Sandbox,
 		Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname, Labels: labels, Annotations: annotations},
 			Spec: corev1.NodeSpec{Taints: taints}},
 	}, nil

@@ -1,13 +1,14 @@
 // Package simkubelet is a SIMULATED kubelet for the local backend and the ARM test server's
 // simulated machines. It is not a kubelet: it runs no containers. It reads the command line and
-// configuration file nodeboot wrote for kubelet.exe and, with the credential the kubeconfig names, registers the Node (if nodeboot
-// has not), marks it simulated, keeps it Ready with node status and Lease heartbeats, reports
-// the pods bound to it as Running and Ready (as kwok does), and confirms their deletion, so
-// that scheduling, drains, PodDisruptionBudgets and workloads behave as on a real node. It
-// stops cleanly: the node then goes NotReady when its lease expires, as a stopped machine
-// would. The sim platform of the local backend runs it for Windows machines, and the ARM test
-// server's simulated Linux machines (internal/armtest/simboot) for theirs; nodeboot.exe does not
-// contain it.
+// configuration file nodeboot wrote for kubelet.exe and, with the credential the kubeconfig
+// names, registers the Node (if nodeboot has not), marks it simulated, keeps it Ready with node
+// status and Lease heartbeats, reports the pods bound to it as Running and Ready (as kwok does)
+// unless the node's container runtime would refuse their sandbox (a RuntimeClass handler it
+// cannot run: SandboxRuntime), and confirms their deletion, so that scheduling, drains,
+// PodDisruptionBudgets and workloads behave as on a real node. It stops cleanly: the node then
+// goes NotReady when its lease expires, as a stopped machine would. The sim platform of the
+// local backend runs it for Windows machines, and the ARM test server's simulated Linux machines
+// (internal/armtest/simboot) for theirs; nodeboot.exe does not contain it.
 package simkubelet
 
 import (
@@ -62,6 +63,9 @@ type Kubelet struct {
 	// simcloud's simulated one, with its service account's token.
 	Config           *rest.Config
 	MetadataEndpoint string
+	// Sandbox is the node's container runtime, which refuses a pod sandbox whose runtime handler
+	// it cannot run. Default: WindowsContainerd without Hyper-V.
+	Sandbox SandboxRuntime
 
 	mu      sync.Mutex
 	podCIDR netip.Prefix
@@ -69,6 +73,8 @@ type Kubelet struct {
 	next    uint64
 	// cloudNodeManager is the pod whose simulated cloud-node-manager runs.
 	cloudNodeManager types.UID
+	// refused are the pods whose sandbox the runtime refused, with the refusal last reported.
+	refused map[types.UID]string
 }
 
 // Simulated marks what the simulated kubelet registers: a label and an annotation on its Node.
@@ -122,7 +128,9 @@ func (k *Kubelet) run(ctx context.Context) error {
 
 	// One informer on this node's pods only (not a factory, which links every API group in).
 	lw := cache.NewListWatchFromClient(k.Client.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, fields.OneTermEqualSelector("spec.nodeName", name))
-	pods := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
+	// Every pod is synced again each minute, the kubelet's default --sync-frequency: a pod whose
+	// sandbox was refused is tried again.
+	pods := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, time.Minute, cache.Indexers{})
 	handle := func(obj any) {
 		if pod, ok := obj.(*corev1.Pod); ok {
 			k.syncPod(ctx, pod)
@@ -270,10 +278,15 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *corev1.Pod) {
 		}
 		k.mu.Lock()
 		delete(k.podIPs, pod.UID)
+		delete(k.refused, pod.UID)
 		k.mu.Unlock()
 		return
 	}
 	if pod.Status.Phase == corev1.PodRunning || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return
+	}
+	if err := k.sandbox(ctx, pod); err != nil {
+		k.sandboxFailed(ctx, pod, err)
 		return
 	}
 	now := metav1.Now()

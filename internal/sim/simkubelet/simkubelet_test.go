@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"net/netip"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -57,5 +59,72 @@ func TestExternalKubeletKeepsProviderAddresses(t *testing.T) {
 		if kept := node.Status.Addresses[0].Address == "10.240.0.7"; kept != external {
 			t.Errorf("external cloud provider %v: addresses %v", external, node.Status.Addresses)
 		}
+	}
+}
+
+// A pod whose RuntimeClass names a handler the node's runtime cannot run stays Pending with the
+// kubelet's FailedCreatePodSandBox event, as on a real node; one it can run is Running. A
+// RuntimeClass that no longer exists is refused the same way.
+func TestSandboxRefusedHandler(t *testing.T) {
+	rc := func(name, handler string) *nodev1.RuntimeClass {
+		return &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: handler}
+	}
+	for _, tc := range []struct {
+		name         string
+		runtime      SandboxRuntime
+		runtimeClass string
+		refusal      string // "" when the pod runs
+	}{
+		{"no RuntimeClass", WindowsContainerd(false), "", ""},
+		{"process handler", WindowsContainerd(false), "process", ""},
+		{"hyperv on a Hyper-V node", WindowsContainerd(true), "windows-hyperv", ""},
+		{"hyperv without the feature", WindowsContainerd(false), "windows-hyperv", "a required feature is not installed"},
+		{"unknown handler", WindowsContainerd(true), "kata", `no runtime for "kata-qemu" is configured`},
+		{"missing RuntimeClass", WindowsContainerd(true), "deleted", `failed to lookup RuntimeClass deleted`},
+		{"docker, hyperv", WindowsDocker(), "windows-hyperv", `RuntimeHandler "runhcs-wcow-hypervisor" not supported`},
+		{"linux, runc", LinuxContainerd(), "runc", ""},
+		{"linux, hyperv", LinuxContainerd(), "windows-hyperv", `no runtime for "runhcs-wcow-hypervisor" is configured`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"},
+				Spec: corev1.PodSpec{NodeName: "win1", Containers: []corev1.Container{{Name: "iis", Image: "iis"}}}}
+			if tc.runtimeClass != "" {
+				pod.Spec.RuntimeClassName = &tc.runtimeClass
+			}
+			c := fake.NewClientset(pod, rc("process", "runhcs-wcow-process"), rc("windows-hyperv", "runhcs-wcow-hypervisor"),
+				rc("kata", "kata-qemu"), rc("runc", "runc"))
+			var out strings.Builder
+			k := &Kubelet{Client: c, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win1"}}, NodeIP: netip.MustParseAddr("10.0.0.4"),
+				Out: &out, Sandbox: tc.runtime}
+			k.syncPod(ctx, pod)
+			got, err := c.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			events, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.refusal == "" {
+				if got.Status.Phase != corev1.PodRunning || len(events.Items) != 0 {
+					t.Fatalf("phase %s, events %v; want Running and none", got.Status.Phase, events.Items)
+				}
+				return
+			}
+			if got.Status.Phase != corev1.PodPending || got.Status.ContainerStatuses[0].State.Waiting == nil ||
+				got.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
+				t.Fatalf("status %+v; want Pending, ContainerCreating", got.Status)
+			}
+			if len(events.Items) != 1 || events.Items[0].Reason != "FailedCreatePodSandBox" || events.Items[0].Type != corev1.EventTypeWarning ||
+				!strings.Contains(events.Items[0].Message, tc.refusal) {
+				t.Fatalf("events %+v; want one FailedCreatePodSandBox saying %q", events.Items, tc.refusal)
+			}
+			// The same refusal at the next sync is not reported again.
+			k.syncPod(ctx, got)
+			if events, _ = c.CoreV1().Events("default").List(ctx, metav1.ListOptions{}); len(events.Items) != 1 {
+				t.Errorf("%d events after a second sync, want 1", len(events.Items))
+			}
+		})
 	}
 }

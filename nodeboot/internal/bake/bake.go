@@ -44,6 +44,12 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	for i, w := range m.WorkloadImages {
+		if w.Archive == "" {
+			return Stats{}, fmt.Errorf("workloadImages[%d].archive: Required value: the bake imports workload image %s from its archive; "+
+				"an installed image's manifest, which has none, cannot be baked again: bake from the plan", i, w.Reference)
+		}
+	}
 	o.Fetch.Local = func(path string) string {
 		return o.Machine.Path(o.Paths.Payload(path))
 	}
@@ -97,6 +103,11 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	if err := configureRuntime(ctx, o, m); err != nil {
 		return st, err
 	}
+	if len(m.WorkloadImages) > 0 {
+		if err := dropWorkloadArchives(o, m); err != nil {
+			return st, err
+		}
+	}
 	// nodeboot starts at every boot, after the runtime; it joins on the first one and starts the
 	// node services on every one.
 	svc := platform.ServiceSpec{
@@ -109,6 +120,31 @@ func Bake(ctx context.Context, o Options) (Stats, error) {
 	_, _ = fmt.Fprintf(o.Out, "[bake] image ready: Windows Server %s, Kubernetes %s, %s %s; nodeboot starts at boot\n",
 		m.WindowsBuild.Release(), m.KubernetesVersion, m.Runtime.Name, m.Runtime.Version)
 	return st, nil
+}
+
+// dropWorkloadArchives deletes the workload images' archives once they are in the runtime's
+// image store, and installs the manifest without them: a multi-GB image is not stored twice in
+// the image, and first boot, which verifies every file the manifest lists, does not read them.
+// The runtime verified every blob against its digest at import (containerd's content store,
+// Docker's load); the manifest keeps each image's digest. The pause image's archive stays, a
+// small file beside workload images.
+func dropWorkloadArchives(o Options, m *v1alpha1.ImageManifest) error {
+	for i, w := range m.WorkloadImages {
+		if err := os.Remove(o.Machine.Path(o.Paths.Payload(w.Archive))); err != nil {
+			return fmt.Errorf("workload image %s: remove its archive after the import: %w", w.Reference, err)
+		}
+		m.Files = slices.DeleteFunc(m.Files, func(f v1alpha1.File) bool { return f.Path == w.Archive })
+		m.WorkloadImages[i].Archive = ""
+	}
+	raw, err := api.EncodeJSON(m)
+	if err != nil {
+		return err
+	}
+	if err := o.Machine.WriteFile(o.Paths.ImageManifest, raw); err != nil {
+		return fmt.Errorf("install the image manifest: %w", err)
+	}
+	_, _ = fmt.Fprintf(o.Out, "[bake] workload image archives removed from the payload: the images are in %s's store only\n", m.Runtime.Name)
+	return nil
 }
 
 // pullPause writes the pause image as an OCI archive into the payload, adds it to the manifest

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"io/fs"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -400,6 +401,34 @@ func TestBakeImportsWorkloadImages(t *testing.T) {
 			t.Errorf("the bake does not say %q:\n%s", line, out.String())
 		}
 	}
+	// The images are in the runtime's store only: their archives are gone from the payload and
+	// from the installed manifest, whose every file is there for first boot to verify.
+	raw, err := os.ReadFile(m.Path(nodecmd.DefaultPaths().ImageManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed, err := api.LoadImageManifest(raw)
+	if err != nil {
+		t.Fatalf("the installed manifest: %v", err)
+	}
+	for i, w := range images {
+		if _, err := os.Stat(m.Path(nodecmd.DefaultPaths().Payload(w.Archive))); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the archive of %s is still in the image (%v)", w.Reference, err)
+		}
+		if got := installed.WorkloadImages[i]; got.Archive != "" || got.Digest != w.Digest {
+			t.Errorf("installed workloadImages[%d] = %+v, want digest %s and no archive", i, got, w.Digest)
+		}
+	}
+	for _, f := range installed.Files {
+		if sum, size, err := filesum.File(m.Path(nodecmd.DefaultPaths().Payload(f.Path))); err != nil || sum != f.SHA256 || size != f.Size {
+			t.Errorf("installed manifest lists %s: sha256 %s, %d bytes, %v", f.Path, sum, size, err)
+		}
+	}
+	// That manifest cannot be baked again: it names no archive to import.
+	if _, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: raw,
+		Out: io.Discard}); err == nil || !strings.Contains(err.Error(), "workloadImages[0].archive: Required value") {
+		t.Errorf("baking an installed manifest: %v", err)
+	}
 
 	// The 2022 variant of app on a 2025 machine.
 	files[images[0].Archive] = archive(t, reg, app, appDigests["10.0.20348.2849"])
@@ -411,7 +440,7 @@ func TestBakeImportsWorkloadImages(t *testing.T) {
 	// A manifest that says so is refused before anything is fetched.
 	p.WorkloadImages[0].OSVersion = "10.0.20348.2849"
 	before := srv.sent.Load()
-	_, err := Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(),
+	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(),
 		Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
 	if err == nil || !strings.Contains(err.Error(), `workloadImages[0].osVersion: Invalid value: "10.0.20348.2849"`) ||
 		!strings.Contains(err.Error(), "HCS_E_IMAGE_MISMATCH") {

@@ -504,7 +504,7 @@ func (b *Booter) startKubelet(ctx context.Context, m *linuxMachine, in armtest.I
 		"--cloud-provider=external")
 	k := &simkubelet.Kubelet{
 		Client: client, NodeIP: in.PrivateIP, MaxPods: 110, Out: serialWriter{m},
-		ExternalCloudProvider: external, Config: cfg, MetadataEndpoint: in.MetadataEndpoint,
+		ExternalCloudProvider: external, Config: cfg, MetadataEndpoint: in.MetadataEndpoint, Sandbox: simkubelet.LinuxContainerd(),
 		Note: "a simulated Linux machine of the ARM test server: no containers run on it",
 		Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 			corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",

@@ -146,6 +146,7 @@ func (p *Platform) runKubelet(service string, args []string) error {
 		// The ARM test server's machines read their instance metadata there, as the cloud
 		// provider's node manager does.
 		MetadataEndpoint: p.m.MetadataEndpoint,
+		Sandbox:          p.sandboxRuntime(),
 	})
 	if err != nil {
 		_, _ = fmt.Fprintf(out, "[simulated-kubelet] cannot start: %v\n", err)
@@ -222,15 +223,41 @@ func (p *Platform) nodeInfo() corev1.NodeSystemInfo {
 		OSImage:       "Windows Server " + build.Release() + " Datacenter (simulated)",
 		KernelVersion: build.OSVersion(),
 	}
-	if raw, err := os.ReadFile(p.Path(nodecmd.DefaultPaths().ImageManifest)); err == nil {
-		if m, err := api.LoadImageManifest(raw); err == nil {
-			// No KubeProxyVersion: kubelets stopped reporting it in 1.31 (KEP-4004,
-			// https://github.com/kubernetes/enhancements/issues/4004); the field is deprecated.
-			info.KubeletVersion = m.KubernetesVersion
-			info.ContainerRuntimeVersion = string(m.Runtime.Name) + "://" + m.Runtime.Version
-		}
+	if m := p.imageManifest(); m != nil {
+		// No KubeProxyVersion: kubelets stopped reporting it in 1.31 (KEP-4004,
+		// https://github.com/kubernetes/enhancements/issues/4004); the field is deprecated.
+		info.KubeletVersion = m.KubernetesVersion
+		info.ContainerRuntimeVersion = string(m.Runtime.Name) + "://" + m.Runtime.Version
 	}
 	return info
+}
+
+// sandboxRuntime is the machine's container runtime as its image was baked: Docker Engine, or
+// containerd, with the Hyper-V feature when the image has Hyper-V isolation (the bake installs
+// the feature for it only).
+func (p *Platform) sandboxRuntime() simkubelet.SandboxRuntime {
+	m := p.imageManifest()
+	switch {
+	case m == nil:
+		return simkubelet.WindowsContainerd(false)
+	case m.Runtime.Name == v1alpha1.RuntimeDocker:
+		return simkubelet.WindowsDocker()
+	default:
+		return simkubelet.WindowsContainerd(m.HyperV())
+	}
+}
+
+// imageManifest is the image manifest the machine's bake installed, or nil.
+func (p *Platform) imageManifest() *v1alpha1.ImageManifest {
+	raw, err := os.ReadFile(p.Path(nodecmd.DefaultPaths().ImageManifest))
+	if err != nil {
+		return nil
+	}
+	m, err := api.LoadImageManifest(raw)
+	if err != nil {
+		return nil
+	}
+	return m
 }
 
 // alive reports whether a process runs (signal 0 probes without signalling).
