@@ -233,8 +233,8 @@ func (in Install) pullImages(ctx context.Context, c *cache, host v1alpha1.Window
 		w.files = append(w.files, v1alpha1.File{Path: im.Archive, SHA256: sum, Size: n})
 		w.uploads = append(w.uploads, upload{nodecmd.DefaultPaths().Payload(im.Archive), local})
 		size += im.Size
-		in.Say(fmt.Sprintf("workload image %s: %s, os.version %s, %d bytes, in %s", im.Reference, im.Digest, im.OSVersion, im.Size,
-			time.Since(t).Round(time.Millisecond)))
+		in.Say(fmt.Sprintf("workload image %s: %s, os.version %s, %d bytes, in %s%s", im.Reference, im.Digest, im.OSVersion, im.Size,
+			time.Since(t).Round(time.Millisecond), im.IsolationNote(host)))
 	}
 	in.Say(fmt.Sprintf("workload images: %d images, %d bytes (%d bytes downloaded, %d bytes from the cache %s) in %s",
 		len(w.images), size, c.Downloaded-downloaded, c.Reused-reused, c.dir, time.Since(start).Round(time.Millisecond)))

@@ -75,6 +75,10 @@ var Isolations = []Isolation{IsolationProcess, IsolationHyperV}
 // IsKubeletLabel; plugin/pkg/admission/noderestriction/admission.go). A NodeConfig may not set it.
 const LabelHyperVIsolation = "kubewin.io/hyperv-isolation"
 
+// RuntimeClassHyperV is the RuntimeClass a pod names to run Hyper-V isolated, which node pools of
+// an image with Hyper-V isolation keep in the cluster (the provider's pool.HyperVRuntimeClass).
+const RuntimeClassHyperV = "windows-hyperv"
+
 // ProxyMode says how kube-proxy runs on the node.
 type ProxyMode string
 

@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // ImageManifest says what a baked kubewin image contains. The Packer plugin writes it into the
 // image; nodeboot verifies the payload against it on first boot; the provider reads it to check
@@ -82,3 +85,21 @@ type File struct {
 
 // HyperV reports whether the image runs containers under Hyper-V isolation too.
 func (m *ImageManifest) HyperV() bool { return slices.Contains(m.Isolation, IsolationHyperV) }
+
+// HyperVOnly is whether the workload image is of an earlier Windows build than the host's: its
+// containers run Hyper-V isolated only (a pod names the RuntimeClass windows-hyperv), which is
+// why an image with Hyper-V isolation accepted it (CheckImageBuild).
+func (w WorkloadImage) HyperVOnly(host WindowsBuild) bool {
+	b, err := ImageBuild(w.OSVersion)
+	return err == nil && b != host
+}
+
+// IsolationNote is what a bake says of an image that runs Hyper-V isolated only, and why it was
+// accepted; "" for an image of the host's build.
+func (w WorkloadImage) IsolationNote(host WindowsBuild) string {
+	if !w.HyperVOnly(host) {
+		return ""
+	}
+	return fmt.Sprintf(" (Hyper-V isolation only: its build is older than the host's %d, which Hyper-V isolation runs; pods set "+
+		"runtimeClassName: %s)", host, RuntimeClassHyperV)
+}

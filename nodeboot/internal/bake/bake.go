@@ -222,7 +222,7 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 		return fmt.Errorf("restart %s: %w", m.Runtime.Name, err)
 	}
 	if a := m.PauseImage.Archive; a != "" {
-		if err := o.Machine.ImportImage(ctx, m.Runtime.Name, o.Paths.Payload(a)); err != nil {
+		if err := o.Machine.ImportImage(ctx, m.Runtime.Name, o.Paths.Payload(a), ""); err != nil {
 			return err
 		}
 		_, _ = fmt.Fprintf(o.Out, "[bake] pause image %s imported into %s\n", m.PauseImage.Reference, m.Runtime.Name)
@@ -231,12 +231,12 @@ func configureRuntime(ctx context.Context, o Options, m *v1alpha1.ImageManifest)
 	var size int64
 	for _, w := range m.WorkloadImages {
 		t := time.Now()
-		if err := o.Machine.ImportImage(ctx, m.Runtime.Name, o.Paths.Payload(w.Archive)); err != nil {
+		if err := o.Machine.ImportImage(ctx, m.Runtime.Name, o.Paths.Payload(w.Archive), w.OSVersion); err != nil {
 			return fmt.Errorf("workload image %s: %w", w.Reference, err)
 		}
 		size += w.Size
-		_, _ = fmt.Fprintf(o.Out, "[bake] workload image %s (%s, os.version %s, %d bytes) imported into %s in %s\n", w.Reference, w.Digest,
-			w.OSVersion, w.Size, m.Runtime.Name, time.Since(t).Round(time.Millisecond))
+		_, _ = fmt.Fprintf(o.Out, "[bake] workload image %s (%s, os.version %s, %d bytes) imported into %s in %s%s\n", w.Reference, w.Digest,
+			w.OSVersion, w.Size, m.Runtime.Name, time.Since(t).Round(time.Millisecond), w.IsolationNote(m.WindowsBuild))
 	}
 	if len(m.WorkloadImages) > 0 {
 		_, _ = fmt.Fprintf(o.Out, "[bake] workload images: %d imported, %d bytes, in %s\n", len(m.WorkloadImages), size,

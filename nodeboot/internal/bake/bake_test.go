@@ -161,7 +161,7 @@ func TestBakeFetches(t *testing.T) {
 	files := payload()
 	srv := newServer(t, files)
 	reg := ociregistry.Serve(t)
-	ref, digests := reg.PushPause(t, "pause:3.10.2", 20348, 26100)
+	ref, digests := reg.PushPause(t, "pause:3.10.2", 17763, 20348, 26100)
 	p := plan(srv.URL, files)
 	p.PauseImage = v1alpha1.PauseImage{Reference: ref, Digest: digests[26100]}
 	m := machine(t, v1alpha1.RuntimeContainerd)
@@ -231,12 +231,12 @@ func TestBakeFetches(t *testing.T) {
 		t.Errorf("containerd config: %s %v", conf, err)
 	}
 
-	// A pause image for another Windows build is refused, as a runtime on process isolation would.
-	p.PauseImage.Digest = digests[20348]
+	// A pause image of a Windows build the runtime does not unpack on this machine is refused.
+	p.PauseImage.Digest = digests[17763]
 	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
 		PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
 	if err == nil || !strings.Contains(err.Error(), "does not match the host operating system") {
-		t.Errorf("pause image for 20348 on a 26100 machine: %v", err)
+		t.Errorf("pause image for 17763 on a 26100 machine: %v", err)
 	}
 
 	// A second bake of the same machine downloads nothing.
@@ -370,7 +370,7 @@ func archive(t *testing.T, reg *ociregistry.Registry, ref, digest string) []byte
 func TestBakeImportsWorkloadImages(t *testing.T) {
 	reg := ociregistry.Serve(t)
 	pause, pauseDigests := reg.PushPause(t, "pause:3.10.2", 26100)
-	app, appDigests := reg.PushWindowsImage(t, "app:1", 64<<10, "10.0.20348.2849", "10.0.26100.2314")
+	app, appDigests := reg.PushWindowsImage(t, "app:1", 64<<10, "10.0.17763.6532", "10.0.20348.2849", "10.0.26100.2314")
 	web, webDigests := reg.PushWindowsImage(t, "web:2", 32<<10, "10.0.26100.2314")
 	files := payload()
 	images := []v1alpha1.WorkloadImage{
@@ -449,14 +449,69 @@ func TestBakeImportsWorkloadImages(t *testing.T) {
 	if n := srv.sent.Load(); n != before {
 		t.Errorf("the refused bake fetched %d bytes", n-before)
 	}
-	// One that does not (the archive is the 2022 variant, the manifest says 2025) is refused by the
-	// runtime at import.
-	p.WorkloadImages[0].OSVersion = "10.0.26100.2314"
+	// One that does not (the archive is the 2019 variant, the manifest says 2025) is refused by the
+	// runtime at import: containerd does not unpack a 17763 image for a 26100 platform.
+	files[images[0].Archive] = archive(t, reg, app, appDigests["10.0.17763.6532"])
+	srv = newServer(t, files)
+	p = plan(srv.URL, files)
+	p.PauseImage = v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}
+	p.WorkloadImages = images
+	p.WorkloadImages[0].Digest, p.WorkloadImages[0].OSVersion = appDigests["10.0.17763.6532"], "10.0.26100.2314"
 	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(),
 		Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
 	if err == nil || !strings.Contains(err.Error(), "workload image "+app+": ") ||
 		!strings.Contains(err.Error(), "the container operating system does not match the host operating system") {
-		t.Errorf("a 2022 image was imported on a 2025 machine: %v", err)
+		t.Errorf("a 2019 image was imported on a 2025 machine: %v", err)
+	}
+}
+
+// An image with Hyper-V isolation takes workload images of earlier Windows builds: each is
+// imported for its own platform, which is the only way containerd unpacks a 2019 image on a
+// 2025 machine, and the bake says that it runs Hyper-V isolated only.
+func TestBakeImportsDownLevelImagesForHyperV(t *testing.T) {
+	reg := ociregistry.Serve(t)
+	pause, pauseDigests := reg.PushPause(t, "pause:3.10.2", 26100)
+	app, appDigests := reg.PushWindowsImage(t, "app:1", 32<<10, "10.0.17763.6532", "10.0.20348.2849", "10.0.26100.2314")
+	files := payload()
+	images := []v1alpha1.WorkloadImage{
+		{Reference: app, Digest: appDigests["10.0.17763.6532"], OSVersion: "10.0.17763.6532", Size: 66_000,
+			Archive: "ProgramData/kubewin/images/app19.tar"},
+		{Reference: app, Digest: appDigests["10.0.20348.2849"], OSVersion: "10.0.20348.2849", Size: 66_000,
+			Archive: "ProgramData/kubewin/images/app22.tar"},
+	}
+	for _, w := range images {
+		files[w.Archive] = archive(t, reg, w.Reference, w.Digest)
+	}
+	srv := newServer(t, files)
+	p := plan(srv.URL, files)
+	p.PauseImage = v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}
+	p.WorkloadImages = images
+	p.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
+	m := machine(t, v1alpha1.RuntimeContainerd)
+	var out bytes.Buffer
+	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
+		PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out}); err != nil {
+		t.Fatalf("bake: %v\n%s", err, out.String())
+	}
+	for _, w := range images {
+		if line := "[bake] workload image " + app + " (" + w.Digest + ", os.version " + w.OSVersion; !strings.Contains(out.String(), line) ||
+			!strings.Contains(out.String(), "(Hyper-V isolation only: its build is older than the host's 26100") {
+			t.Errorf("the bake does not say that %s runs Hyper-V isolated only:\n%s", w.OSVersion, out.String())
+		}
+	}
+	var imports []string
+	for _, op := range m.Windows().Log() {
+		if op.Backend == "shell" && strings.Contains(op.Body, "'import'") {
+			imports = append(imports, op.Body[:strings.Index(op.Body, "\n")])
+		}
+	}
+	want := []string{`& 'C:\Program Files\containerd\bin\ctr.exe' '--namespace' 'k8s.io' 'images' 'import' 'C:\ProgramData\kubewin\images\pause.tar'`,
+		`& 'C:\Program Files\containerd\bin\ctr.exe' '--namespace' 'k8s.io' 'images' 'import' '--platform' 'windows(10.0.17763.6532)/amd64' ` +
+			`'C:\ProgramData\kubewin\images\app19.tar'`,
+		`& 'C:\Program Files\containerd\bin\ctr.exe' '--namespace' 'k8s.io' 'images' 'import' '--platform' 'windows(10.0.20348.2849)/amd64' ` +
+			`'C:\ProgramData\kubewin\images\app22.tar'`}
+	if !slices.Equal(imports, want) {
+		t.Errorf("imports:\n%s\nwant:\n%s", strings.Join(imports, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -256,8 +256,10 @@ type Host interface {
 	// ExcludeFromScanning keeps the antivirus out of the node's hot paths; it reports false
 	// when the image has no Microsoft Defender.
 	ExcludeFromScanning(ctx context.Context, paths []string) (bool, error)
-	// ImportImage loads an OCI archive (a Windows path) into the runtime's image store.
-	ImportImage(ctx context.Context, runtime v1alpha1.RuntimeName, archive string) error
+	// ImportImage loads an OCI archive (a Windows path) into the runtime's image store. osVersion,
+	// when set, is the image's os.version: the runtime imports and unpacks the image for that
+	// Windows build, which may be older than the machine's (Hyper-V isolation runs it).
+	ImportImage(ctx context.Context, runtime v1alpha1.RuntimeName, archive, osVersion string) error
 	// RestartRuntime restarts the runtime so that it reads its new configuration.
 	RestartRuntime(ctx context.Context, runtime v1alpha1.RuntimeName) error
 }

@@ -38,7 +38,7 @@ import (
 // listed in its hyperVPoolsAnnotation. The first creates it, each adds itself, a pool removes
 // itself when it is destroyed or its image no longer has Hyper-V isolation, and the last one
 // deletes it. A RuntimeClass of that name that kubewin did not create is never changed.
-const HyperVRuntimeClass = "windows-hyperv"
+const HyperVRuntimeClass = v1alpha1.RuntimeClassHyperV
 
 const (
 	// hyperVPoolsAnnotation lists the pools that hold the RuntimeClass, sorted, comma-separated.

@@ -51,7 +51,7 @@ type imageManifestModel struct {
 var (
 	fileAttrTypes          = map[string]attr.Type{"path": types.StringType, "sha256": types.StringType, "size": types.Int64Type}
 	workloadImageAttrTypes = map[string]attr.Type{"reference": types.StringType, "digest": types.StringType, "os_version": types.StringType,
-		"size": types.Int64Type}
+		"size": types.Int64Type, "hyperv_only": types.BoolType}
 )
 
 func (d *imageManifestDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -132,7 +132,8 @@ func (d *imageManifestDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				Computed: true,
 				Description: "The workload container images pre-pulled into the runtime's image store when the image was baked " +
 					"(the Packer provisioner's `images`): pods using them start without a pull. Each is the windows/amd64 image of the " +
-					"image's Windows build, which a process-isolated container must match.",
+					"image's Windows build, which a process-isolated container must match, or, in an image with Hyper-V isolation, of " +
+					"an earlier build (`hyperv_only`).",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{"reference": schema.StringAttribute{
 					Computed:    true,
 					Description: "The image as the bake was given it, by tag or by digest.",
@@ -145,6 +146,10 @@ func (d *imageManifestDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				}, "size": schema.Int64Attribute{
 					Computed:    true,
 					Description: "What a pull of the image downloads, in bytes: manifest, config and compressed layers.",
+				}, "hyperv_only": schema.BoolAttribute{
+					Computed: true,
+					Description: "Whether the image is of an earlier Windows build than the image's: its containers run Hyper-V " +
+						"isolated only, so its pods set `runtimeClassName: " + v1alpha1.RuntimeClassHyperV + "`.",
 				}}},
 			},
 		},
@@ -201,7 +206,7 @@ func (d *imageManifestDataSource) Read(ctx context.Context, req datasource.ReadR
 	images := make([]map[string]attr.Value, len(m.WorkloadImages))
 	for i, w := range m.WorkloadImages {
 		images[i] = map[string]attr.Value{"reference": types.StringValue(w.Reference), "digest": types.StringValue(w.Digest),
-			"os_version": types.StringValue(w.OSVersion), "size": types.Int64Value(w.Size)}
+			"os_version": types.StringValue(w.OSVersion), "size": types.Int64Value(w.Size), "hyperv_only": types.BoolValue(w.HyperVOnly(m.WindowsBuild))}
 	}
 	data.WorkloadImages = objectList(workloadImageAttrTypes, images, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &data)...)

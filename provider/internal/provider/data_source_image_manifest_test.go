@@ -37,11 +37,32 @@ func TestAccImageManifestDataSource(t *testing.T) {
 				})),
 				statecheck.ExpectKnownValue("data.kubewin_image_manifest.test", tfjsonpath.New("workload_images"),
 					knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
-						"reference":  knownvalue.StringExact("mcr.microsoft.com/windows/servercore:ltsc2022"),
-						"digest":     knownvalue.StringExact("sha256:3f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d"),
-						"os_version": knownvalue.StringExact("10.0.20348.2849"),
-						"size":       knownvalue.Int64Exact(2040100000),
+						"reference":   knownvalue.StringExact("mcr.microsoft.com/windows/servercore:ltsc2022"),
+						"digest":      knownvalue.StringExact("sha256:3f5a8ab3b2e9a9c3b1f36a24f2d0c6f3f0c1d1e0e2b3a4c5d6e7f8091a2b3c4d"),
+						"os_version":  knownvalue.StringExact("10.0.20348.2849"),
+						"size":        knownvalue.Int64Exact(2040100000),
+						"hyperv_only": knownvalue.Bool(false),
 					})})),
+			},
+		}},
+	})
+}
+
+// The manifest of an image with Hyper-V isolation, as its bake installed it (the workload images'
+// archives deleted after their import), says which workload image runs Hyper-V isolated only:
+// the one of an earlier build than the image's.
+func TestAccImageManifestDataSource_hyperVOnly(t *testing.T) {
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: `data "kubewin_image_manifest" "test" { path = "testdata/imagemanifest-hyperv.json" }`,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.kubewin_image_manifest.test", tfjsonpath.New("workload_images"), knownvalue.ListExact([]knownvalue.Check{
+					knownvalue.ObjectPartial(map[string]knownvalue.Check{"os_version": knownvalue.StringExact("10.0.20348.2849"),
+						"hyperv_only": knownvalue.Bool(true)}),
+					knownvalue.ObjectPartial(map[string]knownvalue.Check{"os_version": knownvalue.StringExact("10.0.26100.2314"),
+						"hyperv_only": knownvalue.Bool(false)}),
+				})),
 			},
 		}},
 	})

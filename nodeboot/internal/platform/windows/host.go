@@ -42,13 +42,21 @@ func (p *Platform) ExcludeFromScanning(ctx context.Context, paths []string) (boo
 }
 
 // ImportImage loads an OCI archive with the runtime's own client into the image store CRI uses
-// (containerd's k8s.io namespace).
-func (p *Platform) ImportImage(ctx context.Context, runtime v1alpha1.RuntimeName, archive string) error {
+// (containerd's k8s.io namespace). With the image's os.version, ctr imports and unpacks it for
+// that platform (--platform 'windows(<os.version>)/amd64', the syntax of containerd's platforms
+// Parse): without it, ctr matches the machine's own build, and an image of an older build than
+// the machine's compatible range is not unpacked (containerd cmd/ctr/commands/images/import.go;
+// containerd/platforms defaults_windows.go).
+func (p *Platform) ImportImage(ctx context.Context, runtime v1alpha1.RuntimeName, archive, osVersion string) error {
 	paths := nodecmd.DefaultPaths()
 	var s Script
 	switch runtime {
 	case v1alpha1.RuntimeContainerd:
-		s = programScript(paths.ContainerdBinDir+`\ctr.exe`, []string{"--namespace", "k8s.io", "images", "import", archive})
+		args := []string{"--namespace", "k8s.io", "images", "import"}
+		if osVersion != "" {
+			args = append(args, "--platform", "windows("+osVersion+")/amd64")
+		}
+		s = programScript(paths.ContainerdBinDir+`\ctr.exe`, append(args, archive))
 	case v1alpha1.RuntimeDocker:
 		s = programScript(paths.DockerBinDir+`\docker.exe`, []string{"load", "--input", archive})
 	default:

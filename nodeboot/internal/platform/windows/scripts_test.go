@@ -70,7 +70,7 @@ func TestScriptsParse(t *testing.T) {
 	if ok, err := p.ExcludeFromScanning(ctx, []string{hostile, `C:\k`}); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	_ = p.ImportImage(ctx, v1alpha1.RuntimeContainerd, hostile) // no such archive: the script is recorded all the same
+	_ = p.ImportImage(ctx, v1alpha1.RuntimeContainerd, hostile, "10.0.20348.2849") // no such archive: the script is recorded all the same
 	if err := p.Services().Ensure(ctx, platform.ServiceSpec{Name: "containerd", SelfRegistering: true,
 		Executable: `C:\Program Files\containerd\bin\containerd.exe`, Args: []string{"--config", hostile}}); err != nil {
 		t.Fatal(err)

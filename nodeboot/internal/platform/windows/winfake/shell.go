@@ -176,16 +176,24 @@ func (m *Machine) runProgram(st *State, p windows.ProgramParams) (bool, error) {
 	case name == "dockerd.exe" && slices.Contains(p.Args, "--register-service"):
 		return true, registerService(st, "docker", "Docker Engine", "", p.Executable, p.Args)
 	case name == "ctr.exe" && len(p.Args) == 5 && p.Args[2] == "images" && p.Args[3] == "import":
-		return m.importImage(st, v1alpha1.RuntimeContainerd, p.Args[4])
+		return m.importImage(st, v1alpha1.RuntimeContainerd, p.Args[4], "")
+	case name == "ctr.exe" && len(p.Args) == 7 && p.Args[2] == "images" && p.Args[3] == "import" && p.Args[4] == "--platform":
+		return m.importImage(st, v1alpha1.RuntimeContainerd, p.Args[6], p.Args[5])
 	case name == "docker.exe" && len(p.Args) == 3 && p.Args[0] == "load":
-		return m.importImage(st, v1alpha1.RuntimeDocker, p.Args[2])
+		return m.importImage(st, v1alpha1.RuntimeDocker, p.Args[2], "")
 	}
 	return false, fmt.Errorf("the simulated machine has no program %s %q", p.Executable, p.Args)
 }
 
-// importImage loads an OCI archive as a runtime on process isolation would: the image must be
-// complete and built for the machine's Windows build.
-func (m *Machine) importImage(st *State, runtime v1alpha1.RuntimeName, archive string) (bool, error) {
+// importImage loads an OCI archive as the runtime would. The image must be complete and for a
+// Windows build the runtime unpacks. containerd's ctr unpacks for the platform of --platform
+// ("windows(<os.version>)/amd64") or else the machine's own, and matches Windows builds as
+// containerd/platforms does (checkWindowsHostAndContainerCompat in platform_windows_compat.go,
+// after Microsoft's version compatibility page): below build 20348 the builds must be equal;
+// from it on, an image of 20348 up to the platform's build matches. Docker Engine loads the
+// archive as it is, and refuses at run what its host cannot run: as a process-isolated runtime,
+// the simulated one refuses it here.
+func (m *Machine) importImage(st *State, runtime v1alpha1.RuntimeName, archive, platform string) (bool, error) {
 	if runtime != m.cfg.Runtime {
 		return false, fmt.Errorf("the machine has %s, not %s", m.cfg.Runtime, runtime)
 	}
@@ -204,11 +212,32 @@ func (m *Machine) importImage(st *State, runtime v1alpha1.RuntimeName, archive s
 		return false, fmt.Errorf("docker load --input %s: the archive has no %s, and without one Docker Engine reads the pre-1.10 layout "+
 			"(a repositories file and a directory per layer), which an OCI layout is not", archive, ociimage.DockerManifestFile)
 	}
-	if want := v1alpha1.WindowsBuild(m.cfg.Build).OSVersion(); a.OS != "windows" || (a.OSVersion != want && !strings.HasPrefix(a.OSVersion, want+".")) {
+	host := v1alpha1.WindowsBuild(m.cfg.Build)
+	want := host
+	if platform != "" {
+		v, ok := strings.CutPrefix(platform, "windows(")
+		v, ok2 := strings.CutSuffix(v, ")/amd64")
+		b, err := v1alpha1.ImageBuild(v)
+		if !ok || !ok2 || err != nil {
+			return false, fmt.Errorf("ctr: --platform %q: not a Windows platform such as windows(10.0.20348.2849)/amd64", platform)
+		}
+		want = b
+	}
+	got, err := v1alpha1.ImageBuild(a.OSVersion)
+	if a.OS != "windows" || err != nil || !unpacks(runtime, want, got) {
 		return false, fmt.Errorf("import image archive %s: image %s is for %s %s, this machine runs Windows %s: the container operating system does "+
 			"not match the host operating system",
-			archive, a.Name, a.OS, a.OSVersion, want)
+			archive, a.Name, a.OS, a.OSVersion, host.OSVersion())
 	}
 	st.Images = append(st.Images, string(runtime)+":"+archive)
 	return true, nil
+}
+
+// unpacks reports whether the runtime unpacks an image of Windows build image for the platform
+// of build platform (importImage).
+func unpacks(runtime v1alpha1.RuntimeName, platform, image v1alpha1.WindowsBuild) bool {
+	if runtime != v1alpha1.RuntimeContainerd || platform < 20348 {
+		return image == platform
+	}
+	return image >= 20348 && image <= platform
 }
