@@ -49,10 +49,13 @@ variable "hyperv_isolation" {
   description = "Bake Hyper-V isolation too (the Hyper-V feature and containerd's runhcs-wcow-hypervisor handler): down-level container images run under RuntimeClass windows-hyperv. The build VM and the pool's VMs need a size with nested virtualization (Standard_D4s_v5 has it)."
 }
 
+# With hyperv_isolation the release plans both isolation modes: the kubewin-node provisioner bakes
+# Hyper-V from it, and its azure_tags say so in kubewin.io/isolation.
 data "kubewin-release" "node" {
   kubernetes_version = var.kubernetes_version
   windows_version    = "2025"
   runtime            = "containerd"
+  hyperv_isolation   = var.hyperv_isolation
 }
 
 source "azure-arm" "ws2025" {
@@ -72,10 +75,9 @@ source "azure-arm" "ws2025" {
   winrm_timeout  = "10m"
   winrm_username = "packer"
 
-  # kubewin's azure backend reads the image's Windows build, Kubernetes version and runtime
-  # from these tags, which go on the gallery image version too; and its isolation modes from
-  # kubewin.io/isolation, which must say what hyperv_isolation baked.
-  azure_tags = merge(data.kubewin-release.node.azure_tags, var.hyperv_isolation ? { "kubewin.io/isolation" = "process,hyperv" } : {})
+  # kubewin's azure backend reads the image's Windows build, Kubernetes version, runtime and
+  # isolation modes from these tags, which go on the gallery image version too.
+  azure_tags = data.kubewin-release.node.azure_tags
 
   shared_image_gallery_destination {
     subscription   = var.subscription_id
@@ -89,14 +91,13 @@ source "azure-arm" "ws2025" {
 build {
   sources = ["source.azure-arm.ws2025"]
 
-  # Containers feature (with Hyper-V when hyperv_isolation is set; one restart), containerd, CNI plugins, node binaries,
+  # Containers feature (with Hyper-V when the release asks for it; one restart), containerd, CNI plugins, node binaries,
   # pause image for build 26100, nodeboot: all fetched by the VM itself, verified.
   provisioner "kubewin-node" {
     release           = data.kubewin-release.node.manifest
     elevated_user     = build.User
     elevated_password = build.Password
     manifest_output   = "kubewin-ws2025-manifest.json"
-    hyperv_isolation  = var.hyperv_isolation
   }
 
   # Generalize last: the guest agent must be running, and no restart may be pending.

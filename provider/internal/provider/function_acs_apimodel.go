@@ -74,8 +74,8 @@ func (f *acsAPIModelFunction) Definition(_ context.Context, _ function.Definitio
 			"Every field of the model is mapped, ignored with a warning that names it (in `warnings`: surface them with a `check` block, as " +
 			"`examples/acs-engine` does), or rejected with an error that names it when ignoring it would change the cluster's behaviour " +
 			"(Azure CNI or a network policy, data disks, control plane flags, a PKI of its own, ...). aks-engine's Hyper-V isolation " +
-			"(`windowsProfile.windowsRuntimes`) maps onto `windows_image.hyperv_isolation`: bake the image with the `kubewin-node` " +
-			"provisioner's `hyperv_isolation`, and pods select RuntimeClass `windows-hyperv`. Secrets — " +
+			"(`windowsProfile.windowsRuntimes`) maps onto `windows_image.hyperv_isolation`: bake the image with the `kubewin-release` " +
+			"data source's `hyperv_isolation`, and pods select RuntimeClass `windows-hyperv`. Secrets — " +
 			"`windowsProfile.adminPassword`, `servicePrincipalProfile.secret`, `certificateProfile`'s private keys, `etcdEncryptionKey` — are " +
 			"dropped with a warning that names each field, never its value: Terraform stores a function's result, not its arguments, and the " +
 			"result holds no secret, so a model read with `file()` converts as published and its password reaches neither plan nor state. " +

@@ -40,6 +40,14 @@ type Config struct {
 	// The sha256 of the cri-dockerd zip; without it the data source downloads the zip once to
 	// compute it.
 	CRIDockerdSHA256 string `mapstructure:"cri_dockerd_sha256"`
+	// Plan the image for Hyper-V isolation as well as process isolation: the manifest records
+	// `isolation: [process, hyperv]`, from which the `kubewin-node` provisioner installs the
+	// Windows Hyper-V feature and configures containerd's `runhcs-wcow-hypervisor` runtime
+	// handler, and `azure_tags` carry `kubewin.io/isolation = "process,hyperv"`, from which
+	// kubewin's azure backend knows the image's pools need the `windows-hyperv` RuntimeClass.
+	// containerd only: `runtime = "docker"` is refused. The build VM, and every node VM, needs
+	// nested virtualization (on Azure, a size that supports it). Default false.
+	HyperVIsolation bool `mapstructure:"hyperv_isolation"`
 	// The CNI plugins version (win-bridge, win-overlay, host-local). Default `1.7.1`.
 	CNIPluginsVersion string `mapstructure:"cni_plugins_version"`
 	// The nodeboot version. Default: this plugin's version.
@@ -92,8 +100,9 @@ type DatasourceOutput struct {
 	// Every payload file's sha256, keyed by its path.
 	SHA256 map[string]string `mapstructure:"sha256"`
 	// The tags that tell kubewin's azure backend what the image is (Windows build, Kubernetes
-	// version, runtime): give them to the published image, e.g. the `azure-arm` builder's
-	// `azure_tags`, which tag the gallery image version.
+	// version, runtime, and with `hyperv_isolation` its isolation modes): give them to the
+	// published image, e.g. the `azure-arm` builder's `azure_tags`, which tag the gallery image
+	// version.
 	AzureTags map[string]string `mapstructure:"azure_tags"`
 }
 
@@ -140,6 +149,11 @@ func (c *Config) prepare() error {
 		}
 		if c.CRIDockerdVersion == "" {
 			add(`cri_dockerd_version is required with runtime = "docker": set the cri-dockerd version, such as "0.3.18"`)
+		}
+		if c.HyperVIsolation {
+			add(`hyperv_isolation is for containerd images only, and runtime is "docker": Hyper-V isolation here is containerd's ` +
+				`runhcs-wcow-hypervisor runtime handler, selected by a Kubernetes RuntimeClass; set runtime = "containerd", or leave ` +
+				`hyperv_isolation out`)
 		}
 	default:
 		add("runtime %q is not supported: use %q or %q", c.Runtime, v1alpha1.RuntimeContainerd, v1alpha1.RuntimeDocker)

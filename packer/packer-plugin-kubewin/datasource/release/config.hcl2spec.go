@@ -18,6 +18,7 @@ type FlatConfig struct {
 	DockerSHA256      *string `mapstructure:"docker_sha256" cty:"docker_sha256" hcl:"docker_sha256"`
 	CRIDockerdVersion *string `mapstructure:"cri_dockerd_version" cty:"cri_dockerd_version" hcl:"cri_dockerd_version"`
 	CRIDockerdSHA256  *string `mapstructure:"cri_dockerd_sha256" cty:"cri_dockerd_sha256" hcl:"cri_dockerd_sha256"`
+	HyperVIsolation   *bool   `mapstructure:"hyperv_isolation" cty:"hyperv_isolation" hcl:"hyperv_isolation"`
 	CNIPluginsVersion *string `mapstructure:"cni_plugins_version" cty:"cni_plugins_version" hcl:"cni_plugins_version"`
 	NodebootVersion   *string `mapstructure:"nodeboot_version" cty:"nodeboot_version" hcl:"nodeboot_version"`
 	PauseImage        *string `mapstructure:"pause_image" cty:"pause_image" hcl:"pause_image"`
@@ -50,6 +51,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"docker_sha256":        &hcldec.AttrSpec{Name: "docker_sha256", Type: cty.String, Required: false},
 		"cri_dockerd_version":  &hcldec.AttrSpec{Name: "cri_dockerd_version", Type: cty.String, Required: false},
 		"cri_dockerd_sha256":   &hcldec.AttrSpec{Name: "cri_dockerd_sha256", Type: cty.String, Required: false},
+		"hyperv_isolation":     &hcldec.AttrSpec{Name: "hyperv_isolation", Type: cty.Bool, Required: false},
 		"cni_plugins_version":  &hcldec.AttrSpec{Name: "cni_plugins_version", Type: cty.String, Required: false},
 		"nodeboot_version":     &hcldec.AttrSpec{Name: "nodeboot_version", Type: cty.String, Required: false},
 		"pause_image":          &hcldec.AttrSpec{Name: "pause_image", Type: cty.String, Required: false},

@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/azureimage"
 	"github.com/kubewin/kubewin/internal/ociimage"
 	"github.com/kubewin/kubewin/internal/testkit/ociregistry"
 	"github.com/kubewin/kubewin/internal/testkit/releasemirror"
@@ -144,5 +147,50 @@ func TestPrepareReportsEveryError(t *testing.T) {
 	c = Config{KubernetesVersion: "v1.29.0"}
 	if err := c.prepare(); err == nil || !strings.Contains(err.Error(), "not supported on kubewin nodes") {
 		t.Errorf("1.29: %v", err)
+	}
+}
+
+// hyperv_isolation plans both isolation modes: the manifest output records them, for the
+// kubewin-node provisioner to bake, and azure_tags carry them in the tag kubewin's azure backend
+// reads; without it neither does. A Docker release is refused at configure.
+func TestExecuteHyperVIsolation(t *testing.T) {
+	_, base := mirror(t)
+	raw := func(hyperV bool) map[string]any {
+		return map[string]any{
+			"kubernetes_version": "1.36.3", "windows_version": "2025", "nodeboot_version": "0.2.0", "hyperv_isolation": hyperV,
+			"pause_image_digest":  "sha256:" + strings.Repeat("1", 64), // offline: no registry asked
+			"kubernetes_base_url": base + releasemirror.Kubernetes, "containerd_base_url": base + releasemirror.Containerd,
+			"cni_plugins_base_url": base + releasemirror.CNIPlugins, "nodeboot_base_url": base + releasemirror.Nodeboot,
+		}
+	}
+	for _, hyperV := range []bool{true, false} {
+		var d Datasource
+		if err := d.Configure(raw(hyperV)); err != nil {
+			t.Fatal(err)
+		}
+		out, err := d.Execute()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := api.LoadImageManifest([]byte(out.GetAttr("manifest").AsString()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tag, tagged := out.GetAttr("azure_tags").AsValueMap()[azureimage.TagIsolation]
+		switch {
+		case hyperV && (!tagged || tag.AsString() != "process,hyperv"):
+			t.Errorf("hyperv_isolation: azure_tags[%s] = %#v, want \"process,hyperv\"", azureimage.TagIsolation, tag)
+		case hyperV && !slices.Equal(m.Isolation, []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}):
+			t.Errorf("hyperv_isolation: the manifest's isolation is %v, want [process hyperv]", m.Isolation)
+		case !hyperV && (tagged || m.Isolation != nil):
+			t.Errorf("without hyperv_isolation: azure_tags[%s] = %#v, the manifest's isolation %v", azureimage.TagIsolation, tag, m.Isolation)
+		}
+	}
+
+	docker := raw(true)
+	docker["runtime"], docker["docker_version"], docker["cri_dockerd_version"] = "docker", "28.3.3", "0.3.18"
+	err := (&Datasource{}).Configure(docker)
+	if err == nil || !strings.Contains(err.Error(), `hyperv_isolation is for containerd images only, and runtime is "docker"`) {
+		t.Errorf("Hyper-V on a Docker release: %v", err)
 	}
 }

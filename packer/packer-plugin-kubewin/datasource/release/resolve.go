@@ -83,6 +83,9 @@ func (c *Config) Resolve(ctx context.Context, client *http.Client, reg ociimage.
 	if m.Runtime.Name == v1alpha1.RuntimeDocker {
 		m.Runtime.Version, m.Runtime.CRIDockerdVersion = c.DockerVersion, c.CRIDockerdVersion
 	}
+	if c.HyperVIsolation {
+		m.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
+	}
 	var pauseErr error
 	if m.PauseImage.Digest == "" {
 		// Pod sandboxes run process-isolated: the pause image must be of the image's own build.

@@ -53,13 +53,17 @@ type Config struct {
 	// Whether to install the Windows Containers feature (and restart when Windows asks to).
 	// Default true.
 	InstallContainersFeature *bool `mapstructure:"install_containers_feature"`
-	// Bake the image for Hyper-V isolation as well as process isolation: install the Windows
-	// Hyper-V feature (with the Containers feature, one restart for both), configure containerd's
-	// `runhcs-wcow-hypervisor` runtime handler next to the default `runhcs-wcow-process`, and
-	// record `isolation: [process, hyperv]` in the image manifest, from which a node pool labels
-	// its nodes and creates the `windows-hyperv` RuntimeClass. containerd images only: a Docker
-	// image is refused. The build VM, and every node VM, needs nested virtualization (on Azure,
-	// a size that supports it). Default false.
+	// Bake the image for Hyper-V isolation as well as process isolation even though the release
+	// does not ask for it. Prefer the `kubewin-release` data source's `hyperv_isolation`: a
+	// release that says `isolation: [process, hyperv]` is baked for Hyper-V without this option,
+	// and only then do its `azure_tags` carry the `kubewin.io/isolation` tag kubewin's azure
+	// backend reads. This option alone does not tag the image. A Hyper-V bake installs the
+	// Windows Hyper-V feature (with the Containers feature, one restart for both), configures
+	// containerd's `runhcs-wcow-hypervisor` runtime handler next to the default
+	// `runhcs-wcow-process`, and records `isolation: [process, hyperv]` in the image manifest,
+	// from which a node pool labels its nodes and creates the `windows-hyperv` RuntimeClass.
+	// containerd images only: a Docker image is refused. The build VM, and every node VM, needs
+	// nested virtualization (on Azure, a size that supports it). Default false.
 	HyperVIsolation bool `mapstructure:"hyperv_isolation"`
 	// How long to wait for the guest to come back from that restart. Default `15m`.
 	RestartTimeout time.Duration `mapstructure:"restart_timeout"`

@@ -144,13 +144,14 @@ func (c communicator) Download(_ context.Context, src string, dst io.Writer) err
 }
 
 // features are the Windows features the bake installs: Containers unless
-// install_containers_feature is false, and Hyper-V with hyperv_isolation.
+// install_containers_feature is false, and Hyper-V when the plan has Hyper-V isolation (from the
+// release's or this provisioner's hyperv_isolation).
 func (p *Provisioner) features() []string {
 	var fs []string
 	if *p.config.InstallContainersFeature {
 		fs = append(fs, guest.FeatureContainers)
 	}
-	if p.config.HyperVIsolation {
+	if p.config.plan.HyperV() {
 		fs = append(fs, guest.FeatureHyperV)
 	}
 	return fs
@@ -172,9 +173,10 @@ func (p *Provisioner) enableFeatures(ctx context.Context, ui packersdk.Ui, t gue
 	}
 	ui.Say("kubewin: enabling the Windows " + names)
 	status, err := guest.Run(ctx, t, guest.Command{What: "enable the " + names, Line: cmd, Elevated: true}, out, 3010)
-	if err != nil && p.config.HyperVIsolation {
+	if err != nil && p.config.plan.HyperV() {
 		return fmt.Errorf("%w: the Hyper-V feature installs only where the processor exposes virtualization to Windows; on a virtual machine "+
-			"use one with nested virtualization (on Azure, a size that supports it, such as Dv3, Dsv3, Dv5 or Dsv5), or leave hyperv_isolation out", err)
+			"use one with nested virtualization (on Azure, a size that supports it, such as Dv3, Dsv3, Dv5 or Dsv5), or leave hyperv_isolation "+
+			"out of the kubewin-release data source and of this provisioner", err)
 	}
 	if err != nil || status != 3010 {
 		return err

@@ -212,60 +212,78 @@ func TestProvisionWindowsGuestFetch(t *testing.T) {
 	}
 }
 
-// hyperv_isolation installs the Hyper-V feature with the Containers feature (one script, one
-// restart) and bakes a plan that records both isolation modes, which nodeboot bake configures
-// containerd from; a Docker release is refused at prepare, and a guest that cannot install
-// Hyper-V fails the build saying it needs nested virtualization.
+// Hyper-V isolation, asked for by the release (the kubewin-release data source's
+// hyperv_isolation) or by the provisioner's own hyperv_isolation, installs the Hyper-V feature
+// with the Containers feature (one script, one restart) and bakes a plan that records both
+// isolation modes, which nodeboot bake configures containerd from; a Docker release is refused
+// at prepare either way, and a guest that cannot install Hyper-V fails the build saying it needs
+// nested virtualization.
 func TestProvisionHyperV(t *testing.T) {
 	plan, doc := testPlan(t)
-	var p Provisioner
-	if err := p.Prepare(map[string]any{"release": doc, "hyperv_isolation": true, "manifest_output": filepath.Join(t.TempDir(), "m.json")}); err != nil {
-		t.Fatal(err)
-	}
-	p.restartPoll = time.Millisecond
-	boots := 0
 	plan.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
-	r := &recorder{download: map[string][]byte{`C:\ProgramData\kubewin\image-manifest.json`: installed(t, plan)}}
-	r.respond = func(script string) (string, int) {
-		switch {
-		case strings.Contains(script, "LastBootUpTime"):
-			boots++
-			return fmt.Sprintf("boot 2026-11-21T08:0%d:00.0000000Z\n", min(boots, 2)), 0
-		case strings.Contains(script, "Install-WindowsFeature"):
-			return "", 3010
-		}
-		return "", 0
-	}
-	ui := &packersdk.MockUi{}
-	if err := p.Provision(context.Background(), ui, r, map[string]any{"ConnType": "winrm"}); err != nil {
-		t.Fatalf("provision: %v\ncalls:\n%s", err, strings.Join(r.calls, "\n"))
-	}
-	all := strings.Join(r.calls, "\n")
-	if n := strings.Count(all, "Install-WindowsFeature"); n != 1 || !strings.Contains(all, "foreach ($name in @('Containers','Hyper-V'))") {
-		t.Errorf("want one script installing Containers and Hyper-V, got %d:\n%s", n, all)
-	}
-	if n := strings.Count(all, "run: shutdown /r"); n != 1 {
-		t.Errorf("%d restarts, want 1", n)
-	}
-	var baked v1alpha1.ImageManifest
-	if err := json.Unmarshal(r.uploads[`C:\ProgramData\kubewin\bake\plan.json`], &baked); err != nil {
+	isolated, err := api.EncodeJSON(plan)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !baked.HyperV() || !slices.Equal(baked.Isolation, plan.Isolation) {
-		t.Errorf("the bake plan records isolation %v, want %v", baked.Isolation, plan.Isolation)
-	}
-	if !strings.Contains(ui.SayMessages[0].Message+ui.SayMessages[1].Message, "enabling the Windows Containers and Hyper-V features") {
-		t.Errorf("messages: %v", ui.SayMessages)
+	var p Provisioner
+	for _, tc := range []struct {
+		name   string
+		config map[string]any
+	}{
+		{"release", map[string]any{"release": string(isolated)}},
+		{"provisioner", map[string]any{"release": doc, "hyperv_isolation": true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p = Provisioner{}
+			tc.config["manifest_output"] = filepath.Join(t.TempDir(), "m.json")
+			if err := p.Prepare(tc.config); err != nil {
+				t.Fatal(err)
+			}
+			p.restartPoll = time.Millisecond
+			boots := 0
+			r := &recorder{download: map[string][]byte{`C:\ProgramData\kubewin\image-manifest.json`: installed(t, plan)}}
+			r.respond = func(script string) (string, int) {
+				switch {
+				case strings.Contains(script, "LastBootUpTime"):
+					boots++
+					return fmt.Sprintf("boot 2026-11-21T08:0%d:00.0000000Z\n", min(boots, 2)), 0
+				case strings.Contains(script, "Install-WindowsFeature"):
+					return "", 3010
+				}
+				return "", 0
+			}
+			ui := &packersdk.MockUi{}
+			if err := p.Provision(context.Background(), ui, r, map[string]any{"ConnType": "winrm"}); err != nil {
+				t.Fatalf("provision: %v\ncalls:\n%s", err, strings.Join(r.calls, "\n"))
+			}
+			all := strings.Join(r.calls, "\n")
+			if n := strings.Count(all, "Install-WindowsFeature"); n != 1 || !strings.Contains(all, "foreach ($name in @('Containers','Hyper-V'))") {
+				t.Errorf("want one script installing Containers and Hyper-V, got %d:\n%s", n, all)
+			}
+			if n := strings.Count(all, "run: shutdown /r"); n != 1 {
+				t.Errorf("%d restarts, want 1", n)
+			}
+			var baked v1alpha1.ImageManifest
+			if err := json.Unmarshal(r.uploads[`C:\ProgramData\kubewin\bake\plan.json`], &baked); err != nil {
+				t.Fatal(err)
+			}
+			if !baked.HyperV() || !slices.Equal(baked.Isolation, plan.Isolation) {
+				t.Errorf("the bake plan records isolation %v, want %v", baked.Isolation, plan.Isolation)
+			}
+			if !strings.Contains(ui.SayMessages[0].Message+ui.SayMessages[1].Message, "enabling the Windows Containers and Hyper-V features") {
+				t.Errorf("messages: %v", ui.SayMessages)
+			}
+		})
 	}
 
 	// A guest without virtualization extensions: Install-WindowsFeature Hyper-V fails.
-	r = &recorder{respond: func(script string) (string, int) {
+	r := &recorder{respond: func(script string) (string, int) {
 		if strings.Contains(script, "Install-WindowsFeature") {
 			return "", 1
 		}
 		return "", 0
 	}}
-	err := p.Provision(context.Background(), &packersdk.MockUi{}, r, map[string]any{})
+	err = p.Provision(context.Background(), &packersdk.MockUi{}, r, map[string]any{})
 	if err == nil || !strings.Contains(err.Error(), "enable the Containers and Hyper-V features failed on the guest with exit status 1") ||
 		!strings.Contains(err.Error(), "nested virtualization") {
 		t.Errorf("Hyper-V feature failure: %v", err)
@@ -281,6 +299,14 @@ func TestProvisionHyperV(t *testing.T) {
 	err = (&Provisioner{}).Prepare(map[string]any{"release": string(b), "hyperv_isolation": true})
 	if err == nil || !strings.Contains(err.Error(), "hyperv_isolation is for containerd images only, and this release bakes docker 28.3.3") {
 		t.Errorf("Hyper-V on a Docker release: %v", err)
+	}
+	docker.Isolation = plan.Isolation
+	if b, err = api.EncodeJSON(docker); err != nil {
+		t.Fatal(err)
+	}
+	err = (&Provisioner{}).Prepare(map[string]any{"release": string(b)})
+	if err == nil || !strings.Contains(err.Error(), "Hyper-V isolation is configured only with containerd") {
+		t.Errorf("a Docker release with Hyper-V isolation: %v", err)
 	}
 }
 
