@@ -27,6 +27,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
@@ -220,10 +222,26 @@ func TestAccWindowsNode(t *testing.T) {
 
 	client := adminClient(t, b, "hosttest")
 	ctx := context.Background()
+	var stopImpostor func()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
+			{Config: without}, // the cluster first
 			{
+				// Another live machine's Ready Node has the server's name: the join stops at
+				// registration, and the error ends with the server's diagnostics, fetched over SSH.
+				PreConfig: func() { stopImpostor = impostorNode(t, client(), "winsrv01") },
+				Config:    withNode,
+				ExpectError: wrapped(`(?s)Node Failed to Join.*node winsrv01 failed in phase register with code NodeNameTaken.*` +
+					`Diagnostics of winsrv01 \(nodeboot diagnose\):.*The full diagnostics bundle was saved to \S+/kubewin/diagnostics/winsrv01-\S+\.tar\.gz`),
+			},
+			{
+				// The bundle came from the server over SSH; without the impostor the tainted node is
+				// replaced and joins.
+				PreConfig: func() {
+					stopImpostor()
+					checkSavedBundle(t, "winsrv01", bundleHolds("summary.txt", "failed in phase register with code NodeNameTaken"))
+				},
 				Config: withNode,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("kubewin_windows_node.srv", tfjsonpath.New("id"), knownvalue.StringExact("winsrv01")),
@@ -335,6 +353,45 @@ func TestAccWindowsNode(t *testing.T) {
 			},
 		},
 	})
+}
+
+// impostorNode registers a Ready Node of that name and renews its Lease, as another live
+// machine's kubelet would, until the returned function deletes both.
+func impostorNode(t *testing.T, c kubernetes.Interface, name string) func() {
+	readyNode(t, c, name)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		leases := c.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+		for {
+			now := metav1.NewMicroTime(time.Now())
+			l, err := leases.Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				_, _ = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease},
+					Spec: coordinationv1.LeaseSpec{HolderIdentity: &name, LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &now}}, metav1.CreateOptions{})
+			case err == nil:
+				l.Spec.RenewTime = &now
+				_, _ = leases.Update(ctx, l, metav1.UpdateOptions{})
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		for _, err := range []error{c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}),
+			c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(context.Background(), name, metav1.DeleteOptions{})} {
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Error(err)
+			}
+		}
+	}
 }
 
 // stopServer stops the simulated server's nodeboot service, as a power cut would.
