@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,6 +72,54 @@ func waitCondition(t *testing.T, n *Node, typ corev1.NodeConditionType, status c
 		t.Fatalf("Node %s has no condition %s=%s %s: %+v\n%s", n.Name, typ, status, reason, all, output(t, n))
 	}
 	return c
+}
+
+// conditionWatch records every state of a Node's conditions the API server sends, so that a test
+// sees a condition that held only for a moment.
+type conditionWatch struct {
+	mu   sync.Mutex
+	seen []corev1.NodeCondition
+}
+
+// watchConditions watches node n from now until the test ends.
+func watchConditions(t *testing.T, n *Node) *conditionWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := admin(t).CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + n.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw := &conditionWatch{}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if node, ok := ev.Object.(*corev1.Node); ok {
+				cw.mu.Lock()
+				cw.seen = append(cw.seen, node.Status.Conditions...)
+				cw.mu.Unlock()
+			}
+		}
+	}()
+	return cw
+}
+
+// waitSeen waits until the API server has sent the condition typ with that status and reason and
+// a message holding msg.
+func (cw *conditionWatch) waitSeen(t *testing.T, typ corev1.NodeConditionType, status corev1.ConditionStatus, reason, msg string) {
+	t.Helper()
+	match := func(c corev1.NodeCondition) bool {
+		return c.Type == typ && c.Status == status && c.Reason == reason && strings.Contains(c.Message, msg)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		cw.mu.Lock()
+		defer cw.mu.Unlock()
+		return slices.ContainsFunc(cw.seen, match), nil
+	}); err != nil {
+		cw.mu.Lock()
+		defer cw.mu.Unlock()
+		t.Errorf("the API server never had %s=%s %s %q; it had: %+v", typ, status, reason, msg, cw.seen)
+	}
 }
 
 // waitRepaired waits until `nodeboot run` has counted a repair of kind more than before.
@@ -191,6 +240,7 @@ func TestDriftRepaired(t *testing.T) {
 			// condition False then True.
 			mark := fake.Mark()
 			lost := repairs(t, n, RepairNetwork)
+			cw := watchConditions(t, n)
 			if err := fake.LoseNetwork(network); err != nil {
 				t.Fatal(err)
 			}
@@ -205,11 +255,10 @@ func TestDriftRepaired(t *testing.T) {
 			if s := st.Service("kube-proxy"); s == nil || s.State != windows.Running {
 				t.Errorf("kube-proxy after the repair: %+v", s)
 			}
-			if !strings.Contains(output(t, n), "[conditions] KubewinNetworkReady=False NetworkDrift: HNS network "+network+" is missing") {
-				t.Errorf("the network condition never went False:\n%s", output(t, n))
-			}
+			// The Node said so, then that it was repaired, with the count.
+			cw.waitSeen(t, ConditionNetworkReady, corev1.ConditionFalse, "NetworkDrift", "HNS network "+network+" is missing")
 			c := waitCondition(t, n, ConditionNetworkReady, corev1.ConditionTrue, "NetworkRepaired")
-			if !strings.Contains(c.Message, "HNS network "+network+" is missing") {
+			if !strings.Contains(c.Message, "HNS network "+network+" is missing") || !strings.Contains(c.Message, "repairs since nodeboot started") {
 				t.Errorf("condition message %q", c.Message)
 			}
 			if h.LastRepair == "" || h.total() < 1 {
