@@ -24,8 +24,10 @@ When a join fails, nodeboot names the phase and one of these codes: on the conso
 ` + "`[phase] failed after …: Code: message`" + `, in ` + "`nodeboot status`" + `, in its state file, and — once the
 cluster is trusted (after discovery) — in the node's report object
 ` + "`" + nodestatus.Namespace + "/nodeboot-<node>`" + ` (key ` + "`" + nodestatus.DataKey + "`" + `), which the provider reads to fail an apply
-with node, phase and code. Failures before the cluster is trusted (preflight, discovery) are
-never sent to the cluster: the bootstrap token is not used until the CA is pinned.
+with node, phase and code, or to replace the machine (` + "`join_retries`" + `). A join that fails before it
+trusts the cluster (in preflight) discovers the cluster then, to report the failure there; a
+failure of discovery itself stays on the machine: the bootstrap token is never sent before the
+cluster's CA matches the pins.
 
 **Verified so far:** the Windows node agent (nodeboot) only on a simulated Windows machine, never on
 Windows: the codes of its Windows steps have been seen only as that machine answers.

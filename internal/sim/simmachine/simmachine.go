@@ -48,6 +48,9 @@ type Machine struct {
 	// MetadataEndpoint is the base URL of its instance metadata service (the ARM test server's
 	// IMDS for its machines); empty when it has none.
 	MetadataEndpoint string `json:"metadataEndpoint,omitempty"`
+	// PortsInUse are ports another program of the machine listens on: a fault a test gives a
+	// machine (the kubelet's 10250 fails its join's preflight with PortInUse).
+	PortsInUse []int `json:"portsInUse,omitempty"`
 }
 
 // File is where a machine's description lives, under its root.

@@ -114,6 +114,7 @@ func (n *Node) Joined() bool { return n.state.Done(n.runner.Names()...) }
 func (n *Node) Join(ctx context.Context) error {
 	defer n.flushReports()
 	if err := n.runner.Run(ctx); err != nil {
+		n.reportBeforeTrust(ctx)
 		return err
 	}
 	_, _ = fmt.Fprintf(n.Out, "[join] node %s joined the cluster at %s\n", n.Name, n.state.Data.Server)

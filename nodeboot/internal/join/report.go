@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/internal/version"
+	"github.com/kubewin/kubewin/nodeboot/internal/discovery"
 	"github.com/kubewin/kubewin/nodeboot/internal/workflow"
 )
 
@@ -104,6 +105,37 @@ func (n *Node) reportLoop(pending <-chan struct{}, flushed chan<- struct{}) {
 		lag.Stop()
 		n.writeReport()
 	}
+}
+
+// reportBeforeTrust makes a join that failed before it trusted the cluster (preflight: a port
+// in use, a corrupt payload, the wrong OS build) tell the cluster all the same, where the pool
+// waiting for the node reads it: the cluster is discovered for that alone, its CA checked against
+// the pins as the discovery phase does before the token is ever sent, and the failed report is
+// written with the bootstrap token. Without it such a failure is on the machine only, and a cloud
+// whose serial console the machine cannot write (a Windows VM on Azure: EMS holds COM1) shows
+// it nowhere until the pool's wait runs out. A cluster that cannot be discovered leaves the
+// report on the machine, as before.
+func (n *Node) reportBeforeTrust(ctx context.Context) {
+	n.mu.Lock()
+	trusted := n.bootstrapClient != nil || n.nodeClient != nil
+	n.mu.Unlock()
+	c := n.Config.Cluster
+	if trusted || c.BootstrapToken == "" || ctx.Err() != nil {
+		return
+	}
+	res, err := discovery.Discover(ctx, discovery.Options{
+		Endpoint: c.APIServerEndpoint, Token: c.BootstrapToken, CACertHashes: c.CACertHashes,
+		UnsafeSkipCAVerification: c.UnsafeSkipCAVerification, Timeout: min(n.Timeouts.Discovery, 30*time.Second), Now: n.Clock,
+	})
+	if err != nil {
+		_, _ = fmt.Fprintf(n.Out, "[report] the failure stays on this machine: the cluster cannot be discovered to report it: %v\n", err)
+		return
+	}
+	if err := n.setBootstrapClient(res.Server, res.CACert); err != nil {
+		return
+	}
+	_, _ = fmt.Fprintf(n.Out, "[report] the failure is reported to the cluster at %s\n", res.Server)
+	n.report(nil)
 }
 
 // writeReport writes the report with the best credential at hand; before the cluster is

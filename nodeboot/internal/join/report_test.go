@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -38,5 +39,35 @@ func TestReportReachesClusterWithoutFlush(t *testing.T) {
 			t.Fatalf("the report in the cluster is still %+v", r)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A join that fails before it trusts the cluster (preflight) still reports the failure there,
+// after discovering the cluster and checking its CA against the pins; with pins the cluster's CA
+// does not match, the failure stays on the machine and no token is sent.
+func TestFailureBeforeTrustReported(t *testing.T) {
+	ctx := context.Background()
+	for _, pinned := range []bool{true, false} {
+		o := nodeOpts{}
+		if !pinned {
+			o.pins = []string{"sha256:" + strings.Repeat("0", 64)}
+		}
+		n := newNode(t, o)
+		// The payload no longer matches the image manifest: preflight fails, before discovery.
+		if err := os.WriteFile(n.Platform.Path(`C:\k\kubelet.exe`), []byte("tampered"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		err := n.Join(ctx)
+		if err == nil || !strings.Contains(err.Error(), string(nodestatus.CodePayloadCorrupt)) {
+			t.Fatalf("join: %v", err)
+		}
+		r, err := nodestatus.Read(ctx, admin(t), n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reported := r != nil && r.State == nodestatus.StateFailed && r.Phase == PhasePreflight && r.Code == nodestatus.CodePayloadCorrupt
+		if reported != pinned {
+			t.Errorf("CA pinned %v: the cluster's report is %+v\n%s", pinned, r, output(t, n))
+		}
 	}
 }

@@ -58,7 +58,7 @@ type Compute interface {
 	// Destroy removes what is left of the pool at the backend once it has no machines.
 	Destroy(ctx context.Context) error
 	// Reports returns what the named machines recorded of their joins themselves, including
-	// failures before they trusted the cluster (which never reach it), by machine name;
+	// failures of discovery (which never reach the cluster), by machine name;
 	// machines the backend cannot see are missing.
 	Reports(ctx context.Context, names []string) map[string]*nodestatus.Report
 	// Log is the end of a machine's boot log, for error messages.

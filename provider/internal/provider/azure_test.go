@@ -397,6 +397,43 @@ func TestAccWindowsNodePool_azureJoinFailure(t *testing.T) {
 	})
 }
 
+// A 10-node pool one of whose machines fails its join, once, with a code that lies with the
+// machine (another program listens on the kubelet's port: PortInUse) completes in one apply: that
+// machine is replaced while the others join, and the apply ends with ten Ready nodes. The failure
+// is in preflight, before the node trusts the cluster, and the Windows machine's serial console is
+// SAC's: the pool learns of it from the report nodeboot writes after discovering the cluster.
+func TestAccWindowsNodePool_azureJoinRetried(t *testing.T) {
+	state, provider := testAccLocal(t)
+	f := newAzureFixture(t, state)
+	be := f.poolBackend()
+	var faulty atomic.Int32
+	armBooter.SetFault(func(in armtest.Instance, m *simmachine.Machine) {
+		if strings.EqualFold(in.ScaleSetID, f.scaleSetID()) && in.InstanceID == "3" {
+			m.PortsInUse = []int{10250}
+			faulty.Add(1)
+		}
+	})
+	t.Cleanup(func() { armBooter.SetFault(nil) })
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			// Within a timeout that a failure seen only at the deadline would not meet.
+			Config: poolConfigWith(provider, be, f.imageA, 10, `  timeouts = { create = "2m" }
+`),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes"), knownvalue.ListSizeExact(10)),
+				checkFunc(func() error {
+					names, _ := be.machines()
+					if faulty.Load() != 1 || len(names) != 10 || slices.Contains(names, "win000003") {
+						return fmt.Errorf("faulty machines booted: %d; instances %v: want 10, without win000003", faulty.Load(), names)
+					}
+					return nil
+				}),
+			},
+		}},
+	})
+}
+
 // ARM faults: throttling with Retry-After and server errors are retried; an operation that ends
 // Failed fails the apply with ARM's error, and the next apply repairs the pool without duplicates.
 func TestAccWindowsNodePool_azureFaults(t *testing.T) {

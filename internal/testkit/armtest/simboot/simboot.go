@@ -40,11 +40,11 @@ type Booter struct {
 	// zero). Its nodeboot service starts at once; the custom data file appears halfway through,
 	// and the final computer name (until then a temporary WIN-... name) when setup completes.
 	SetupTime time.Duration
-
-	mu     sync.Mutex
-	images map[string]string // image ID (lower case) → image directory
-	pids   map[string]int    // machine directory → nodeboot's PID
-	linux  map[string]*linuxMachine
+	mu        sync.Mutex
+	fault     func(in armtest.Instance, m *simmachine.Machine)
+	images    map[string]string // image ID (lower case) → image directory
+	pids      map[string]int    // machine directory → nodeboot's PID
+	linux     map[string]*linuxMachine
 }
 
 var _ armtest.Booter = (*Booter)(nil)
@@ -57,6 +57,14 @@ func (b *Booter) AddImage(id, dir string) {
 		b.images = map[string]string{}
 	}
 	b.images[strings.ToLower(id)] = dir
+}
+
+// SetFault has f change each Windows instance's machine before it boots (a test's faulty
+// machine), until SetFault(nil).
+func (b *Booter) SetFault(f func(in armtest.Instance, m *simmachine.Machine)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fault = f
 }
 
 func (b *Booter) machineDir(in armtest.Instance) string {
@@ -98,6 +106,12 @@ func (b *Booter) Boot(ctx context.Context, in armtest.Instance) error {
 		Root: filepath.Join(dir, "drive"), ComputerName: strings.ToLower(in.ComputerName),
 		Adapter: v1alpha1.DefaultInterfaceName, Address: in.PrivateIP, Subnet: netip.PrefixFrom(in.PrivateIP, 24).Masked(),
 		SetupCompleteAt: time.Now().Add(setup), MetadataEndpoint: in.MetadataEndpoint,
+	}
+	b.mu.Lock()
+	fault := b.fault
+	b.mu.Unlock()
+	if fault != nil {
+		fault(in, &m)
 	}
 	pid, err := simmachine.Boot(m, image, nil, b.Nodeboot, filepath.Join(dir, "nodeboot.log"))
 	if err != nil {

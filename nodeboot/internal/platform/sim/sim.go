@@ -89,7 +89,7 @@ func New(m Machine) (*Platform, error) {
 	fake, err := winfake.New(winfake.Config{
 		Root: m.Root, StateFile: filepath.Join(m.Root, filepath.FromSlash(StateFile)),
 		ComputerName: m.ComputerName, SetupCompleteAt: m.SetupCompleteAt, Build: m.Build, Adapter: m.Adapter, Address: m.Address,
-		Subnet: m.Subnet, Runtime: m.Runtime, WithoutDefender: m.WithoutDefender, Alive: alive,
+		Subnet: m.Subnet, Runtime: m.Runtime, WithoutDefender: m.WithoutDefender, PortsInUse: m.PortsInUse, Alive: alive,
 	})
 	if err != nil {
 		return nil, err

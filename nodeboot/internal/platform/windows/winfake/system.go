@@ -3,6 +3,7 @@ package winfake
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
@@ -71,5 +72,13 @@ func (s system) PipeExists(name string) bool {
 	return false
 }
 
-// PortFree: simulated machines share their host and serve no kubelet port.
-func (s system) PortFree(int) error { return nil }
+// PortFree: simulated machines share their host and serve no kubelet port, unless the machine
+// was given a program that listens on it (Config.PortsInUse). Windows then refuses the listen with
+// WSAEADDRINUSE, whose message Go's net.Listen returns (Windows Sockets error codes, 10048).
+func (s system) PortFree(port int) error {
+	if slices.Contains(s.m.cfg.PortsInUse, port) {
+		return fmt.Errorf("listen tcp :%d: bind: Only one usage of each socket address (protocol/network address/port) is normally permitted",
+			port)
+	}
+	return nil
+}

@@ -79,6 +79,8 @@ type Config struct {
 	// WithoutDefender is an image without the Windows-Defender feature: Get-WindowsFeature says
 	// it is not installed, and the Defender module's cmdlets (Add-MpPreference) do not exist.
 	WithoutDefender bool
+	// PortsInUse are ports another program of the machine listens on: a faulty machine.
+	PortsInUse []int
 	// Alive reports whether a process runs; with it, a service whose program's process (see
 	// Hosted) has ended is stopped, as the SCM notices a service process that exits.
 	Alive func(pid int) bool
