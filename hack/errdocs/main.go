@@ -27,7 +27,7 @@ cluster is trusted (after discovery) — in the node's report object
 with node, phase and code, or to replace the machine (` + "`join_retries`" + `). A join that fails before it
 trusts the cluster (in preflight) discovers the cluster then, to report the failure there; a
 failure of discovery itself stays on the machine: the bootstrap token is never sent before the
-cluster's CA matches the pins.
+cluster's CA matches the pins (unless the NodeConfig sets unsafeSkipCAVerification).
 
 **Verified so far:** the Windows node agent (nodeboot) only on a simulated Windows machine, never on
 Windows: the codes of its Windows steps have been seen only as that machine answers.

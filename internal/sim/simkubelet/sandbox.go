@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -25,8 +26,9 @@ type SandboxRuntime func(handler string) error
 // refuses it (getSandboxRuntime: "no runtime for %q is configured", wrapped "failed to get
 // sandbox runtime"). A Hyper-V sandbox needs the Hyper-V feature, which the bake installs only
 // for an image with Hyper-V isolation: without it the compute service cannot start the utility
-// VM (hcsshim::CreateComputeSystem: "The virtual machine could not be started because a
-// required feature is not installed.", moby/moby#40792).
+// VM. hcsshim names the operation "hcs::CreateComputeSystem" and the compute system before the
+// error (internal/hcs/system.go, SystemError in internal/hcs/errors.go); Windows' message is
+// moby/moby#40792's.
 func WindowsContainerd(hyperV bool) SandboxRuntime {
 	return func(handler string) error {
 		switch handler {
@@ -34,7 +36,7 @@ func WindowsContainerd(hyperV bool) SandboxRuntime {
 			return nil
 		case nodecmd.HyperVHandler:
 			if !hyperV {
-				return errors.New("hcs::CreateComputeSystem: The virtual machine could not be started because a required feature is not installed")
+				return errors.New("hcs::CreateComputeSystem sandbox: The virtual machine could not be started because a required feature is not installed")
 			}
 			return nil
 		}
@@ -65,13 +67,18 @@ func LinuxContainerd() SandboxRuntime {
 }
 
 // sandbox resolves the pod's RuntimeClass to its handler, as the kubelet does
-// (pkg/kubelet/runtimeclass LookupRuntimeHandler: no RuntimeClass is the empty handler, a
-// missing one an error), and asks the runtime for a sandbox with it.
+// (pkg/kubelet/runtimeclass LookupRuntimeHandler: no RuntimeClass is the empty handler; a
+// missing one is the API's NotFound error as it is, any other error wrapped), and asks the
+// runtime for a sandbox with it. The runtime's refusal reaches the kubelet over CRI's gRPC, as a
+// status error of code Unknown (containerd returns plain errors from RunPodSandbox).
 func (k *Kubelet) sandbox(ctx context.Context, pod *corev1.Pod) error {
 	handler := ""
 	if name := ptr.Deref(pod.Spec.RuntimeClassName, ""); name != "" {
 		rc, err := k.Client.NodeV1().RuntimeClasses().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return err
+		case err != nil:
 			return fmt.Errorf("failed to lookup RuntimeClass %s: %w", name, err)
 		}
 		handler = rc.Handler
@@ -80,7 +87,10 @@ func (k *Kubelet) sandbox(ctx context.Context, pod *corev1.Pod) error {
 	if runtime == nil {
 		runtime = WindowsContainerd(false)
 	}
-	return runtime(handler)
+	if err := runtime(handler); err != nil {
+		return fmt.Errorf("rpc error: code = Unknown desc = %w", err)
+	}
+	return nil
 }
 
 // sandboxFailed reports a pod whose sandbox the runtime refused as the kubelet does: a Warning
@@ -90,10 +100,6 @@ func (k *Kubelet) sandbox(ctx context.Context, pod *corev1.Pod) error {
 func (k *Kubelet) sandboxFailed(ctx context.Context, pod *corev1.Pod, cause error) {
 	k.mu.Lock()
 	reported := k.refused[pod.UID] == cause.Error()
-	if k.refused == nil {
-		k.refused = map[types.UID]string{}
-	}
-	k.refused[pod.UID] = cause.Error()
 	k.mu.Unlock()
 	if reported {
 		return
@@ -101,16 +107,6 @@ func (k *Kubelet) sandboxFailed(ctx context.Context, pod *corev1.Pod, cause erro
 	now := metav1.Now()
 	msg := fmt.Sprintf("Failed to create pod sandbox: %v", cause)
 	_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] pod %s/%s: %s\n", pod.Namespace, pod.Name, msg)
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: pod.Namespace},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-			ResourceVersion: pod.ResourceVersion},
-		Reason: "FailedCreatePodSandBox", Message: msg, Type: corev1.EventTypeWarning, Count: 1, FirstTimestamp: now, LastTimestamp: now,
-		Source: corev1.EventSource{Component: "kubelet", Host: k.Node.Name}, ReportingController: "kubelet", ReportingInstance: k.Node.Name,
-	}
-	if _, err := k.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
-		_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] event of pod %s/%s: %v\n", pod.Namespace, pod.Name, err)
-	}
 	p := pod.DeepCopy()
 	p.Status.Phase = corev1.PodPending
 	p.Status.HostIP = k.NodeIP.String()
@@ -127,7 +123,30 @@ func (k *Kubelet) sandboxFailed(ctx context.Context, pod *corev1.Pod, cause erro
 		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}})
 	}
-	if _, err := k.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
-		_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] pod %s/%s status: %v\n", pod.Namespace, pod.Name, err)
+	if _, err := k.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		// A conflict or a deleted pod is synced again: the refusal is reported then, or never.
+		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+			_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] pod %s/%s status: %v\n", pod.Namespace, pod.Name, err)
+		}
+		return
 	}
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: pod.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion},
+		Reason: "FailedCreatePodSandBox", Message: msg, Type: corev1.EventTypeWarning, Count: 1, FirstTimestamp: now, LastTimestamp: now,
+		Source: corev1.EventSource{Component: "kubelet", Host: k.Node.Name}, ReportingController: "kubelet", ReportingInstance: k.Node.Name,
+	}
+	if _, err := k.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		if ctx.Err() == nil {
+			_, _ = fmt.Fprintf(k.Out, "[simulated-kubelet] event of pod %s/%s: %v\n", pod.Namespace, pod.Name, err)
+		}
+		return
+	}
+	k.mu.Lock()
+	if k.refused == nil {
+		k.refused = map[types.UID]string{}
+	}
+	k.refused[pod.UID] = cause.Error()
+	k.mu.Unlock()
 }

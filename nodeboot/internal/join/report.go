@@ -1,11 +1,15 @@
 package join
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/internal/version"
@@ -113,19 +117,21 @@ func (n *Node) reportLoop(pending <-chan struct{}, flushed chan<- struct{}) {
 // the pins as the discovery phase does before the token is ever sent, and the failed report is
 // written with the bootstrap token. Without it such a failure is on the machine only, and a cloud
 // whose serial console the machine cannot write (a Windows VM on Azure: EMS holds COM1) shows
-// it nowhere until the pool's wait runs out. A cluster that cannot be discovered leaves the
-// report on the machine, as before.
+// it nowhere until the pool's wait runs out. A failed discovery is not tried again, and a cluster
+// that cannot be discovered leaves the report on the machine, as before.
 func (n *Node) reportBeforeTrust(ctx context.Context) {
 	n.mu.Lock()
 	trusted := n.bootstrapClient != nil || n.nodeClient != nil
+	failed := n.Report()
 	n.mu.Unlock()
 	c := n.Config.Cluster
-	if trusted || c.BootstrapToken == "" || ctx.Err() != nil {
+	if trusted || c.BootstrapToken == "" || failed.State != nodestatus.StateFailed || failed.Phase == PhaseDiscovery || ctx.Err() != nil {
 		return
 	}
 	res, err := discovery.Discover(ctx, discovery.Options{
 		Endpoint: c.APIServerEndpoint, Token: c.BootstrapToken, CACertHashes: c.CACertHashes,
-		UnsafeSkipCAVerification: c.UnsafeSkipCAVerification, Timeout: min(n.Timeouts.Discovery, 30*time.Second), Now: n.Clock,
+		UnsafeSkipCAVerification: c.UnsafeSkipCAVerification, Timeout: min(cmp.Or(n.Timeouts.Discovery, DefaultTimeouts.Discovery), 30*time.Second),
+		Now: n.Clock,
 	})
 	if err != nil {
 		_, _ = fmt.Fprintf(n.Out, "[report] the failure stays on this machine: the cluster cannot be discovered to report it: %v\n", err)
@@ -134,9 +140,36 @@ func (n *Node) reportBeforeTrust(ctx context.Context) {
 	if err := n.setBootstrapClient(res.Server, res.CACert); err != nil {
 		return
 	}
+	n.mu.Lock()
+	client := n.bootstrapClient
+	n.mu.Unlock()
+	// The pool makes the report object, and grants the token its access, once the cloud has
+	// answered its scale-out, which may be after a machine that failed at once got here: the write
+	// is tried until both exist.
+	told := false
+	err = wait.ExponentialBackoffWithContext(ctx, reportBackoff, func(ctx context.Context) (bool, error) {
+		err := nodestatus.Write(ctx, client, failed)
+		if errors.Is(err, nodestatus.ErrNotPrepared) || apierrors.IsForbidden(err) {
+			if !told {
+				told = true
+				_, _ = fmt.Fprintf(n.Out, "[report] waiting up to 3 minutes for the report object %s/%s, which the node pool makes: %v\n",
+					nodestatus.Namespace, nodestatus.ObjectName(n.Name), err)
+			}
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		_, _ = fmt.Fprintf(n.Out, "[report] the failure stays on this machine: %v\n", err)
+		return
+	}
 	_, _ = fmt.Fprintf(n.Out, "[report] the failure is reported to the cluster at %s\n", res.Server)
-	n.report(nil)
 }
+
+// reportBackoff spans about three minutes: the time a cloud's scale-out may still take to answer
+// once its first machines run. A node joined by hand has no report object: its failure stays on
+// the machine after that wait.
+var reportBackoff = wait.Backoff{Duration: time.Second, Factor: 1.5, Cap: 30 * time.Second, Steps: 13}
 
 // writeReport writes the report with the best credential at hand; before the cluster is
 // trusted there is none, and the state file and consoles are the only record.

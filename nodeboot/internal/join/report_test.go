@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/nodestatus"
 )
 
@@ -43,31 +44,49 @@ func TestReportReachesClusterWithoutFlush(t *testing.T) {
 }
 
 // A join that fails before it trusts the cluster (preflight) still reports the failure there,
-// after discovering the cluster and checking its CA against the pins; with pins the cluster's CA
-// does not match, the failure stays on the machine and no token is sent.
+// after discovering the cluster and checking its CA against the pins, even when the report object
+// appears only after the failure (the pool makes it once the cloud has answered its scale-out);
+// with pins the cluster's CA does not match, the failure stays on the machine and no token is
+// sent.
 func TestFailureBeforeTrustReported(t *testing.T) {
 	ctx := context.Background()
-	for _, pinned := range []bool{true, false} {
-		o := nodeOpts{}
-		if !pinned {
-			o.pins = []string{"sha256:" + strings.Repeat("0", 64)}
-		}
-		n := newNode(t, o)
-		// The payload no longer matches the image manifest: preflight fails, before discovery.
-		if err := os.WriteFile(n.Platform.Path(`C:\k\kubelet.exe`), []byte("tampered"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		err := n.Join(ctx)
-		if err == nil || !strings.Contains(err.Error(), string(nodestatus.CodePayloadCorrupt)) {
-			t.Fatalf("join: %v", err)
-		}
-		r, err := nodestatus.Read(ctx, admin(t), n.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reported := r != nil && r.State == nodestatus.StateFailed && r.Phase == PhasePreflight && r.Code == nodestatus.CodePayloadCorrupt
-		if reported != pinned {
-			t.Errorf("CA pinned %v: the cluster's report is %+v\n%s", pinned, r, output(t, n))
-		}
+	for _, tc := range []struct {
+		name         string
+		pinned, late bool
+	}{{"pinned", true, false}, {"object made late", true, true}, {"wrong pins", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := nodeOpts{pool: "before-trust-" + strings.ReplaceAll(tc.name, " ", "-")}
+			if !tc.pinned {
+				o.pins = []string{"sha256:" + strings.Repeat("0", 64)}
+			}
+			n := newNode(t, o)
+			// The payload no longer matches the image manifest: preflight fails, before discovery.
+			if err := os.WriteFile(n.Platform.Path(`C:\k\kubelet.exe`), []byte("tampered"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tc.late {
+				if err := nodeaccess.Cleanup(ctx, admin(t), o.pool); err != nil {
+					t.Fatal(err)
+				}
+				go func() {
+					time.Sleep(2 * time.Second)
+					if err := nodeaccess.Prepare(ctx, admin(t), o.pool, []string{n.Name}); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			err := n.Join(ctx)
+			if err == nil || !strings.Contains(err.Error(), string(nodestatus.CodePayloadCorrupt)) {
+				t.Fatalf("join: %v", err)
+			}
+			r, err := nodestatus.Read(ctx, admin(t), n.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reported := r != nil && r.State == nodestatus.StateFailed && r.Phase == PhasePreflight && r.Code == nodestatus.CodePayloadCorrupt
+			if reported != tc.pinned {
+				t.Errorf("the cluster's report is %+v\n%s", r, output(t, n))
+			}
+		})
 	}
 }

@@ -366,9 +366,10 @@ func TestAccPodRoute_azureImport(t *testing.T) {
 	})
 }
 
-// A node that fails before it trusts the cluster fails the apply naming node, phase and code:
-// its serial console is SAC's (the ARM test server's rule for Windows), so the pool reads them
-// at the create timeout with a run command of nodeboot diagnose, whose summary ends the error.
+// A node that fails before it trusts the cluster fails the apply naming node, phase and code: it
+// reports the failure to the cluster once it has discovered it, and as its serial console is
+// SAC's (the ARM test server's rule for Windows), the pool runs nodeboot diagnose on it by run
+// command, whose summary ends the error.
 func TestAccWindowsNodePool_azureJoinFailure(t *testing.T) {
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
@@ -418,12 +419,15 @@ func TestAccWindowsNodePool_azureJoinRetried(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			// Within a timeout that a failure seen only at the deadline would not meet.
-			Config: poolConfigWith(provider, be, f.imageA, 10, `  timeouts = { create = "2m" }
+			Config: poolConfigWith(provider, be, f.imageA, 10, `  timeouts = { create = "3m" }
 `),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("nodes"), knownvalue.ListSizeExact(10)),
 				checkFunc(func() error {
-					names, _ := be.machines()
+					names, err := be.machines()
+					if err != nil {
+						return err
+					}
 					if faulty.Load() != 1 || len(names) != 10 || slices.Contains(names, "win000003") {
 						return fmt.Errorf("faulty machines booted: %d; instances %v: want 10, without win000003", faulty.Load(), names)
 					}

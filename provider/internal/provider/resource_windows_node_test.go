@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -359,6 +360,7 @@ func TestAccWindowsNode(t *testing.T) {
 // machine's kubelet would, until the returned function deletes both.
 func impostorNode(t *testing.T, c kubernetes.Interface, name string) func() {
 	readyNode(t, c, name)
+	var once sync.Once
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -382,16 +384,20 @@ func impostorNode(t *testing.T, c kubernetes.Interface, name string) func() {
 			}
 		}
 	}()
-	return func() {
-		cancel()
-		<-done
-		for _, err := range []error{c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}),
-			c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(context.Background(), name, metav1.DeleteOptions{})} {
-			if err != nil && !apierrors.IsNotFound(err) {
-				t.Error(err)
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			for _, err := range []error{c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}),
+				c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(context.Background(), name, metav1.DeleteOptions{})} {
+				if err != nil && !apierrors.IsNotFound(err) {
+					t.Error(err)
+				}
 			}
-		}
+		})
 	}
+	t.Cleanup(stop) // when the test ends before its step stops it
+	return stop
 }
 
 // stopServer stops the simulated server's nodeboot service, as a power cut would.

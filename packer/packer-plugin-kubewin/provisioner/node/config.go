@@ -127,6 +127,15 @@ func (c *Config) prepare() error {
 			add("release is not a kubewin bake plan (the manifest of a kubewin-release data source): %w", err)
 		}
 		c.plan = m
+		if m != nil {
+			for i, w := range m.WorkloadImages {
+				if w.Archive == "" {
+					add("release: workloadImages[%d] (%s) has no archive: this is an installed image's manifest, whose images are in its "+
+						"runtime's store already; give the manifest of a kubewin-release data source, and the workload images in images", i,
+						w.Reference)
+				}
+			}
+		}
 		if m != nil && c.HyperVIsolation {
 			if m.Runtime.Name != v1alpha1.RuntimeContainerd {
 				add("hyperv_isolation is for containerd images only, and this release bakes %s %s: Hyper-V isolation here is containerd's "+

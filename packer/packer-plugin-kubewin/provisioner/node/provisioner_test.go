@@ -454,3 +454,20 @@ func TestPrepareImages(t *testing.T) {
 		t.Errorf("the registry password is not filtered from the logs: %q", got)
 	}
 }
+
+// An installed image's manifest, whose workload images' archives the bake deleted, is not a plan:
+// it is refused when the provisioner is prepared, not on the guest after the uploads.
+func TestPrepareRefusesInstalledManifest(t *testing.T) {
+	plan, _ := testPlan(t)
+	plan.WorkloadImages = []v1alpha1.WorkloadImage{{Reference: "example.com/app:1", Digest: "sha256:" + strings.Repeat("a", 64),
+		OSVersion: plan.WindowsBuild.OSVersion() + ".1", Size: 10}}
+	doc, err := api.EncodeJSON(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Provisioner
+	err = p.Prepare(map[string]any{"release": string(doc)})
+	if err == nil || !strings.Contains(err.Error(), "release: workloadImages[0] (example.com/app:1) has no archive") {
+		t.Errorf("prepare: %v", err)
+	}
+}
