@@ -40,8 +40,13 @@ func WindowsContainerd(hyperV bool) SandboxRuntime {
 			}
 			return nil
 		}
-		return fmt.Errorf("failed to get sandbox runtime: no runtime for %q is configured", handler)
+		return noRuntime(handler)
 	}
+}
+
+// noRuntime is containerd's refusal of a handler it has no runtime for.
+func noRuntime(handler string) error {
+	return fmt.Errorf("failed to get sandbox runtime: no runtime for %q is configured", handler)
 }
 
 // WindowsDocker is Docker Engine behind cri-dockerd, which takes no runtime handler but its own
@@ -60,7 +65,7 @@ func WindowsDocker() SandboxRuntime {
 func LinuxContainerd() SandboxRuntime {
 	return func(handler string) error {
 		if handler != "" && handler != "runc" {
-			return fmt.Errorf("failed to get sandbox runtime: no runtime for %q is configured", handler)
+			return noRuntime(handler)
 		}
 		return nil
 	}

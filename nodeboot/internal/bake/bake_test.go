@@ -364,6 +364,27 @@ func archive(t *testing.T, reg *ociregistry.Registry, ref, digest string) []byte
 	return buf.Bytes()
 }
 
+// bakeWorkloads bakes a containerd machine from a plan with the pause image and the workload
+// images, whose archives are served with the payload, and returns the machine, the payload and
+// the bake's output.
+func bakeWorkloads(t *testing.T, reg *ociregistry.Registry, pause v1alpha1.PauseImage, images []v1alpha1.WorkloadImage,
+	isolation ...v1alpha1.Isolation) (*sim.Platform, map[string][]byte, *bytes.Buffer) {
+	t.Helper()
+	files := payload()
+	for _, w := range images {
+		files[w.Archive] = archive(t, reg, w.Reference, w.Digest)
+	}
+	p := plan(newServer(t, files).URL, files)
+	p.PauseImage, p.WorkloadImages, p.Isolation = pause, images, isolation
+	m := machine(t, v1alpha1.RuntimeContainerd)
+	var out bytes.Buffer
+	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
+		PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out}); err != nil {
+		t.Fatalf("bake: %v\n%s", err, out.String())
+	}
+	return m, files, &out
+}
+
 // Workload images the manifest lists are imported into the runtime's image store with the pause
 // image, and the bake says what they cost. One of another Windows build than the machine's is
 // refused, as the runtime refuses it, naming the image.
@@ -372,24 +393,11 @@ func TestBakeImportsWorkloadImages(t *testing.T) {
 	pause, pauseDigests := reg.PushPause(t, "pause:3.10.2", 26100)
 	app, appDigests := reg.PushWindowsImage(t, "app:1", 64<<10, "10.0.17763.6532", "10.0.20348.2849", "10.0.26100.2314")
 	web, webDigests := reg.PushWindowsImage(t, "web:2", 32<<10, "10.0.26100.2314")
-	files := payload()
 	images := []v1alpha1.WorkloadImage{
 		{Reference: app, Digest: appDigests["10.0.26100.2314"], OSVersion: "10.0.26100.2314", Size: 130_000, Archive: "ProgramData/kubewin/images/app.tar"},
 		{Reference: web, Digest: webDigests["10.0.26100.2314"], OSVersion: "10.0.26100.2314", Size: 66_000, Archive: "ProgramData/kubewin/images/web.tar"},
 	}
-	for _, w := range images {
-		files[w.Archive] = archive(t, reg, w.Reference, w.Digest)
-	}
-	srv := newServer(t, files)
-	p := plan(srv.URL, files)
-	p.PauseImage = v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}
-	p.WorkloadImages = images
-	m := machine(t, v1alpha1.RuntimeContainerd)
-	var out bytes.Buffer
-	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
-		PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out}); err != nil {
-		t.Fatalf("bake: %v\n%s", err, out.String())
-	}
+	m, files, out := bakeWorkloads(t, reg, v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}, images)
 	want := []string{`containerd:C:\ProgramData\kubewin\images\pause.tar`, `containerd:C:\ProgramData\kubewin\images\app.tar`,
 		`containerd:C:\ProgramData\kubewin\images\web.tar`}
 	if got := state(t, m).Images; !slices.Equal(got, want) {
@@ -432,8 +440,8 @@ func TestBakeImportsWorkloadImages(t *testing.T) {
 
 	// The 2022 variant of app on a 2025 machine.
 	files[images[0].Archive] = archive(t, reg, app, appDigests["10.0.20348.2849"])
-	srv = newServer(t, files)
-	p = plan(srv.URL, files)
+	srv := newServer(t, files)
+	p := plan(srv.URL, files)
 	p.PauseImage = v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}
 	p.WorkloadImages = images
 	p.WorkloadImages[0].Digest = appDigests["10.0.20348.2849"]
@@ -441,7 +449,7 @@ func TestBakeImportsWorkloadImages(t *testing.T) {
 	p.WorkloadImages[0].OSVersion = "10.0.20348.2849"
 	before := srv.sent.Load()
 	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(),
-		Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
+		Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: out})
 	if err == nil || !strings.Contains(err.Error(), `workloadImages[0].osVersion: Invalid value: "10.0.20348.2849"`) ||
 		!strings.Contains(err.Error(), "HCS_E_IMAGE_MISMATCH") {
 		t.Errorf("a manifest with a 2022 image for a 2025 machine: %v", err)
@@ -458,7 +466,7 @@ func TestBakeImportsWorkloadImages(t *testing.T) {
 	p.WorkloadImages = images
 	p.WorkloadImages[0].Digest, p.WorkloadImages[0].OSVersion = appDigests["10.0.17763.6532"], "10.0.26100.2314"
 	_, err = Bake(context.Background(), Options{Machine: machine(t, v1alpha1.RuntimeContainerd), Paths: nodecmd.DefaultPaths(),
-		Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out})
+		Manifest: encode(t, p), PullPause: "ProgramData/kubewin/images/pause.tar", Out: out})
 	if err == nil || !strings.Contains(err.Error(), "workload image "+app+": ") ||
 		!strings.Contains(err.Error(), "the container operating system does not match the host operating system") {
 		t.Errorf("a 2019 image was imported on a 2025 machine: %v", err)
@@ -472,27 +480,14 @@ func TestBakeImportsDownLevelImagesForHyperV(t *testing.T) {
 	reg := ociregistry.Serve(t)
 	pause, pauseDigests := reg.PushPause(t, "pause:3.10.2", 26100)
 	app, appDigests := reg.PushWindowsImage(t, "app:1", 32<<10, "10.0.17763.6532", "10.0.20348.2849", "10.0.26100.2314")
-	files := payload()
 	images := []v1alpha1.WorkloadImage{
 		{Reference: app, Digest: appDigests["10.0.17763.6532"], OSVersion: "10.0.17763.6532", Size: 66_000,
 			Archive: "ProgramData/kubewin/images/app19.tar"},
 		{Reference: app, Digest: appDigests["10.0.20348.2849"], OSVersion: "10.0.20348.2849", Size: 66_000,
 			Archive: "ProgramData/kubewin/images/app22.tar"},
 	}
-	for _, w := range images {
-		files[w.Archive] = archive(t, reg, w.Reference, w.Digest)
-	}
-	srv := newServer(t, files)
-	p := plan(srv.URL, files)
-	p.PauseImage = v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}
-	p.WorkloadImages = images
-	p.Isolation = []v1alpha1.Isolation{v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV}
-	m := machine(t, v1alpha1.RuntimeContainerd)
-	var out bytes.Buffer
-	if _, err := Bake(context.Background(), Options{Machine: m, Paths: nodecmd.DefaultPaths(), Manifest: encode(t, p),
-		PullPause: "ProgramData/kubewin/images/pause.tar", Out: &out}); err != nil {
-		t.Fatalf("bake: %v\n%s", err, out.String())
-	}
+	m, _, out := bakeWorkloads(t, reg, v1alpha1.PauseImage{Reference: pause, Digest: pauseDigests[26100]}, images,
+		v1alpha1.IsolationProcess, v1alpha1.IsolationHyperV)
 	for _, w := range images {
 		if line := "[bake] workload image " + app + " (" + w.Digest + ", os.version " + w.OSVersion; !strings.Contains(out.String(), line) ||
 			!strings.Contains(out.String(), "(Hyper-V isolation only: its build is older than the host's 26100") {

@@ -22,14 +22,15 @@ type discoveryData interface {
 	setBootstrapClient(server string, ca []byte) error
 }
 
+// discoveryOptions finds cluster c within timeout, trusting it as its NodeConfig says.
+func discoveryOptions(c v1alpha1.Cluster, timeout time.Duration, now func() time.Time) discovery.Options {
+	return discovery.Options{Endpoint: c.APIServerEndpoint, Token: c.BootstrapToken, CACertHashes: c.CACertHashes,
+		UnsafeSkipCAVerification: c.UnsafeSkipCAVerification, Timeout: timeout, Now: now}
+}
+
 // runDiscovery finds the cluster, pins its CA and keeps the server it trusted.
 func runDiscovery(ctx context.Context, d discoveryData) error {
-	c := d.config().Cluster
-	res, err := discovery.Discover(ctx, discovery.Options{
-		Endpoint: c.APIServerEndpoint, Token: c.BootstrapToken,
-		CACertHashes: c.CACertHashes, UnsafeSkipCAVerification: c.UnsafeSkipCAVerification,
-		Timeout: d.timeouts().Discovery, Now: d.clock(),
-	})
+	res, err := discovery.Discover(ctx, discoveryOptions(d.config().Cluster, d.timeouts().Discovery, d.clock()))
 	if err != nil {
 		return err
 	}

@@ -128,11 +128,7 @@ func (n *Node) reportBeforeTrust(ctx context.Context) {
 	if trusted || c.BootstrapToken == "" || failed.State != nodestatus.StateFailed || failed.Phase == PhaseDiscovery || ctx.Err() != nil {
 		return
 	}
-	res, err := discovery.Discover(ctx, discovery.Options{
-		Endpoint: c.APIServerEndpoint, Token: c.BootstrapToken, CACertHashes: c.CACertHashes,
-		UnsafeSkipCAVerification: c.UnsafeSkipCAVerification, Timeout: min(cmp.Or(n.Timeouts.Discovery, DefaultTimeouts.Discovery), 30*time.Second),
-		Now: n.Clock,
-	})
+	res, err := discovery.Discover(ctx, discoveryOptions(c, min(cmp.Or(n.Timeouts.Discovery, DefaultTimeouts.Discovery), 30*time.Second), n.Clock))
 	if err != nil {
 		_, _ = fmt.Fprintf(n.Out, "[report] the failure stays on this machine: the cluster cannot be discovered to report it: %v\n", err)
 		return

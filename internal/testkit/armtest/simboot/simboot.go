@@ -40,11 +40,12 @@ type Booter struct {
 	// zero). Its nodeboot service starts at once; the custom data file appears halfway through,
 	// and the final computer name (until then a temporary WIN-... name) when setup completes.
 	SetupTime time.Duration
-	mu        sync.Mutex
-	fault     func(in armtest.Instance, m *simmachine.Machine)
-	images    map[string]string // image ID (lower case) → image directory
-	pids      map[string]int    // machine directory → nodeboot's PID
-	linux     map[string]*linuxMachine
+
+	mu     sync.Mutex
+	fault  func(in armtest.Instance, m *simmachine.Machine)
+	images map[string]string // image ID (lower case) → image directory
+	pids   map[string]int    // machine directory → nodeboot's PID
+	linux  map[string]*linuxMachine
 }
 
 var _ armtest.Booter = (*Booter)(nil)

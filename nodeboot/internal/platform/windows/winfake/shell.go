@@ -236,8 +236,8 @@ func (m *Machine) importImage(st *State, runtime v1alpha1.RuntimeName, archive, 
 // unpacks reports whether the runtime unpacks an image of Windows build image for the platform
 // of build platform (importImage).
 func unpacks(runtime v1alpha1.RuntimeName, platform, image v1alpha1.WindowsBuild) bool {
-	if runtime != v1alpha1.RuntimeContainerd || platform < 20348 {
+	if runtime != v1alpha1.RuntimeContainerd || platform < v1alpha1.WindowsServer2022 {
 		return image == platform
 	}
-	return image >= 20348 && image <= platform
+	return image >= v1alpha1.WindowsServer2022 && image <= platform
 }
