@@ -19,10 +19,11 @@ import (
 // DefaultCheckInterval is how often `nodeboot run` checks the node for drift. HNS has no change
 // notification nodeboot can subscribe to (hcsshim's hcn package, the HNS v2 API, has calls and
 // no events), so nodeboot polls, cheaply: a check is an HNS query by name for each network
-// and the l2bridge host endpoint, the host's interface list, an SCM query per node service, one
-// DNS query, and on host-gateway one Get-NetRoute (PowerShell; Windows could notify route
-// changes through NotifyRouteChange2, but a lost route comes with a lost network or a reboot,
-// and one poll for everything keeps one path, the same on the simulated machine). 30 s bounds
+// and the l2bridge host endpoint, the host's interface list and IPv4 forwarding table (the
+// routes to the metadata endpoints), an SCM query per node service, one DNS query, and on
+// host-gateway one Get-NetRoute for the peers' routes (PowerShell: it tells the stores apart).
+// Windows could notify route changes through NotifyRouteChange2, but one poll for everything
+// keeps one path, the same on the simulated machine. 30 s bounds
 // how long a network lost to an HNS restart stays broken, at a third of the rate of the
 // kubelet's own node status loop (nodeStatusUpdateFrequency, 10 s).
 const DefaultCheckInterval = 30 * time.Second
@@ -331,6 +332,9 @@ func (k *keeper) probeDNS(ctx context.Context) {
 	addrs, err := k.n.Platform.LookupHost(pctx, server, name)
 	switch {
 	case ctx.Err() != nil:
+	case errors.Is(err, platform.ErrPodNetworkSimulated):
+		k.conds.set(ConditionDNSReady, corev1.ConditionUnknown, "PodNetworkSimulated",
+			fmt.Sprintf("not probed: %v (a real node asks %s for %s)", platform.ErrPodNetworkSimulated, server, name))
 	case err == nil && len(addrs) == 0:
 		err = errors.New("no address")
 		fallthrough

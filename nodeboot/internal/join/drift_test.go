@@ -204,7 +204,8 @@ func waitMachine(t *testing.T, n *Node, what string, cond func(winfake.State) bo
 
 // `nodeboot run` repairs what a reboot, an HNS restart or a Windows update takes from a running
 // node, on l2bridge, host-gateway and overlay: the HNS pod network (made again with the boot's
-// steps, kube-proxy restarted around it), the l2bridge host endpoint, a host-gateway route, the
+// steps, kube-proxy restarted around it), the l2bridge host endpoint, the routes to the metadata
+// endpoints, a host-gateway route, the
 // overlay's remote subnets, and a killed kube-proxy. Each repair is counted, and the node's
 // conditions on the real API server go False while the network is broken and True again, with
 // the kubelet's own conditions kept beside them; a broken cluster DNS sets KubewinDNSReady False
@@ -277,6 +278,17 @@ func TestDriftRepaired(t *testing.T) {
 				waitRepaired(t, n, RepairHost, lost)
 				assertNetworkReady(t, n, windowsState(t, n))
 			}
+			// Another program's network takes the routes to the metadata endpoints and leaves
+			// this node's network as it was (hcsshim issue 299): they are put back.
+			lost = repairs(t, n, RepairHost)
+			imds := netip.MustParsePrefix("169.254.169.254/32")
+			if err := fake.LoseRoute(imds); err != nil {
+				t.Fatal(err)
+			}
+			waitRepaired(t, n, RepairHost, lost)
+			waitMachine(t, n, "the route to the instance metadata service is back", func(st winfake.State) bool {
+				return slices.ContainsFunc(st.Routes, func(r winfake.Route) bool { return r.Destination == imds && r.Store == windows.ActiveStore })
+			})
 			switch mode {
 			case v1alpha1.NetworkModeHostGateway:
 				lost = repairs(t, n, RepairRoutes)

@@ -8,6 +8,7 @@
 package platform
 
 import (
+	"errors"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,7 +57,8 @@ type Platform interface {
 	// Address returns the address and subnet of the named host adapter.
 	Address(adapter string) (netip.Addr, netip.Prefix, error)
 	// LookupHost resolves host by asking only the DNS server at server, as a pod whose
-	// resolv.conf names the cluster DNS service does.
+	// resolv.conf names the cluster DNS service does. A machine whose pod network is simulated
+	// returns ErrPodNetworkSimulated.
 	LookupHost(ctx context.Context, server netip.AddrPort, host string) ([]netip.Addr, error)
 
 	Network() Network
@@ -64,6 +66,10 @@ type Platform interface {
 	Routes() Routes
 	Diagnostics() Diagnostics
 }
+
+// ErrPodNetworkSimulated is what a simulated machine's LookupHost returns: its pod network is
+// simulated, and no cluster DNS answers on it, so what a real node's query would find is unknown.
+var ErrPodNetworkSimulated = errors.New("the machine's pod network is simulated and reaches no cluster DNS")
 
 // ImageStateComplete is the ImageState of a Windows whose setup has finished: "The specialize
 // and oobeSystem configuration passes are complete". Until then setup may still rename the

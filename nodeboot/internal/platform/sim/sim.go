@@ -66,14 +66,14 @@ func (p *Platform) SetDNS(r Resolver) {
 	p.dns = r
 }
 
-// LookupHost asks the DNS SetDNS gave. Without one the simulated machine reaches no DNS server:
-// its pods' network is simulated, and so is the cluster DNS service, which no one runs for it.
+// LookupHost asks the DNS SetDNS gave. Without one it returns platform.ErrPodNetworkSimulated:
+// the pods' network is simulated, and no one runs the cluster DNS service on it.
 func (p *Platform) LookupHost(ctx context.Context, server netip.AddrPort, host string) ([]netip.Addr, error) {
 	p.mu.Lock()
 	r := p.dns
 	p.mu.Unlock()
 	if r == nil {
-		return nil, fmt.Errorf("lookup %s on %s: the simulated machine reaches no DNS server", host, server)
+		return nil, fmt.Errorf("lookup %s on %s: %w", host, server, platform.ErrPodNetworkSimulated)
 	}
 	return r(ctx, server, host)
 }

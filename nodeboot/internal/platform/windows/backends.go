@@ -176,6 +176,13 @@ type Interface struct {
 	Addrs []netip.Prefix `json:"addrs"` // IPv4 addresses with their prefix length
 }
 
+// ActiveRoute is an IPv4 route in effect: a row of the IP forwarding table (MIB_IPFORWARD_ROW2).
+type ActiveRoute struct {
+	Destination    netip.Prefix `json:"destination"`
+	NextHop        netip.Addr   `json:"nextHop"` // 0.0.0.0: on-link
+	InterfaceIndex int          `json:"interfaceIndex"`
+}
+
 // System answers questions about the machine.
 type System interface {
 	ComputerName() (string, error)
@@ -186,6 +193,9 @@ type System interface {
 	// Memory is the physical memory in bytes.
 	Memory() (uint64, error)
 	Interfaces() ([]Interface, error)
+	// IPv4Routes lists the IPv4 routes in effect (the active store; GetIpForwardTable2), without
+	// PowerShell, so that the drift check can read them often.
+	IPv4Routes() ([]ActiveRoute, error)
 	// PipeExists reports whether a named pipe (\\.\pipe\name) exists.
 	PipeExists(name string) bool
 	// PortFree returns an error when a TCP port is taken.

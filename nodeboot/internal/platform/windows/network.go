@@ -84,9 +84,21 @@ func (n network) Ensure(ctx context.Context, spec platform.NetworkSpec) (platfor
 
 // Check finds what Ensure would repair, with queries only: the bootstrap and pod networks by
 // name (one HNS query each; on overlay, the pod network's HostRoute policy), on l2bridge the
-// host endpoint by name and the host interface list for its vNIC. It reads neither routes nor firewall (PowerShell): the metadata routes
-// are restored with the rest when Ensure repairs.
+// host endpoint by name and the host interface list for its vNIC, and the routes to the
+// metadata endpoints in the forwarding table, which another network's creation removes without
+// touching this node's (hcsshim issue 299: Docker's nat network, another CNI). It reads no
+// firewall (PowerShell).
 func (n network) Check(_ context.Context, spec platform.NetworkSpec) (platform.Drift, error) {
+	d, err := n.checkNetworks(spec)
+	if err != nil || d.Network != "" {
+		return d, err
+	}
+	missing, err := n.p.missingMetadataRoutes([]string{managementAdapter(spec.Adapter), spec.Adapter})
+	d.Host = append(d.Host, missing...)
+	return d, err
+}
+
+func (n network) checkNetworks(spec platform.NetworkSpec) (platform.Drift, error) {
 	hns := n.p.b.HNS
 	var d platform.Drift
 	existing, err := hns.NetworkByName(spec.Bootstrap.Name)
@@ -524,6 +536,33 @@ func (p *Platform) ensureHostEndpoint(ctx context.Context, pod *hcnjson.HostComp
 		return fmt.Errorf("enable forwarding: %w", err)
 	}
 	return nil
+}
+
+// missingMetadataRoutes lists the routes to the metadata endpoints that ensureMetadataRoutes
+// would add: on each of the adapters that exists and holds an address (a vSwitch's physical
+// adapter holds none, and New-NetRoute fails on it), a route to each endpoint through it.
+func (p *Platform) missingMetadataRoutes(adapters []string) ([]string, error) {
+	ifs, err := p.b.System.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := p.b.System.IPv4Routes()
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, name := range adapters {
+		i := slices.IndexFunc(ifs, func(ifc Interface) bool { return ifc.Name == name })
+		if i < 0 || len(ifs[i].Addrs) == 0 {
+			continue
+		}
+		for _, dst := range metadataEndpoints {
+			if !slices.ContainsFunc(rs, func(r ActiveRoute) bool { return r.Destination == dst && r.InterfaceIndex == ifs[i].Index }) {
+				missing = append(missing, fmt.Sprintf("no route to %s on %s (a metadata endpoint)", dst, name))
+			}
+		}
+	}
+	return missing, nil
 }
 
 func (p *Platform) ensureMetadataRoutes(ctx context.Context, adapters []string) error {

@@ -76,6 +76,30 @@ func (system) Interfaces() ([]Interface, error) {
 	return out, nil
 }
 
+// IPv4Routes reads the IPv4 forwarding table with GetIpForwardTable2
+// (https://learn.microsoft.com/en-us/windows/win32/api/netioapi/nf-netioapi-getipforwardtable2),
+// which the caller frees with FreeMibTable. An IPv4 SOCKADDR_INET is a sockaddr_in.
+func (system) IPv4Routes() ([]ActiveRoute, error) {
+	var t *windows.MibIpForwardTable2
+	if err := windows.GetIpForwardTable2(windows.AF_INET, &t); err != nil {
+		return nil, fmt.Errorf("GetIpForwardTable2: %w", err)
+	}
+	defer windows.FreeMibTable(unsafe.Pointer(t))
+	rows := t.Rows()
+	out := make([]ActiveRoute, 0, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		dst := (*windows.RawSockaddrInet4)(unsafe.Pointer(&r.DestinationPrefix.Prefix))
+		hop := (*windows.RawSockaddrInet4)(unsafe.Pointer(&r.NextHop))
+		out = append(out, ActiveRoute{
+			Destination:    netip.PrefixFrom(netip.AddrFrom4(dst.Addr), int(r.DestinationPrefix.PrefixLength)),
+			NextHop:        netip.AddrFrom4(hop.Addr),
+			InterfaceIndex: int(r.InterfaceIndex),
+		})
+	}
+	return out, nil
+}
+
 func (system) PipeExists(name string) bool {
 	_, err := os.Stat(`\\.\pipe\` + name)
 	return err == nil

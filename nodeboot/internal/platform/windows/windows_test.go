@@ -685,6 +685,14 @@ func TestCheckFindsDrift(t *testing.T) {
 				}
 			})
 		}, platform.Drift{Host: []string{"HNS network vxlan0 has no HostRoute policy"}}},
+		// Another program's network (Docker's nat, another CNI) removes the metadata routes and
+		// leaves this node's networks as they were (hcsshim issue 299).
+		{v1alpha1.NetworkModeL2Bridge, func(m *winfake.Machine, s platform.NetworkSpec) error {
+			return m.LoseRoute(netip.MustParsePrefix("169.254.169.254/32"))
+		}, platform.Drift{Host: []string{"no route to 169.254.169.254/32 on vEthernet (Ethernet) (a metadata endpoint)"}}},
+		{v1alpha1.NetworkModeOverlay, func(m *winfake.Machine, s platform.NetworkSpec) error {
+			return m.LoseRoute(netip.MustParsePrefix("168.63.129.16/32"))
+		}, platform.Drift{Host: []string{"no route to 168.63.129.16/32 on vEthernet (Ethernet) (a metadata endpoint)"}}},
 	} {
 		p, m := machine(t)
 		s := spec(t, tc.mode)

@@ -61,6 +61,22 @@ func (s system) Interfaces() ([]windows.Interface, error) {
 	return out, err
 }
 
+// IPv4Routes are the machine's active-store routes: the forwarding table holds those only, a
+// persistent-store route enters it at restart (MicrosoftDocs windows-powershell-docs New-NetRoute,
+// -PolicyStore).
+func (s system) IPv4Routes() ([]windows.ActiveRoute, error) {
+	var out []windows.ActiveRoute
+	err := s.m.do(Op{}, false, func(st *State) (bool, error) {
+		for _, r := range st.Routes {
+			if r.Store == windows.ActiveStore {
+				out = append(out, windows.ActiveRoute{Destination: r.Destination, NextHop: r.NextHop, InterfaceIndex: r.InterfaceIndex})
+			}
+		}
+		return false, nil
+	})
+	return out, err
+}
+
 // PipeExists: the image's runtime answers on its pipe.
 func (s system) PipeExists(name string) bool {
 	switch s.m.cfg.Runtime {
