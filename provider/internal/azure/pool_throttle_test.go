@@ -110,11 +110,13 @@ func TestPoolCreateWithinComputeBudgets(t *testing.T) {
 	if ready != 50 {
 		t.Fatalf("%d Ready nodes, want 50", ready)
 	}
-	var reads, writes, lists, throttled int
+	var reads, writes, lists, throttled, serial int
 	for _, r := range srv.Requests() {
 		switch {
 		case r.Status == http.StatusTooManyRequests:
 			throttled++
+		case strings.HasSuffix(strings.ToLower(r.Path), "/retrievebootdiagnosticsdata"):
+			serial++
 		case r.Method == http.MethodGet:
 			reads++
 			if strings.HasSuffix(r.Path, "/virtualMachines") {
@@ -129,5 +131,9 @@ func TestPoolCreateWithinComputeBudgets(t *testing.T) {
 		elapsed.Round(time.Second), reads, perMinute(reads), lists, perMinute(lists), writes, perMinute(writes), throttled)
 	if throttled > 0 {
 		t.Errorf("%d requests were throttled (429): the pool spends Compute's budgets faster than they refill", throttled)
+	}
+	// A Windows instance's serial console is SAC's: reading it finds none of nodeboot's reports.
+	if serial > 0 {
+		t.Errorf("%d boot diagnostics reads of Windows instances, whose serial console never carries a join report", serial)
 	}
 }
