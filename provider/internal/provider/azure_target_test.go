@@ -3,6 +3,9 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -64,4 +67,33 @@ func TestAzureTargetNeedsLocation(t *testing.T) {
 	if _, err := azureacc.FromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), "set ARM_TEST_LOCATION") {
 		t.Errorf("no location: %v", err)
 	}
+}
+
+// envSuiteChild marks the child run of TestAccAzureSuitesOnSubscription.
+const envSuiteChild = "KUBEWIN_TEST_AZURE_SUITE_CHILD"
+
+// With a subscription in the environment every azure suite of this package either runs against
+// it or skips, saying it needs the test server; none reaches for the test server. Shown by
+// running this package's azure tests again in a child process whose environment names the test
+// server's subscription as a real one (the route suites, which run there, are
+// TestAccAzureTargetFromEnvironment's).
+func TestAccAzureSuitesOnSubscription(t *testing.T) {
+	testServerOnly(t)
+	if os.Getenv(envSuiteChild) != "" {
+		t.Skip("the child run of TestAccAzureSuitesOnSubscription")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "zure", "-test.skip", "^TestAccPodRoute_azure|^TestAccAzureTargetFromEnvironment$",
+		"-test.v", "-test.count=1", "-test.timeout=10m")
+	cmd.Env = append(append(os.Environ(), armServer.Env()...),
+		azureacc.EnvLocation+"="+armServer.Location(), azureacc.EnvRun+"=suite-child", envSuiteChild+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the azure suites with a subscription set: %v\n%s", err, out)
+	}
+	skipped := regexp.MustCompile(`(?m)^\s*--- SKIP: (\S+)`).FindAllSubmatch(out, -1)
+	ran := regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL): (\S+)`).FindAllSubmatch(out, -1)
+	if len(skipped) < 10 || !strings.Contains(string(out), "the azure suites target real Azure because ARM_SUBSCRIPTION_ID is set") {
+		t.Errorf("%d tests skipped, %d ran; the skip does not say why:\n%s", len(skipped), len(ran), out)
+	}
+	t.Logf("with a subscription set: %d azure tests skipped (they need the test server), %d ran", len(skipped), len(ran))
 }

@@ -146,6 +146,7 @@ type azureFixture struct {
 // process) at it through ARM_* variables, as azurerm reads them.
 func newAzureFixture(t *testing.T, state string) *azureFixture {
 	t.Helper()
+	testServerOnly(t)
 	for _, kv := range armServer.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		if k != "SSL_CERT_FILE" {
