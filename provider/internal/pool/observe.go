@@ -297,7 +297,10 @@ func (m *Manager) stoppedMachine(ctx context.Context, s Spec, pending []string) 
 		if r := m.Compute.Reports(ctx, []string{name})[name]; r != nil && r.State == nodestatus.StateFailed {
 			return &JoinError{Report: *r, Log: m.Compute.Log(ctx, name)}
 		}
-		return fmt.Errorf("machine %s stopped before its node was Ready; last lines of its log:\n%s", name, m.Compute.Log(ctx, name))
+		if log := m.Compute.Log(ctx, name); log != "" {
+			return fmt.Errorf("machine %s stopped before its node was Ready; last lines of its log:\n%s", name, log)
+		}
+		return fmt.Errorf("machine %s stopped before its node was Ready", name)
 	}
 	return nil
 }

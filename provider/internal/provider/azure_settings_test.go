@@ -14,6 +14,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewin/kubewin/provider/internal/azure"
 )
@@ -163,11 +165,13 @@ func TestAccWindowsNodePool_azureInPlace(t *testing.T) {
 }
 
 // The VM size, accelerated networking, the OS disk and the spot price replace the nodes surge-first with the new settings in the scale
-// set's model, and the new nodes are made with them.
+// set's model, and the new nodes are made with them. An evicted Spot instance is replaced by the next apply.
 func TestAccWindowsNodePool_azureSurgeFirst(t *testing.T) {
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
+	admin := adminClient(t, testBackend(t, state), "pooltest")
 	var first []string
+	var evicted string
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -210,6 +214,36 @@ func TestAccWindowsNodePool_azureSurgeFirst(t *testing.T) {
 					d := vms[0].Properties.StorageProfile.OSDisk
 					if deref(d.Caching) != armcompute.CachingTypesReadWrite || deref(d.DiskSizeGB) != 128 || deref(vms[0].SKU.Name) != "Standard_D8s_v5" {
 						return fmt.Errorf("new instance: OS disk caching %v, size %v; VM size %s", deref(d.Caching), deref(d.DiskSizeGB), deref(vms[0].SKU.Name))
+					}
+					return nil
+				})},
+			},
+			{
+				// Azure evicts the Spot instance (the Delete eviction policy deletes it): the next
+				// apply adds one in its place, as the plan's count drift says, and removes the old
+				// instance's Node.
+				PreConfig: func() {
+					ins := armServer.Instances(f.scaleSetID())
+					if len(ins) != 1 {
+						t.Fatalf("%d instances before the eviction, want 1", len(ins))
+					}
+					evicted = strings.ToLower(ins[0].ComputerName)
+					if err := armServer.Evict(f.scaleSetID(), ins[0].InstanceID); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: strings.Replace(f.settingsConfig(provider, 1, `    priority                       = "Spot"
+    max_bid_price                  = 0.75
+    os_disk_caching                = "ReadWrite"
+    os_disk_size_gb                = 128
+    os_disk_storage_account_type   = "Premium_LRS"
+    accelerated_networking_enabled = true`), `"Standard_D4s_v5"`, `"Standard_D8s_v5"`, 1),
+				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(_ *vmss, vms []*vmssVM) error {
+					if names := computerNames(vms); len(names) != 1 || names[0] == evicted {
+						return fmt.Errorf("instances %v, want one in place of the evicted %s", names, evicted)
+					}
+					if _, err := admin().CoreV1().Nodes().Get(context.Background(), evicted, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+						return fmt.Errorf("the evicted instance's Node %s: %v, want it removed", evicted, err)
 					}
 					return nil
 				})},
