@@ -170,6 +170,12 @@ func TestAccWindowsNodePool_azureSurgeFirst(t *testing.T) {
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	admin := adminClient(t, testBackend(t, state), "pooltest")
+	replaced := strings.Replace(f.settingsConfig(provider, 1, `    priority                       = "Spot"
+    max_bid_price                  = 0.75
+    os_disk_caching                = "ReadWrite"
+    os_disk_size_gb                = 128
+    os_disk_storage_account_type   = "Premium_LRS"
+    accelerated_networking_enabled = true`), `"Standard_D4s_v5"`, `"Standard_D8s_v5"`, 1)
 	var first []string
 	var evicted string
 	resource.Test(t, resource.TestCase{
@@ -186,12 +192,7 @@ func TestAccWindowsNodePool_azureSurgeFirst(t *testing.T) {
 				})},
 			},
 			{
-				Config: strings.Replace(f.settingsConfig(provider, 1, `    priority                       = "Spot"
-    max_bid_price                  = 0.75
-    os_disk_caching                = "ReadWrite"
-    os_disk_size_gb                = 128
-    os_disk_storage_account_type   = "Premium_LRS"
-    accelerated_networking_enabled = true`), `"Standard_D4s_v5"`, `"Standard_D8s_v5"`, 1),
+				Config: replaced,
 				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(ss *vmss, vms []*vmssVM) error {
 					vp := ss.Properties.VirtualMachineProfile
 					disk := vp.StorageProfile.OSDisk
@@ -232,12 +233,7 @@ func TestAccWindowsNodePool_azureSurgeFirst(t *testing.T) {
 						t.Fatal(err)
 					}
 				},
-				Config: strings.Replace(f.settingsConfig(provider, 1, `    priority                       = "Spot"
-    max_bid_price                  = 0.75
-    os_disk_caching                = "ReadWrite"
-    os_disk_size_gb                = 128
-    os_disk_storage_account_type   = "Premium_LRS"
-    accelerated_networking_enabled = true`), `"Standard_D4s_v5"`, `"Standard_D8s_v5"`, 1),
+				Config: replaced,
 				ConfigStateChecks: []statecheck.StateCheck{f.scaleSetCheck(t, func(_ *vmss, vms []*vmssVM) error {
 					if names := computerNames(vms); len(names) != 1 || names[0] == evicted {
 						return fmt.Errorf("instances %v, want one in place of the evicted %s", names, evicted)
