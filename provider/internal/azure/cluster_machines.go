@@ -241,7 +241,7 @@ func (c *Cluster) agentScaleSetBody(capacity int, linux *armcompute.LinuxConfigu
 // agents is the agents' scale set as a pool's machines (pool.Compute), for scaling.
 func (c *Cluster) agents() *ScaleSet {
 	return &ScaleSet{
-		Client: c.Client, Name: c.scaleSetName(), Pool: c.scaleSetName(), ComputerNamePrefix: c.AgentNamePrefix(), Linux: true,
+		Client: c.Client, Name: c.scaleSetName(), Pool: c.scaleSetName(), ComputerNamePrefix: c.AgentNamePrefix(),
 		Machines: Machines{ResourceGroup: c.Spec.ResourceGroup, Location: c.Spec.Location, VMSize: c.Spec.Agents.VMSize, SubnetID: c.AgentSubnetID()},
 	}
 }

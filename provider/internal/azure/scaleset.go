@@ -89,11 +89,6 @@ type ScaleSet struct {
 	Machines                       Machines
 	// AdminPassword is used when the scale set is created and never stored; empty: a random one.
 	AdminPassword string
-	// Linux says the machines run Linux, whose serial console carries their join reports. A
-	// Windows machine's serial console is SAC's (EMS holds COM1,
-	// https://learn.microsoft.com/en-us/troubleshoot/azure/virtual-machines/windows/serial-console-windows):
-	// nodeboot's lines never reach it, so Reports and Log read nothing there (Diagnose does).
-	Linux bool
 
 	mu  sync.Mutex
 	ids map[string]string // computer name → instance ID, as last listed
@@ -751,36 +746,16 @@ func (s *ScaleSet) Destroy(ctx context.Context) error {
 	return nil
 }
 
-// Reports reads the join reports the named machines wrote to their serial consoles, through
-// boot diagnostics: a POST and a blob read per machine, which a Windows scale set does not
-// spend (Linux).
-func (s *ScaleSet) Reports(ctx context.Context, names []string) map[string]*nodestatus.Report {
-	out := map[string]*nodestatus.Report{}
-	if !s.Linux {
-		return out
-	}
-	for _, name := range names {
-		if r := nodestatus.LastSerialReport(s.serialLog(ctx, name)); r != nil {
-			out[name] = r
-		}
-	}
-	return out
-}
+// Reports reads nothing: a Windows instance's serial console, which boot diagnostics return, is
+// SAC's (EMS holds COM1,
+// https://learn.microsoft.com/en-us/troubleshoot/azure/virtual-machines/windows/serial-console-windows),
+// and nodeboot's report lines never reach it. Reading it would cost a POST and a blob read per
+// pending instance at every poll. A failed join reaches the pool by the report nodeboot writes to
+// the cluster, and by Diagnose.
+func (s *ScaleSet) Reports(context.Context, []string) map[string]*nodestatus.Report { return nil }
 
-// Log is the end of the machine's serial console, without the report lines; nothing on a
-// Windows scale set (Linux).
-func (s *ScaleSet) Log(ctx context.Context, name string) string {
-	if !s.Linux {
-		return ""
-	}
-	var lines []string
-	for _, l := range strings.Split(strings.TrimRight(string(s.serialLog(ctx, name)), "\n"), "\n") {
-		if !strings.HasPrefix(l, nodestatus.SerialPrefix) {
-			lines = append(lines, l)
-		}
-	}
-	return strings.Join(lines[max(0, len(lines)-15):], "\n")
-}
+// Log is empty, for the same reason: the end of nodeboot's log comes with Diagnose's summary.
+func (s *ScaleSet) Log(context.Context, string) string { return "" }
 
 // Diagnose runs `nodeboot diagnose` on the instance through a run command (RunPowerShellScript,
 // https://learn.microsoft.com/en-us/rest/api/compute/virtual-machine-scale-set-vms/run-command):

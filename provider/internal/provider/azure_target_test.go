@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubewin/kubewin/provider/internal/azure/azureacc"
 )
@@ -69,31 +70,42 @@ func TestAzureTargetNeedsLocation(t *testing.T) {
 	}
 }
 
-// envSuiteChild marks the child run of TestAccAzureSuitesOnSubscription.
-const envSuiteChild = "KUBEWIN_TEST_AZURE_SUITE_CHILD"
-
 // With a subscription in the environment every azure suite of this package either runs against
 // it or skips, saying it needs the test server; none reaches for the test server. Shown by
 // running this package's azure tests again in a child process whose environment names the test
 // server's subscription as a real one (the route suites, which run there, are
 // TestAccAzureTargetFromEnvironment's).
 func TestAccAzureSuitesOnSubscription(t *testing.T) {
+	acceptance(t)
 	testServerOnly(t)
-	if os.Getenv(envSuiteChild) != "" {
-		t.Skip("the child run of TestAccAzureSuitesOnSubscription")
+	timeout := 10 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		timeout = time.Until(d) - 30*time.Second
 	}
-	cmd := exec.Command(os.Args[0], "-test.run", "zure", "-test.skip", "^TestAccPodRoute_azure|^TestAccAzureTargetFromEnvironment$",
-		"-test.v", "-test.count=1", "-test.timeout=10m")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run", "zure",
+		"-test.skip", "^TestAccPodRoute_azure|^TestAccAzureTargetFromEnvironment$|^TestAccAzureSuitesOnSubscription$",
+		"-test.v", "-test.count=1", "-test.timeout="+timeout.String())
 	cmd.Env = append(append(os.Environ(), armServer.Env()...),
-		azureacc.EnvLocation+"="+armServer.Location(), azureacc.EnvRun+"=suite-child", envSuiteChild+"=1")
+		azureacc.EnvLocation+"="+armServer.Location(), azureacc.EnvRun+"=suite-child")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the azure suites with a subscription set: %v\n%s", err, out)
 	}
-	skipped := regexp.MustCompile(`(?m)^\s*--- SKIP: (\S+)`).FindAllSubmatch(out, -1)
-	ran := regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL): (\S+)`).FindAllSubmatch(out, -1)
-	if len(skipped) < 10 || !strings.Contains(string(out), "the azure suites target real Azure because ARM_SUBSCRIPTION_ID is set") {
-		t.Errorf("%d tests skipped, %d ran; the skip does not say why:\n%s", len(skipped), len(ran), out)
+	// Each skipped test says why, in its lines from "=== RUN" to "--- SKIP".
+	const why = "the azure suites target real Azure because ARM_SUBSCRIPTION_ID is set"
+	skip := regexp.MustCompile(`(?m)^--- SKIP: (\S+)`)
+	var skipped []string
+	for _, run := range strings.Split(string(out), "=== RUN")[1:] {
+		if m := skip.FindStringSubmatch(run); m != nil {
+			skipped = append(skipped, m[1])
+			if !strings.Contains(run, why) {
+				t.Errorf("%s skipped without saying it needs the test server:\n%s", m[1], run)
+			}
+		}
+	}
+	ran := regexp.MustCompile(`(?m)^--- PASS: `).FindAllIndex(out, -1)
+	if len(skipped) == 0 {
+		t.Errorf("no azure test skipped:\n%s", out)
 	}
 	t.Logf("with a subscription set: %d azure tests skipped (they need the test server), %d ran", len(skipped), len(ran))
 }

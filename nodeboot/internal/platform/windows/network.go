@@ -94,6 +94,10 @@ func (n network) Check(_ context.Context, spec platform.NetworkSpec) (platform.D
 		return d, err
 	}
 	missing, err := n.p.missingMetadataRoutes([]string{managementAdapter(spec.Adapter), spec.Adapter})
+	if err != nil && !d.None() {
+		// What was found is repaired with the routes: the failed read does not hold it up.
+		return d, nil
+	}
 	d.Host = append(d.Host, missing...)
 	return d, err
 }

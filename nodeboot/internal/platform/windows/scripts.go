@@ -66,7 +66,8 @@ type MetadataRoutesParams struct {
 }
 
 // metadataRoutesScript adds an on-link route to each destination on each adapter that has
-// none, in the active store (nodeboot adds them again on every boot), ignoring adapters that
+// none in effect (the active store: a persistent-store route alone is not in effect until a
+// restart), in the active store (nodeboot adds them again on every boot), ignoring adapters that
 // are missing or cannot take routes: kubernetes cluster/gce/windows/k8s-node-setup.psm1
 // Add_GceMetadataServerRoute (New-NetRoute -ErrorAction Ignore on every adapter, because after
 // HNS creates a network "vEthernet (Ethernet)" subsumes the routes of "Ethernet").
@@ -79,13 +80,15 @@ func metadataRoutesScript(adapters []string, destinations []netip.Prefix) Script
   $adapter = Get-NetAdapter -Name $name -ErrorAction SilentlyContinue
   if (-not $adapter) { continue }
   foreach ($prefix in %s) {
-    if (-not (Get-NetRoute -AddressFamily IPv4 -DestinationPrefix $prefix -InterfaceIndex $adapter.InterfaceIndex -ErrorAction SilentlyContinue)) {
+    $inEffect = Get-NetRoute -AddressFamily IPv4 -DestinationPrefix $prefix -InterfaceIndex $adapter.InterfaceIndex `+
+		`-PolicyStore %s -ErrorAction SilentlyContinue
+    if (-not $inEffect) {
       New-NetRoute -AddressFamily IPv4 -DestinationPrefix $prefix -InterfaceIndex $adapter.InterfaceIndex `+
 		`-PolicyStore %s -ErrorAction SilentlyContinue | Out-Null
     }
   }
 }
-`, powershell.QuoteList(adapters), powershell.QuoteList(dsts), q(ActiveStore))
+`, powershell.QuoteList(adapters), powershell.QuoteList(dsts), q(ActiveStore), q(ActiveStore))
 	return Script{Name: "metadata-routes.ensure", Params: MetadataRoutesParams{Adapters: adapters, Destinations: destinations}, Text: text}
 }
 

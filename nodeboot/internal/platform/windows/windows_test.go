@@ -693,6 +693,20 @@ func TestCheckFindsDrift(t *testing.T) {
 		{v1alpha1.NetworkModeOverlay, func(m *winfake.Machine, s platform.NetworkSpec) error {
 			return m.LoseRoute(netip.MustParsePrefix("168.63.129.16/32"))
 		}, platform.Drift{Host: []string{"no route to 168.63.129.16/32 on vEthernet (Ethernet) (a metadata endpoint)"}}},
+		// A copy of the route in the persistent store alone (New-NetRoute writes both stores by
+		// default) is not in effect until a restart: the repair adds the active one beside it.
+		{v1alpha1.NetworkModeL2Bridge, func(m *winfake.Machine, s platform.NetworkSpec) error {
+			imds := netip.MustParsePrefix("169.254.169.254/32")
+			if err := m.Edit(func(st *winfake.State) {
+				i := slices.IndexFunc(st.Routes, func(r winfake.Route) bool { return r.Destination == imds })
+				persistent := st.Routes[i]
+				persistent.Store = windows.PersistentStore
+				st.Routes = append(st.Routes, persistent)
+			}); err != nil {
+				return err
+			}
+			return m.LoseRoute(imds)
+		}, platform.Drift{Host: []string{"no route to 169.254.169.254/32 on vEthernet (Ethernet) (a metadata endpoint)"}}},
 	} {
 		p, m := machine(t)
 		s := spec(t, tc.mode)

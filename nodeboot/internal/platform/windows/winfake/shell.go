@@ -65,7 +65,9 @@ func (s shell) Run(_ context.Context, sc windows.Script) ([]byte, error) {
 					continue
 				}
 				for _, d := range p.Destinations {
-					if !slices.ContainsFunc(st.Routes, func(r Route) bool { return r.Destination == d && r.InterfaceIndex == a.Index }) {
+					if !slices.ContainsFunc(st.Routes, func(r Route) bool {
+						return r.Destination == d && r.InterfaceIndex == a.Index && r.Store == windows.ActiveStore
+					}) {
 						st.Routes = append(st.Routes, Route{Destination: d, NextHop: onLink, InterfaceIndex: a.Index, Metric: 256, Store: windows.ActiveStore})
 						changed = true
 					}
