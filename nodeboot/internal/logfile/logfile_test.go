@@ -15,14 +15,15 @@ func TestWriterRotates(t *testing.T) {
 	if err := os.WriteFile(old, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chtimes(old, time.Now().Add(-8*24*time.Hour), time.Now().Add(-8*24*time.Hour)); err != nil {
+	// The writer's clock is fixed: the old file's age is counted from it, not from the wall clock.
+	now := time.Date(2026, 11, 25, 23, 30, 0, 0, time.UTC)
+	if err := os.Chtimes(old, now.Add(-8*24*time.Hour), now.Add(-8*24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	w, err := Open(path, Policy{MaxSize: 10, MaxAge: 7 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2026, 11, 25, 23, 30, 0, 0, time.UTC)
 	w.now = func() time.Time { return now }
 	for _, line := range []string{"12345\n", "67890\n", "abc\n"} {
 		if _, err := w.Write([]byte(line)); err != nil {
