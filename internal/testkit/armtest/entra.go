@@ -81,23 +81,27 @@ func (s *Server) serveEntra(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	tenant, rest := segs[0], strings.Join(segs[1:], "/")
+	rest := strings.Join(segs[1:], "/")
 	if rest != "v2.0/.well-known/openid-configuration" && rest != "discovery/v2.0/keys" && rest != "oauth2/v2.0/token" {
 		http.NotFound(w, r)
 		return
 	}
-	if !strings.EqualFold(tenant, s.opts.TenantID) {
+	s.mu.Lock()
+	tenant := s.knownTenant(segs[0])
+	s.mu.Unlock()
+	if tenant == "" {
 		writeEntraError(w, http.StatusBadRequest, "invalid_request", 90002,
-			"Tenant '%s' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.", tenant)
+			"Tenant '%s' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.", segs[0])
 		return
 	}
-	base := s.url + "/" + s.opts.TenantID
+	base := s.url + "/" + tenant
 	switch {
 	case rest == "oauth2/v2.0/token" && r.Method == http.MethodPost:
-		s.serveToken(w, r)
+		s.serveToken(w, r, tenant)
 	case r.Method != http.MethodGet:
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	case rest == "discovery/v2.0/keys":
+		// Entra signs the tokens of every tenant with the same keys.
 		writeJSON(w, http.StatusOK, jwks{Keys: []jwk{rsaJWK(&s.tokenKey.PublicKey, tokenKeyID)}})
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{
@@ -146,8 +150,8 @@ func writeEntraError(w http.ResponseWriter, status int, oauth string, code int, 
 	})
 }
 
-func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
-	token, e := s.issueToken(r)
+func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, tenant string) {
+	token, e := s.issueToken(r, tenant)
 	if e != nil {
 		writeEntraError(w, e.status, e.oauth, e.code, "%s", e.text)
 		return
@@ -159,8 +163,8 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// issueToken checks a client credentials request and returns an access token.
-func (s *Server) issueToken(r *http.Request) (string, *entraError) {
+// issueToken checks a client credentials request to a tenant and returns an access token.
+func (s *Server) issueToken(r *http.Request, tenant string) (string, *entraError) {
 	if err := r.ParseForm(); err != nil {
 		return "", aadsts(http.StatusBadRequest, "invalid_request", 900144, "The request body must be application/x-www-form-urlencoded: %v", err)
 	}
@@ -174,14 +178,19 @@ func (s *Server) issueToken(r *http.Request) (string, *entraError) {
 	}
 	s.mu.Lock()
 	app := s.apps[clientID]
+	var objectID string
+	registered := app != nil
+	if registered {
+		objectID, registered = s.servicePrincipal(tenant, app)
+	}
 	s.mu.Unlock()
-	if app == nil {
+	if !registered {
 		return "", aadsts(http.StatusBadRequest, "unauthorized_client", 700016,
 			"Application with identifier '%s' was not found in the directory '%s'. This can happen if the application has not been installed by the "+
 				"administrator of the tenant or consented to by any user in the tenant. You may have sent your authentication request to the wrong tenant.",
-			clientID, s.opts.TenantID)
+			clientID, tenant)
 	}
-	resource, e := s.scopeResource(f.Get("scope"))
+	resource, e := s.scopeResource(f.Get("scope"), tenant)
 	if e != nil {
 		return "", e
 	}
@@ -197,32 +206,32 @@ func (s *Server) issueToken(r *http.Request) (string, *entraError) {
 			return "", aadsts(http.StatusBadRequest, "invalid_request", 50027,
 				"JWT token is invalid or malformed: client_assertion_type is '%s', not '%s'.", t, assertionType)
 		}
-		if e := s.checkAssertion(app, f.Get("client_assertion")); e != nil {
+		if e := s.checkAssertion(app, f.Get("client_assertion"), tenant); e != nil {
 			return "", e
 		}
 	default:
 		return "", aadsts(http.StatusUnauthorized, "invalid_client", 7000216,
 			"'client_assertion', 'client_secret' or 'request' is required for the 'client_credentials' grant type.")
 	}
-	tok, err := s.mintAccessToken(app.ClientID, app.objectID, resource)
+	tok, err := s.mintAccessToken(tenant, app.ClientID, objectID, resource)
 	if err != nil {
 		return "", aadsts(http.StatusInternalServerError, "server_error", 90000, "signing the token: %v", err)
 	}
 	return tok, nil
 }
 
-// mintAccessToken signs an access token of the tenant for an app or identity and a resource.
-func (s *Server) mintAccessToken(clientID, objectID, resource string) (string, error) {
+// mintAccessToken signs an access token of a tenant for an app or identity and a resource.
+func (s *Server) mintAccessToken(tenant, clientID, objectID, resource string) (string, error) {
 	now := time.Now()
 	return signJWT(s.tokenKey, tokenKeyID, claims{
-		Issuer:    s.url + "/" + s.opts.TenantID + "/v2.0",
+		Issuer:    s.url + "/" + tenant + "/v2.0",
 		Subject:   objectID,
 		Audience:  audience{resource},
 		IssuedAt:  numericDate(now.Unix()),
 		NotBefore: numericDate(now.Unix()),
 		Expiry:    numericDate(now.Add(s.opts.TokenLifetime).Unix()),
 		ID:        newUUID(),
-		TenantID:  s.opts.TenantID,
+		TenantID:  tenant,
 		AppID:     clientID,
 		ObjectID:  objectID,
 		Version:   "1.0",
@@ -231,7 +240,7 @@ func (s *Server) mintAccessToken(clientID, objectID, resource string) (string, e
 
 // scopeResource returns the resource (token audience) of a client credentials scope, which must
 // be one resource's "/.default" scope; MSAL adds the OpenID Connect scopes, which do not count.
-func (s *Server) scopeResource(scope string) (string, *entraError) {
+func (s *Server) scopeResource(scope, tenant string) (string, *entraError) {
 	var resources []string
 	for _, sc := range strings.Fields(scope) {
 		switch sc {
@@ -258,24 +267,24 @@ func (s *Server) scopeResource(scope string) (string, *entraError) {
 	return "", aadsts(http.StatusBadRequest, "invalid_resource", 500011,
 		"The resource principal named %s was not found in the tenant named %s. This can happen if the application has not been installed by the "+
 			"administrator of the tenant or consented to by any user in the tenant. You might have sent your authentication request to the wrong tenant.",
-		resource, s.opts.TenantID)
+		resource, tenant)
 }
 
 // checkAssertion checks a client assertion: one the app signed with a registered certificate
 // (iss = sub = client ID), or a token of an external issuer one of its federated credentials
 // trusts.
-func (s *Server) checkAssertion(app *App, assertion string) *entraError {
+func (s *Server) checkAssertion(app *App, assertion, tenant string) *entraError {
 	p, err := parseJWT(assertion)
 	if err != nil {
 		return aadsts(http.StatusBadRequest, "invalid_request", 50027, "JWT token is invalid or malformed: %v.", err)
 	}
 	if p.claims.Issuer == app.ClientID {
-		return s.checkCertificateAssertion(app, p)
+		return s.checkCertificateAssertion(app, p, tenant)
 	}
 	return s.checkFederatedToken(app, p)
 }
 
-func (s *Server) checkCertificateAssertion(app *App, p *parsedJWT) *entraError {
+func (s *Server) checkCertificateAssertion(app *App, p *parsedJWT, tenant string) *entraError {
 	thumb, sha256Thumb := decodeThumbprint(p.header.X5t), decodeThumbprint(p.header.X5tS256)
 	var cert *x509.Certificate
 	for _, c := range app.Certificates {
@@ -298,7 +307,7 @@ func (s *Server) checkCertificateAssertion(app *App, p *parsedJWT) *entraError {
 		return aadsts(http.StatusUnauthorized, "invalid_client", 700021,
 			"Client assertion application identifier doesn't match 'client_id' parameter: sub is '%s'.", p.claims.Subject)
 	}
-	endpoint := s.url + "/" + s.opts.TenantID + "/oauth2/v2.0/token"
+	endpoint := s.url + "/" + tenant + "/oauth2/v2.0/token"
 	if !p.claims.Audience.contains(endpoint) {
 		return aadsts(http.StatusUnauthorized, "invalid_client", 700027,
 			"Client assertion contains an invalid audience %q: it must be the token endpoint %s.", []string(p.claims.Audience), endpoint)
@@ -416,17 +425,25 @@ func (s *Server) getJSON(url string, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-// authenticate checks an ARM request's bearer token as ARM does.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) *apiError {
-	e := s.checkBearer(r.Header.Get("Authorization"))
+// authenticate checks an ARM request's bearer token as ARM does, for a subscription of tenant.
+// A refusal's WWW-Authenticate names the tenant's authority, whatever the token, as ARM's does: a
+// client learns a subscription's tenant from it without any token (an unauthenticated
+// GET https://management.azure.com/subscriptions/{id}?api-version=2022-12-01 answers 401 with
+// `Bearer authorization_uri="https://login.windows.net/{tenant}"`).
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, tenant string) *apiError {
+	e := s.checkBearer(r.Header.Get("Authorization"), tenant)
 	if e != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer authorization_uri="%s/%s", error="invalid_token", error_description=%q`,
-			s.url, s.opts.TenantID, e.Message))
+			s.url, tenant, e.Message))
 	}
 	return e
 }
 
-func (s *Server) checkBearer(header string) *apiError {
+// checkBearer checks an Authorization header: a valid token (checkToken) of the tenant that
+// holds the subscription. A token of another tenant is refused, auxiliary tokens or not: "the
+// primary token ... must be from a tenant that can manage the subscription"
+// (https://learn.microsoft.com/azure/azure-resource-manager/management/authenticate-multi-tenant).
+func (s *Server) checkBearer(header, tenant string) *apiError {
 	if header == "" {
 		return newError(http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.")
 	}
@@ -435,13 +452,28 @@ func (s *Server) checkBearer(header string) *apiError {
 		return newError(http.StatusUnauthorized, "AuthenticationFailed",
 			"Authentication failed. The 'Authorization' header is provided in an invalid format.")
 	}
+	c, e := s.checkToken(token)
+	if e != nil {
+		return e
+	}
+	if !strings.EqualFold(c.TenantID, tenant) {
+		return newError(http.StatusUnauthorized, "InvalidAuthenticationTokenTenant",
+			"The access token is from the wrong issuer '%s'. It must match the tenant '%s/%s' associated with this subscription. Please use the "+
+				"authority (URL) '%s/%s' to get the token.", c.Issuer, s.url, tenant, s.url, tenant)
+	}
+	return nil
+}
+
+// checkToken checks an access token as ARM does: signed by Entra, unexpired, for ARM's audience.
+// It returns the token's claims, also with an error once they could be read.
+func (s *Server) checkToken(token string) (*claims, *apiError) {
 	p, err := parseJWT(token)
 	if err != nil || p.verify(&s.tokenKey.PublicKey) != nil {
-		return newError(http.StatusUnauthorized, "InvalidAuthenticationToken", "The access token is invalid.")
+		return nil, newError(http.StatusUnauthorized, "InvalidAuthenticationToken", "The access token is invalid.")
 	}
 	now := time.Now()
 	if exp := p.claims.Expiry.time(); now.After(exp) {
-		return newError(http.StatusUnauthorized, "ExpiredAuthenticationToken",
+		return &p.claims, newError(http.StatusUnauthorized, "ExpiredAuthenticationToken",
 			"The access token expiry UTC time '%s' is earlier than current UTC time '%s'.", exp.Format(time.RFC1123), now.UTC().Format(time.RFC1123))
 	}
 	allowed := false
@@ -451,16 +483,11 @@ func (s *Server) checkBearer(header string) *apiError {
 		}
 	}
 	if !allowed {
-		return newError(http.StatusUnauthorized, "InvalidAuthenticationTokenAudience",
+		return &p.claims, newError(http.StatusUnauthorized, "InvalidAuthenticationTokenAudience",
 			"The access token has been obtained for wrong audience or resource '%s'. It should exactly match with one of the allowed audiences '%s'.",
 			strings.Join(p.claims.Audience, ","), strings.Join(s.audiences(), "','"))
 	}
-	if !strings.EqualFold(p.claims.TenantID, s.opts.TenantID) {
-		return newError(http.StatusUnauthorized, "InvalidAuthenticationTokenTenant",
-			"The access token is from the wrong issuer '%s'. It must match the tenant '%s/%s' associated with this subscription.", p.claims.Issuer, s.url,
-			s.opts.TenantID)
-	}
-	return nil
+	return &p.claims, nil
 }
 
 // serveMetadata serves the cloud metadata document in the format of

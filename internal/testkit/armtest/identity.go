@@ -106,7 +106,7 @@ func (s *Server) serveIdentityToken(w http.ResponseWriter, r *http.Request, pick
 		fail(http.StatusBadRequest, "invalid_request", "Identity not found")
 		return
 	}
-	tok, err := s.mintAccessToken(clientID, objectID, resource)
+	tok, err := s.mintAccessToken(s.opts.TenantID, clientID, objectID, resource)
 	if err != nil {
 		fail(http.StatusInternalServerError, "server_error", err.Error())
 		return

@@ -31,9 +31,10 @@ var (
 
 // AddImage seeds an image in the server's location: a managed image
 // (/subscriptions/{s}/resourceGroups/{g}/providers/Microsoft.Compute/images/{name}) or a Compute
-// Gallery image version (.../galleries/{g}/images/{definition}/versions/{major.minor.patch}). Its
-// resource group is created when missing. Scale sets can then reference it by ID (a gallery image
-// definition's ID picks its highest version), and GET returns it with tags.
+// Gallery image version (.../galleries/{g}/images/{definition}/versions/{major.minor.patch}), in
+// the server's subscription, where its resource group is created when missing, or in an added
+// tenant's (AddTenant). Scale sets and virtual machines can then reference it by ID (a gallery
+// image definition's ID picks its highest version), and GET returns it with tags.
 func (s *Server) AddImage(id string, tags map[string]string) error {
 	var group string
 	version := false
@@ -47,7 +48,13 @@ func (s *Server) AddImage(id string, tags map[string]string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.addGroup(group)
+	switch subscription := strings.Split(id, "/")[2]; s.tenantOf(subscription) {
+	case "":
+		return fmt.Errorf("armtest: image %s is in subscription %s, neither the server's (%s) nor an added tenant's (AddTenant)", id, subscription,
+			s.opts.SubscriptionID)
+	case s.opts.TenantID:
+		s.addGroup(group)
+	}
 	s.images[strings.ToLower(id)] = &image{id: id, version: version, location: s.opts.Location, tags: tags, added: time.Now().UTC()}
 	return nil
 }

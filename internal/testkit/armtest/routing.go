@@ -1,6 +1,7 @@
 package armtest
 
 import (
+	"cmp"
 	"net/http"
 	"strings"
 )
@@ -168,11 +169,19 @@ func (q *armRequest) templateName() string {
 }
 
 func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
-	if e := s.authenticate(w, r); e != nil {
+	segs := split(r.URL.Path)
+	subscription := ""
+	if len(segs) > 1 {
+		subscription = segs[1]
+	}
+	s.mu.Lock()
+	tenant := s.tenantOf(subscription)
+	s.mu.Unlock()
+	// A subscription the server does not know is refused once the token is checked.
+	if e := s.authenticate(w, r, cmp.Or(tenant, s.opts.TenantID)); e != nil {
 		writeError(w, e)
 		return
 	}
-	segs := split(r.URL.Path)
 	s.mu.Lock()
 	throttled := s.throttle.admit(w.Header(), r.Method, segs, s.opts.SubscriptionID)
 	s.mu.Unlock()
@@ -180,8 +189,8 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 		writeError(w, throttled)
 		return
 	}
-	if len(segs) < 2 || !strings.EqualFold(segs[1], s.opts.SubscriptionID) {
-		writeError(w, newError(http.StatusNotFound, "SubscriptionNotFound", "The subscription '%s' could not be found.", segs[1]))
+	if tenant == "" {
+		writeError(w, newError(http.StatusNotFound, "SubscriptionNotFound", "The subscription '%s' could not be found.", subscription))
 		return
 	}
 	route := matchRoute(segs)
@@ -208,7 +217,16 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 		writeError(w, newError(http.StatusMethodNotAllowed, "MethodNotAllowed", "The method %s is not allowed on %s.", r.Method, r.URL.Path))
 		return
 	}
-	if route.segs[2] == "resourceGroups" {
+	// Another tenant's subscription holds only the images seeded in it (AddTenant, AddImage), and its
+	// resource groups are not the server's.
+	other := tenant != s.opts.TenantID
+	if other && (r.Method != http.MethodGet || route.kind != &managedImageKind && route.kind != &imageVersionKind) {
+		writeError(w, newError(http.StatusNotFound, "InvalidResourceType",
+			"armtest serves %s %s only in its own subscription %s: in subscription %s, of tenant %s, it serves GET of the images seeded there",
+			r.Method, r.URL.Path, s.opts.SubscriptionID, subscription, tenant))
+		return
+	}
+	if route.segs[2] == "resourceGroups" && !other {
 		s.mu.Lock()
 		if g := s.groups[strings.ToLower(segs[3])]; g != nil {
 			q.group = g.name

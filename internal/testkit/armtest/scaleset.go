@@ -124,6 +124,9 @@ func (s *Server) writeScaleSet(q *armRequest, m armcompute.VirtualMachineScaleSe
 	if e != nil {
 		return nil, e
 	}
+	if e := s.checkLinkedImage(q, id, plan.imageID); e != nil {
+		return nil, e
+	}
 	ss, status := old, http.StatusOK
 	if ss == nil {
 		status = http.StatusCreated

@@ -4,7 +4,9 @@
 //   - the cloud metadata document (GET /metadata/endpoints?api-version=2022-09-01) that points login
 //     and resource manager at this server, so a client configured with the metadata host finds the rest;
 //   - Entra ID's OpenID configuration and token endpoint for client credentials (client secret,
-//     certificate assertion, federated OIDC token), with Entra's AADSTS error texts;
+//     certificate assertion, federated OIDC token), with Entra's AADSTS error texts, for its tenant
+//     and for other tenants a test adds, whose subscriptions share gallery images that ARM lets a
+//     write use with the auxiliary token of their tenant (tenants.go);
 //   - a test OIDC issuer whose tokens the token endpoint accepts as federated credentials;
 //   - the ARM REST API kubewin's azure backend uses (Uniform VM scale sets and their instances,
 //     virtual machines and their run command, boot diagnostics, managed, gallery and marketplace
@@ -190,7 +192,8 @@ type Server struct {
 
 	mu         sync.Mutex // guards everything below
 	apps       map[string]*App
-	identities map[string]string // managed identities: client ID → object ID
+	tenants    map[string]*tenant // other tenants by lower-case ID (tenants.go)
+	identities map[string]string  // managed identities: client ID → object ID
 	// userIdentities and roleAssignments are Microsoft.ManagedIdentity and Microsoft.Authorization
 	// resources by lower-case ID (authorization.go).
 	userIdentities  map[string]*userIdentity
@@ -229,6 +232,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:            opts,
 		apps:            map[string]*App{},
+		tenants:         map[string]*tenant{},
 		identities:      map[string]string{},
 		userIdentities:  map[string]*userIdentity{},
 		roleAssignments: map[string]*roleAssignment{},
@@ -397,7 +401,7 @@ func (s *Server) CAFile() string { return s.caFile }
 // HTTPClient is an HTTP client that trusts the server's CA (usable as azcore's Transport).
 func (s *Server) HTTPClient() *http.Client { return s.client }
 
-// TenantID is the Entra tenant the server answers for.
+// TenantID is the server's Entra tenant, that of its subscription.
 func (s *Server) TenantID() string { return s.opts.TenantID }
 
 // SubscriptionID is the one subscription the server serves.

@@ -107,6 +107,9 @@ func (s *Server) writeVM(q *armRequest, m *armcompute.VirtualMachine, old *virtu
 	if e != nil {
 		return nil, e
 	}
+	if e := s.checkLinkedImage(q, id, image); e != nil {
+		return nil, e
+	}
 	if e := s.checkCores(string(*p.HardwareProfile.VMSize), 1); e != nil {
 		return nil, e
 	}

@@ -123,8 +123,10 @@ func (s spec[B]) put(ctx context.Context, c *Client) error {
 	switch m := any(b).(type) {
 	case armcompute.VirtualMachine:
 		err = explainCreate(err, string(deref(m.Properties.HardwareProfile.VMSize)), deref(m.Location), derefAll(m.Zones), 1, again)
+		err = c.explainLinkedImage(ctx, err, deref(m.Properties.StorageProfile.ImageReference.ID))
 	case armcompute.VirtualMachineScaleSet:
 		err = explainCreate(err, deref(m.SKU.Name), deref(m.Location), derefAll(m.Zones), int(deref(m.SKU.Capacity)), again)
+		err = c.explainLinkedImage(ctx, err, deref(m.Properties.VirtualMachineProfile.StorageProfile.ImageReference.ID))
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/kubewin/kubewin/provider/internal/pool"
@@ -47,6 +48,24 @@ func preemptible(ctx context.Context, what string, write func() error) error {
 // https://learn.microsoft.com/troubleshoot/azure/virtual-machines/windows/troubleshoot-deployment-new-vm-windows).
 // Whether it serves is its node's join to tell, not the error.
 func provisioningTimedOut(err error) bool { return errorCodeOf(err) == "OSProvisioningTimedOut" }
+
+// explainLinkedImage gives ARM's refusal of a write whose image is in a subscription of another
+// tenant, for want of that tenant's auxiliary token, what the user does about it: 403
+// LinkedAuthorizationFailed, "... however the current tenant '{tenant}' is not authorized to access
+// linked subscription '{subscription}'" (Azure/AKS#2040, hashicorp/terraform-provider-azurerm#21346).
+// The message names the subscription; ARM is asked for its tenant (tenants.go).
+func (c *Client) explainLinkedImage(ctx context.Context, err error, imageID string) error {
+	r, perr := arm.ParseResourceID(imageID)
+	if errorCodeOf(err) != "LinkedAuthorizationFailed" || !strings.Contains(err.Error(), "not authorized to access linked subscription") || perr != nil {
+		return err
+	}
+	tenant, terr := c.subscriptionTenant(ctx, r.SubscriptionID)
+	if terr != nil {
+		tflog.Warn(ctx, "could not learn the tenant of the image's subscription", map[string]any{"error": terr.Error()})
+	}
+	return &pool.ActionError{Summary: "Image in Another Tenant", Err: err,
+		Remedy: auxiliaryTenantRemedy(r.SubscriptionID, tenant) + " ARM refused the write: nothing changed. Apply again once the tenant is added."}
+}
 
 // explain gives a failure to create machines of m what the user does about it, as a
 // pool.ActionError; other errors are returned as they are.

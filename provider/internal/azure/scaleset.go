@@ -367,7 +367,7 @@ func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 			map[string]any{"scale_set": s.ID(), "error": err.Error()})
 		err = nil
 	}
-	err = explain(err, s.Machines, n)
+	err = s.Client.explainLinkedImage(ctx, explain(err, s.Machines, n), s.Machines.ImageID)
 	// What was created, also when the operation failed part-way.
 	after, listErr := s.instances(ctx, false)
 	// A spot price shows in no instance's model: instances are upgraded only while it is unchanged.

@@ -68,11 +68,13 @@ func TestScaleSetBeyondOnePlacementGroup(t *testing.T) {
 	}
 }
 
-// secretClient is a client of the test server with its client secret, polling every 10 ms.
-func secretClient(ctx context.Context, t *testing.T) *Client {
+// secretClient is a client of the test server with its client secret, polling every 10 ms, with
+// auxiliary tenants.
+func secretClient(ctx context.Context, t *testing.T, auxiliary ...string) *Client {
 	t.Helper()
 	cfg := base()
 	cfg.ClientID, cfg.ClientSecret = server.Credentials().ClientID, server.Credentials().ClientSecret
+	cfg.AuxiliaryTenantIDs = auxiliary
 	client, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -94,9 +94,11 @@ func azureBlock() schema.Block {
 			"auxiliary_tenant_ids": schema.ListAttribute{
 				Optional: true, ElementType: types.StringType,
 				Validators: []validator.List{listvalidator.SizeAtMost(3)},
-				Description: "Up to 3 other tenants whose resources the backend reads, such as a gallery image shared from another tenant: " +
-					"a token for each goes with every ARM request (`x-ms-authorization-auxiliary`); the app must be registered in each. " +
-					"Default: `$ARM_AUXILIARY_TENANT_IDS` (separated by `;`).",
+				Description: "Up to 3 other tenants whose resources the backend uses, such as a gallery image shared from another tenant: " +
+					"a token for each goes with every ARM request (`x-ms-authorization-auxiliary`), as ARM requires of a scale set or machine " +
+					"made from such an image, and the image's tags are read with a token of its tenant; the app must be registered in each " +
+					"and allowed to read the image. Without its tenant here, such an image is refused at plan time (with `image_manifest`, " +
+					"at apply) naming the tenant to add. Default: `$ARM_AUXILIARY_TENANT_IDS` (separated by `;`).",
 			},
 			"use_cli": boolean("use_cli", "Authenticate as the Azure CLI's logged-in account when nothing else is configured. Default `true`."),
 			"environment": schema.StringAttribute{

@@ -367,6 +367,45 @@ func TestAccPodRoute_azureImport(t *testing.T) {
 	})
 }
 
+// A pool whose image is shared from a gallery of another tenant: without that tenant in
+// auxiliary_tenant_ids the plan fails naming it, as ARM serves the image only to a token of its
+// tenant; with it, the scale set is made from the image (ARM checks the auxiliary token) and its
+// node joins.
+func TestAccWindowsNodePool_azureAuxiliaryTenant(t *testing.T) {
+	state, provider := testAccLocal(t)
+	f := newAzureFixture(t, state)
+	other := armServer.AddTenant(armtest.Tenant{ClientIDs: []string{armServer.Credentials().ClientID}})
+	dir := testImage(t, testBackend(t, state), f.group+"-shared")
+	image := "/subscriptions/" + other.SubscriptionID +
+		"/resourceGroups/gallery/providers/Microsoft.Compute/galleries/kubewin/images/ws2022/versions/1.0.0"
+	if err := armServer.AddImage(image, imageTags(t, dir)); err != nil {
+		t.Fatal(err)
+	}
+	armBooter.AddImage(image, dir)
+	be := f.poolBackend()
+	auxiliary := strings.Replace(provider, "provider \"kubewin\" {\n",
+		fmt.Sprintf("provider \"kubewin\" {\n  azure {\n    auxiliary_tenant_ids = [%q]\n  }\n", other.ID), 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: poolConfig(provider, be, image, 1),
+				ExpectError: regexp.MustCompile(`(?s)Invalid Image.*subscription\s+` + other.SubscriptionID + `\s+of\s+another\s+tenant.*add\s+` + other.ID +
+					`\s+to\s+auxiliary_tenant_ids.*ARM_AUXILIARY_TENANT_IDS`),
+			},
+			{
+				Config: poolConfig(auxiliary, be, image, 1),
+				ConfigStateChecks: []statecheck.StateCheck{checkFunc(func() error {
+					if ins := armServer.Instances(f.scaleSetID()); len(ins) != 1 || ins[0].ImageID != image {
+						return fmt.Errorf("instances %+v, want one of image %s", ins, image)
+					}
+					return nil
+				})},
+			},
+		},
+	})
+}
+
 // A node that fails before it trusts the cluster fails the apply naming node, phase and code: it
 // reports the failure to the cluster once it has discovered it, and as its serial console is
 // SAC's (the ARM test server's rule for Windows), the pool runs nodeboot diagnose on it by run

@@ -147,7 +147,8 @@ func azurePoolBlock() schema.Block {
 				Description: requiredInBlock + "Resource ID of the image the kubewin Packer plugin published: a gallery image version or a managed image. " +
 					"Its Windows build, Kubernetes version and runtime are read from its tags `" +
 					azureimage.TagWindowsBuild + "`, `" + azureimage.TagKubernetesVersion + "`, `" + azureimage.TagRuntime + "` and `" +
-					azureimage.TagRuntimeVersion + "` at plan time, or from `image_manifest`." + surgeNote,
+					azureimage.TagRuntimeVersion + "` at plan time, or from `image_manifest`. An image of another tenant's gallery needs that tenant " +
+					"in the provider's `azure.auxiliary_tenant_ids`." + surgeNote,
 			},
 			"image_manifest": schema.StringAttribute{
 				Optional: true,
