@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 )
@@ -156,6 +157,59 @@ func TestRouteTableLimit(t *testing.T) {
 	// Replacing an existing route of a full table is fine.
 	if err := f.putRoute(t, "full", "r0", podRoute("10.200.0.0/24", "10.0.1.5")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A route table's etag changes with every write of the table or of one of its routes, and a PUT
+// If-Match another etag is refused with Network's 412.
+func TestRouteTableIfMatch(t *testing.T) {
+	f := newFixture(t, Options{})
+	tables := f.network.NewRouteTablesClient()
+	put := func(name, ifMatch string) (armnetwork.RouteTable, error) {
+		ctx := testContext(t)
+		p, err := tables.BeginCreateOrUpdate(policy.WithHTTPHeader(ctx, http.Header{"If-Match": {ifMatch}}), testGroup, name,
+			armnetwork.RouteTable{Location: to.Ptr(f.s.Location())}, nil)
+		if err != nil {
+			return armnetwork.RouteTable{}, err
+		}
+		res, err := p.PollUntilDone(ctx, fast)
+		return res.RouteTable, err
+	}
+	etag := func() string {
+		t.Helper()
+		rt, err := tables.Get(testContext(t), testGroup, "pods", nil)
+		if err != nil || rt.Etag == nil || !strings.HasPrefix(*rt.Etag, `W/"`) {
+			t.Fatalf("route table etag %v, %v", rt.Etag, err)
+		}
+		return *rt.Etag
+	}
+
+	created := f.createRouteTable(t, "pods").Etag
+	if got := etag(); created == nil || got != *created {
+		t.Fatalf("GET etag %s, the PUT answered %v", got, created)
+	}
+	first := *created
+	second, err := put("pods", first)
+	if err != nil || *second.Etag == first || etag() != *second.Etag {
+		t.Fatalf("PUT If-Match the current etag: %v, etag %v after %s", err, second.Etag, first)
+	}
+	if _, err := put("pods", first); responseError(t, err).StatusCode != http.StatusPreconditionFailed ||
+		responseError(t, err).ErrorCode != "PreconditionFailed" || !strings.Contains(err.Error(), "PreconditionFailedEtagMismatch") {
+		t.Fatalf("PUT If-Match a stale etag: %v", err)
+	}
+	f.createRouteTable(t, "pods") // without If-Match
+	third := etag()
+	if third == *second.Etag {
+		t.Fatal("a PUT without If-Match left the etag as it was")
+	}
+	if err := f.putRoute(t, "pods", "r", podRoute("10.244.1.0/24", "10.0.1.4")); err != nil || etag() == third {
+		t.Fatalf("a route's write left the table's etag: %v", err)
+	}
+	if _, err := put("pods", "*"); err != nil {
+		t.Fatalf("PUT If-Match * of an existing table: %v", err)
+	}
+	if _, err := put("missing", "*"); responseError(t, err).StatusCode != http.StatusPreconditionFailed {
+		t.Fatalf("PUT If-Match * of a missing table: %v", err)
 	}
 }
 

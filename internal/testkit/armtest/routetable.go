@@ -20,6 +20,8 @@ type routeTable struct {
 	model    armnetwork.RouteTable // as accepted, routes left out
 	routes   map[string]*route     // by lower-case name
 	state    armnetwork.ProvisioningState
+	// etag changes with every write of the table or of one of its routes (newETag).
+	etag string
 }
 
 type route struct {
@@ -29,7 +31,8 @@ type route struct {
 	state armnetwork.ProvisioningState
 }
 
-// routeTableKind: a PUT replaces the routes too; a table associated with subnets is not deleted.
+// routeTableKind: a PUT replaces the routes too, and is refused when its If-Match names another
+// etag (checkIfMatch); a table associated with subnets is not deleted.
 var routeTableKind = kind{
 	typ: typeRouteTable, path: tablePath, version: NetworkAPIVersion,
 	model: func() json.Unmarshaler { return &armnetwork.RouteTable{} },
@@ -38,6 +41,13 @@ var routeTableKind = kind{
 	},
 	find: func(s *Server, id string) any { return found(s.tables[strings.ToLower(id)]) },
 	write: func(s *Server, q *armRequest, m, old any) (*change, *apiError) {
+		etag := ""
+		if old != nil {
+			etag = as[*routeTable](old).etag
+		}
+		if e := checkIfMatch(q, etag, old != nil); e != nil {
+			return nil, e
+		}
 		return s.writeRouteTable(q.resourceID(), *as[*armnetwork.RouteTable](m), old == nil), nil
 	},
 	inUse: func(s *Server, q *armRequest, r any) *apiError {
@@ -108,7 +118,7 @@ func (s *Server) writeRouteTable(id string, m armnetwork.RouteTable, create bool
 		rt = &routeTable{id: id}
 		s.tables[strings.ToLower(id)] = rt
 	}
-	rt.location, rt.model, rt.routes, rt.state = *m.Location, m, planned, armnetwork.ProvisioningStateUpdating
+	rt.location, rt.model, rt.routes, rt.state, rt.etag = *m.Location, m, planned, armnetwork.ProvisioningStateUpdating, newETag()
 	if m.Properties != nil {
 		rt.model.Properties = clone(m.Properties)
 		rt.model.Properties.Routes = nil
@@ -142,7 +152,7 @@ var routeKind = kind{
 	},
 	remove: func(s *Server, q *armRequest, r any) *change {
 		rt, key, rr := s.tables[strings.ToLower(q.id(8))], strings.ToLower(q.name(3)), as[*route](r)
-		rr.state = armnetwork.ProvisioningStateDeleting
+		rr.state, rt.etag = armnetwork.ProvisioningStateDeleting, newETag()
 		return &change{commit: func(failure *apiError) func() {
 			if failure != nil {
 				rr.state = armnetwork.ProvisioningStateFailed
@@ -177,7 +187,7 @@ func (s *Server) writeRoute(q *armRequest, m armnetwork.Route) (*change, *apiErr
 		r = &route{id: rt.id + "/routes/" + q.name(3), name: q.name(3)}
 		rt.routes[key] = r
 	}
-	r.model, r.state = m, armnetwork.ProvisioningStateUpdating
+	r.model, r.state, rt.etag = m, armnetwork.ProvisioningStateUpdating, newETag()
 	return &change{status: status, view: func() any { return routeView(r) }, commit: func(failure *apiError) func() {
 		r.state = settled(failure)
 		return nil
@@ -266,7 +276,7 @@ func (s *Server) AddRouteTable(group, name string, subnetIDs ...string) (string,
 		subnets = append(subnets, sn)
 	}
 	s.tables[strings.ToLower(id)] = &routeTable{
-		id: id, location: s.opts.Location, routes: map[string]*route{}, state: armnetwork.ProvisioningStateSucceeded,
+		id: id, location: s.opts.Location, routes: map[string]*route{}, state: armnetwork.ProvisioningStateSucceeded, etag: newETag(),
 		model: armnetwork.RouteTable{Location: to.Ptr(s.opts.Location), Properties: &armnetwork.RouteTablePropertiesFormat{}},
 	}
 	for _, sn := range subnets {
@@ -278,6 +288,7 @@ func (s *Server) AddRouteTable(group, name string, subnetIDs ...string) (string,
 func (s *Server) tableView(rt *routeTable) armnetwork.RouteTable {
 	out := rt.model
 	out.ID, out.Name, out.Type, out.Location = to.Ptr(rt.id), to.Ptr(lastSegment(rt.id)), to.Ptr(typeRouteTable), to.Ptr(rt.location)
+	out.Etag = to.Ptr(rt.etag)
 	out.Properties = &armnetwork.RouteTablePropertiesFormat{}
 	if rt.model.Properties != nil {
 		out.Properties = clone(rt.model.Properties)

@@ -2,6 +2,7 @@ package armtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -315,4 +316,29 @@ func (s *Server) ResourceIDs(group string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// newETag is a new etag, in the form Network gives them: W/"<uuid>"
+// (kubernetes-sigs/cluster-api-provider-azure#682 quotes one in a route table's 412).
+func newETag() string { return `W/"` + newUUID() + `"` }
+
+// checkIfMatch applies a PUT's If-Match header to a resource whose etag is etag (exists false:
+// none yet), as ARM's resource provider contract tabulates it (Azure/azure-resource-manager-rpc
+// v1.0/Addendum.md, ETags for Resources): no header, or "*" on an existing resource, passes; any
+// other value must be the resource's etag, else 412 Precondition Failed. The error is Network's
+// answer to a route table written with a stale etag, as kubernetes-sigs/cluster-api-provider-azure#682
+// quotes it: PreconditionFailed, "Precondition failed.", detail PreconditionFailedEtagMismatch
+// (the detail's wording for a resource that does not exist is this server's own).
+func checkIfMatch(q *armRequest, etag string, exists bool) *apiError {
+	want := q.r.Header.Get("If-Match")
+	if want == "" || exists && (want == "*" || want == etag) {
+		return nil
+	}
+	e := newError(http.StatusPreconditionFailed, "PreconditionFailed", "Precondition failed.")
+	detail := fmt.Sprintf("Etag provided in if-match header %s does not match etag %s of resource %s.", want, etag, q.resourceID())
+	if !exists {
+		detail = fmt.Sprintf("If-match header %s was provided for resource %s, which does not exist.", want, q.resourceID())
+	}
+	e.Details = []*apiError{{Code: "PreconditionFailedEtagMismatch", Message: detail}}
+	return e
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
+
 	"github.com/kubewin/kubewin/internal/routetable"
 	"github.com/kubewin/kubewin/internal/testkit/golden"
 )
@@ -117,10 +120,36 @@ func TestScaleSetBodies(t *testing.T) {
 	assertBody(t, "pool/scale-set-add.json", s.update(5, []byte("<powershell/>")))
 }
 
-// The request body of a pod route.
-func TestRouteBody(t *testing.T) {
+// The request body of a route table's write: the table as read, with a pod route put and another
+// deleted; its tags, BGP setting and another writer's route kept, and what only the server sets
+// (etag, provisioning states, resource GUID, subnets, hasBgpOverride) left out.
+func TestRouteTableBody(t *testing.T) {
+	const id = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/net/providers/Microsoft.Network/routeTables/pods"
+	succeeded := to.Ptr(armnetwork.ProvisioningStateSucceeded)
+	read := armnetwork.RouteTable{
+		ID: to.Ptr(id), Name: to.Ptr("pods"), Type: to.Ptr("Microsoft.Network/routeTables"), Etag: to.Ptr(`W/"1"`),
+		Location: to.Ptr("westeurope"), Tags: map[string]*string{"owner": to.Ptr("network-team")},
+		Properties: &armnetwork.RouteTablePropertiesFormat{
+			DisableBgpRoutePropagation: to.Ptr(true), ProvisioningState: succeeded, ResourceGUID: to.Ptr("guid"),
+			Subnets: []*armnetwork.Subnet{{ID: to.Ptr(testVNet + "/subnets/nodes")}},
+			Routes: []*armnetwork.Route{
+				{ID: to.Ptr(id + "/routes/to-partner"), Name: to.Ptr("to-partner"), Etag: to.Ptr(`W/"1"`), Properties: &armnetwork.RoutePropertiesFormat{
+					AddressPrefix: to.Ptr("203.0.113.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeInternet), HasBgpOverride: to.Ptr(false),
+					ProvisioningState: succeeded,
+				}},
+				{ID: to.Ptr(id + "/routes/node-0"), Name: to.Ptr("node-0"), Properties: &armnetwork.RoutePropertiesFormat{
+					AddressPrefix: to.Ptr("10.244.0.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance),
+					NextHopIPAddress: to.Ptr("10.240.0.4"), ProvisioningState: succeeded,
+				}},
+			},
+		},
+	}
 	r := routetable.Route{Name: "node-1", Destination: netip.MustParsePrefix("10.244.1.0/24"), NextHop: netip.MustParseAddr("10.240.0.5")}
-	assertBody(t, "route.json", routeBody(r))
+	routes, errs, changed := applyChanges(id, read, []*routeChange{{name: r.Name, route: &r}, {name: "node-0"}})
+	if !changed || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("changed %v, errors %v", changed, errs)
+	}
+	assertBody(t, "route-table.json", tableBody(read, routes))
 }
 
 // The request bodies of the cloud provider's identity and its role assignments.

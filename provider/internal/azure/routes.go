@@ -55,21 +55,6 @@ func ParseRouteID(id string) (tableID, name string, err error) {
 	return r.Parent.String(), r.Name, nil
 }
 
-// tableLocks serialise the writes to each route table within the provider process, where
-// Terraform writes many routes at once: Azure's network resource provider takes one write per
-// table at a time (others get AnotherOperationInProgress or a 429 RetryableError).
-var tableLocks sync.Map
-
-func (t *RouteTable) lock() func() {
-	v, _ := tableLocks.LoadOrStore(strings.ToLower(t.ID), &sync.Mutex{})
-	mu, ok := v.(*sync.Mutex)
-	if !ok {
-		panic(fmt.Sprintf("azure: tableLocks holds a %T, not a *sync.Mutex", v))
-	}
-	mu.Lock()
-	return mu.Unlock
-}
-
 func (t *RouteTable) routes() *armnetwork.RoutesClient { return t.Client.network.NewRoutesClient() }
 
 // tableReads share one GET of a route table among the kubewin_pod_route resources Terraform
@@ -135,27 +120,43 @@ func (t *RouteTable) forgetRead() {
 	tableReads.Unlock()
 }
 
-// read reads the table from ARM.
-func (t *RouteTable) read(ctx context.Context) (*routetable.Table, []string, error) {
+// get reads the table from ARM, with its etag.
+func (t *RouteTable) get(ctx context.Context) (armnetwork.RouteTable, error) {
 	resp, err := t.Client.network.NewRouteTablesClient().Get(ctx, t.resourceGroup, t.name, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read route table %s: %w", t.ID, err)
+		return armnetwork.RouteTable{}, fmt.Errorf("read route table %s: %w", t.ID, err)
 	}
-	table := &routetable.Table{Name: t.ID}
+	return resp.RouteTable, nil
+}
+
+// read reads the table from ARM.
+func (t *RouteTable) read(ctx context.Context) (*routetable.Table, []string, error) {
+	rt, err := t.get(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	var subnets []string
-	if p := resp.Properties; p != nil {
-		for _, r := range p.Routes {
-			if route, ok := routeOf(r); ok {
-				table.Routes = append(table.Routes, route)
-			}
-		}
-		for _, s := range p.Subnets {
+	if rt.Properties != nil {
+		for _, s := range rt.Properties.Subnets {
 			if s.ID != nil {
 				subnets = append(subnets, *s.ID)
 			}
 		}
 	}
-	return table, subnets, nil
+	return podRoutes(t.ID, rt), subnets, nil
+}
+
+// podRoutes is the table's pod routes: those to an address prefix (not a service tag).
+func podRoutes(id string, rt armnetwork.RouteTable) *routetable.Table {
+	table := &routetable.Table{Name: id}
+	if rt.Properties != nil {
+		for _, r := range rt.Properties.Routes {
+			if route, ok := routeOf(r); ok {
+				table.Routes = append(table.Routes, route)
+			}
+		}
+	}
+	return table
 }
 
 // Get returns a route; ok is false when the table or the route does not exist.
@@ -186,44 +187,24 @@ func routeOf(r *armnetwork.Route) (routetable.Route, bool) {
 // Put creates or replaces a route to a node (next hop type VirtualAppliance: the node's NIC,
 // which forwards IP), checking the table's limits against its current routes first.
 func (t *RouteTable) Put(ctx context.Context, route routetable.Route) error {
-	unlock := t.lock()
-	defer unlock()
-	table, _, err := t.read(ctx) // the table as it is now: writes are serialised, reads are not
-	if err != nil {
-		return err
-	}
-	if err := table.CheckAdd(route); err != nil {
-		return err
-	}
-	defer t.forgetRead()
-	p, err := t.routes().BeginCreateOrUpdate(ctx, t.resourceGroup, t.name, route.Name, routeBody(route), nil)
-	if _, err := wait(ctx, t.Client, p, err); err != nil {
-		return fmt.Errorf("write route %s: %w", t.RouteID(route.Name), err)
-	}
-	return nil
+	return t.change(ctx, &routeChange{name: route.Name, route: &route})
+}
+
+// Delete removes a route; a route already gone, or its table, is not an error.
+func (t *RouteTable) Delete(ctx context.Context, name string) error {
+	return t.change(ctx, &routeChange{name: name})
 }
 
 // routeBody is a route to a node: next hop type VirtualAppliance, the node's address.
 func routeBody(route routetable.Route) armnetwork.Route {
 	return armnetwork.Route{
+		Name: to.Ptr(route.Name),
 		Properties: &armnetwork.RoutePropertiesFormat{
 			AddressPrefix:    to.Ptr(route.Destination.String()),
 			NextHopType:      to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance),
 			NextHopIPAddress: to.Ptr(route.NextHop.String()),
 		},
 	}
-}
-
-// Delete removes a route; a route already gone is not an error.
-func (t *RouteTable) Delete(ctx context.Context, name string) error {
-	unlock := t.lock()
-	defer unlock()
-	defer t.forgetRead()
-	p, err := t.routes().BeginDelete(ctx, t.resourceGroup, t.name, name, nil)
-	if _, err := wait(ctx, t.Client, p, err); err != nil && !notFound(err) {
-		return fmt.Errorf("delete route %s: %w", t.RouteID(name), err)
-	}
-	return nil
 }
 
 // SubnetPrefixes returns the address prefixes of subnets, by resource ID.

@@ -43,9 +43,9 @@ func TestAccAzureTargetFromEnvironment(t *testing.T) {
 		case r.Method == "PUT" && strings.HasSuffix(path, "/resourcegroups/"+group) && r.Status < 300:
 			var body struct{ Tags map[string]string }
 			created = json.Unmarshal(r.Body, &body) == nil && body.Tags[azureacc.TagRun] == "fake-env" && body.Tags[azureacc.TagCreated] != ""
-		case r.Method == "PUT" && r.Status < 300 &&
-			strings.Contains(path, "/resourcegroups/"+group+"/providers/microsoft.network/routetables/pods/routes/"):
-			routes = true
+		case r.Method == "PUT" && r.Status < 300 && strings.HasSuffix(path, "/resourcegroups/"+group+"/providers/microsoft.network/routetables/pods"):
+			var body struct{ Properties struct{ Routes []any } }
+			routes = routes || json.Unmarshal(r.Body, &body) == nil && len(body.Properties.Routes) > 0
 		case r.Method == "DELETE" && strings.HasSuffix(path, "/resourcegroups/"+group) && r.Status == 202:
 			deleted = true
 		}

@@ -281,7 +281,7 @@ resource "kubewin_pod_route" "node" {
 	return b.String()
 }
 
-// Routes in an Azure route table: created in parallel (serialised per table), updated in place,
+// Routes in an Azure route table: created in parallel (written together per table), updated in place,
 // removed, imported by resource ID; the table's limit holds at plan time.
 func TestAccPodRoute_azure(t *testing.T) {
 	testAccPodRouteAzure(t, accTarget(t))

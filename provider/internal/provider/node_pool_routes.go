@@ -132,8 +132,8 @@ func (r *nodePoolResource) checkPoolRoutes(ctx context.Context, state tfsdk.Stat
 	cannotUse := func(err error) {
 		diags.AddAttributeError(pathPodRoutesTable, "Cannot Use the Route Table",
 			fmt.Sprintf("pod_routes.route_table = %q: %s. Name a route table that exists and that the provider's credentials may read and "+
-				"write (on Azure the Network Contributor role on the table, or Microsoft.Network/routeTables/read and "+
-				"Microsoft.Network/routeTables/routes/*).", m.PodRoutes.RouteTable.ValueString(), err))
+				"write (on Azure the Network Contributor role on the table, or Microsoft.Network/routeTables/read, "+
+				"Microsoft.Network/routeTables/write and Microsoft.Network/routeTables/routes/read).", m.PodRoutes.RouteTable.ValueString(), err))
 	}
 	if err != nil {
 		cannotUse(err)

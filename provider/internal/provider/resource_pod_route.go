@@ -89,8 +89,11 @@ func (r *podRouteResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"azure": schema.SingleNestedBlock{
 				Description: "The route goes into an Azure route table, with next hop type `VirtualAppliance` (the node's NIC, which the " +
-					"`azure` node pool creates with IP forwarding). Writes to one table are serialised; throttling and conflicts with " +
-					"other operations on the table are retried.",
+					"`azure` node pool creates with IP forwarding). Writes to one table are serialised, and the routes that wait while " +
+					"one runs go together in the next write of the whole table, conditional on its etag (a table another writer changed " +
+					"in between is read and written again; its other routes, tags and settings stay); throttling and conflicts with " +
+					"other operations on the table are retried. The provider's credentials need Microsoft.Network/routeTables/read and " +
+					"write on the table (Network Contributor has them).",
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving the route to another backend replaces it.",
 					"")},
 				Attributes: map[string]schema.Attribute{

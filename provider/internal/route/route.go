@@ -11,7 +11,8 @@ import (
 )
 
 // Table is a backend's route table. Writes to one table are serialised within the provider
-// process by the backend, where Terraform writes many routes at once.
+// process by the backend, where Terraform writes many routes at once; the azure backend writes
+// the routes that wait meanwhile together, in one write of the table.
 type Table interface {
 	// Key identifies the table within the provider process. It costs nothing.
 	Key() string
@@ -20,9 +21,10 @@ type Table interface {
 	// Get returns a route; ok is false when the table or the route does not exist. One read.
 	Get(ctx context.Context, name string) (route routetable.Route, ok bool, err error)
 	// Put creates or replaces a route, checking the table's limits against its current routes
-	// first: one read and one write of the table.
+	// first: one read and one write of the table, shared with the routes written at once.
 	Put(ctx context.Context, route routetable.Route) error
-	// Remove deletes a route; a route already gone is not an error. One write.
+	// Remove deletes a route; a route already gone is not an error. At most one read and one
+	// write, shared likewise.
 	Remove(ctx context.Context, name string) error
 	// RouteID is a route's ID, the resource's id. It costs nothing.
 	RouteID(name string) string
