@@ -327,7 +327,7 @@ func (c Config) Credential(opts azcore.ClientOptions, customCloud bool) (azcore.
 		}
 		return azidentity.NewManagedIdentityCredential(o)
 	case c.UseCLI:
-		return azidentity.NewAzureCLICredential(&azidentity.AzureCLICredentialOptions{TenantID: c.TenantID})
+		return azidentity.NewAzureCLICredential(&azidentity.AzureCLICredentialOptions{TenantID: c.TenantID, AdditionallyAllowedTenants: tenants})
 	}
 	return nil, errors.New("no Azure credential is configured: set client_id with client_secret or client_certificate, or use_oidc with an OIDC token " +
 		"(oidc_token, oidc_token_file_path, a Terraform Cloud workspace with Azure dynamic credentials, or a CI system's token request), " +

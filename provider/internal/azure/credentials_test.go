@@ -21,6 +21,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"software.sslmate.com/src/go-pkcs12"
 
 	"github.com/kubewin/kubewin/internal/testkit/armtest"
@@ -496,5 +497,35 @@ func TestAuxiliaryTenants(t *testing.T) {
 	t.Setenv("ARM_AUXILIARY_TENANT_IDS", "a;b;c;d")
 	if _, err := ConfigFrom(nil); err == nil || !strings.Contains(err.Error(), "at most 3") {
 		t.Errorf("4 auxiliary tenants: %v", err)
+	}
+}
+
+// The Azure CLI gives the tokens of the auxiliary tenants too: azidentity refuses a token request
+// for a tenant other than the credential's unless the tenant is additionally allowed
+// (azidentity's resolveTenant), and ARM requests ask for one per auxiliary tenant
+// (x-ms-authorization-auxiliary). A stand-in az on PATH answers as
+// `az account get-access-token -o json` does and records the tenant it was asked for.
+func TestAzureCLIAuxiliaryTenants(t *testing.T) {
+	dir := t.TempDir()
+	script := "#!/bin/sh\nfor a; do [ \"$prev\" = --tenant ] && tenant=$a; prev=$a; done\n" +
+		"printf '{\"accessToken\":\"token-of-%s\",\"expires_on\":4070908800}' \"$tenant\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "az"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	c := base()
+	c.UseCLI, c.AuxiliaryTenantIDs = true, []string{"22222222-2222-2222-2222-222222222222"}
+	cred, err := c.Credential(azcore.ClientOptions{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cred.GetToken(context.Background(), policy.TokenRequestOptions{Scopes: []string{"https://management.azure.com/.default"},
+		TenantID: c.AuxiliaryTenantIDs[0]})
+	if err != nil || tok.Token != "token-of-"+c.AuxiliaryTenantIDs[0] {
+		t.Errorf("the auxiliary tenant's token from the Azure CLI: %q, %v", tok.Token, err)
+	}
+	if _, err := cred.GetToken(context.Background(), policy.TokenRequestOptions{Scopes: []string{"https://management.azure.com/.default"},
+		TenantID: "33333333-3333-3333-3333-333333333333"}); err == nil {
+		t.Error("a tenant neither the credential's nor an auxiliary one was given a token")
 	}
 }
