@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/atomicfile"
 	"github.com/kubewin/kubewin/internal/proc"
 )
 
@@ -176,7 +177,7 @@ func (cp *ControlPlane) save() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(cp.Config.Dir, stateFile), b, 0o600)
+	return atomicfile.Write(filepath.Join(cp.Config.Dir, stateFile), b, 0o600)
 }
 
 // Running reports which components' processes are alive.

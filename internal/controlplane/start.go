@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 
+	"github.com/kubewin/kubewin/internal/atomicfile"
 	"github.com/kubewin/kubewin/internal/proc"
 )
 
@@ -174,7 +175,7 @@ func (cp *ControlPlane) writePKI() error {
 		if err := cp.runKubeadm(&out, "kubeconfig", "user", "--config", cp.KubeadmConfig(), "--client-name", "system:"+c); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(cp.kubeconfig(c), out.Bytes(), 0o600); err != nil {
+		if err := atomicfile.Write(cp.kubeconfig(c), out.Bytes(), 0o600); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kubewin/kubewin/internal/atomicfile"
 	"github.com/kubewin/kubewin/internal/controlplane"
 )
 
@@ -121,21 +122,10 @@ func (b *Backend) SavePoolFile(pool, name string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, name), data, 0o644)
+	return atomicfile.Write(filepath.Join(dir, name), data, 0o644)
 }
 
 // LoadPoolFile reads a file SavePoolFile kept.
 func (b *Backend) LoadPoolFile(pool, name string) ([]byte, error) {
 	return os.ReadFile(filepath.Join(b.StateDir, "pools", pool, name))
-}
-
-// writeFileAtomic replaces a file of the backend's state in one rename, so that another
-// process (a second terraform run, a refresh, the machines' own nodeboot) never reads it half
-// written.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

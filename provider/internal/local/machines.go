@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/atomicfile"
 	"github.com/kubewin/kubewin/internal/nodestatus"
 	"github.com/kubewin/kubewin/internal/proc"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
@@ -62,7 +63,7 @@ func (b *Backend) CreateMachine(pool, name, imageDir string, nodeConfig []byte) 
 	}
 	machine := Machine{Name: name, Address: addr, PID: pid}
 	data, _ := json.Marshal(machine)
-	return machine, writeFileAtomic(filepath.Join(dir, machineFile), data, 0o600)
+	return machine, atomicfile.Write(filepath.Join(dir, machineFile), data, 0o600)
 }
 
 // Machines lists a pool's machines, by name.
@@ -145,7 +146,7 @@ func (b *Backend) reserveIndices(pool string, n int) (int, error) {
 	if err := os.MkdirAll(b.poolDir(pool), 0o755); err != nil {
 		return 0, err
 	}
-	return next, writeFileAtomic(path, []byte(strconv.Itoa(next+n)), 0o644)
+	return next, atomicfile.Write(path, []byte(strconv.Itoa(next+n)), 0o644)
 }
 
 var addressLock sync.Mutex
@@ -205,7 +206,7 @@ func (b *Backend) saveAddresses(table map[string]netip.Addr) error {
 	if err := os.MkdirAll(b.StateDir, 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(b.StateDir, "addresses.json"), data, 0o644)
+	return atomicfile.Write(filepath.Join(b.StateDir, "addresses.json"), data, 0o644)
 }
 
 // Diagnose runs `nodeboot diagnose` on a machine, as its own nodeboot would run it: from the

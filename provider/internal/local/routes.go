@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kubewin/kubewin/internal/atomicfile"
 	"github.com/kubewin/kubewin/internal/routetable"
 )
 
@@ -62,5 +63,5 @@ func (b *Backend) UpdateRouteTable(name string, f func(*routetable.Table) error)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data, 0o644)
+	return atomicfile.Write(path, data, 0o644)
 }
