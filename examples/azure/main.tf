@@ -34,7 +34,7 @@ variable "location" {
 
 variable "subnet_id" {
   type        = string
-  description = "The nodes' subnet (e.g. azurerm_subnet.nodes.id)."
+  description = "The nodes' subnet (e.g. azurerm_subnet.nodes.id), with a NAT gateway or a route of 0.0.0.0/0 to a firewall for the nodes' outbound connections (the plan warns when it has neither)."
 }
 
 variable "route_table_id" {

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -142,8 +143,8 @@ func (c *Cluster) outboundAddress(ctx context.Context) (string, error) {
 }
 
 // checkOutbound refuses existing subnets without an outbound path before anything is made: the
-// agents' subnet (the Linux agents' and the Windows pools') needs a NAT gateway, and so does the
-// masters' behind an internal API server (a public one's load balancer has outbound rules).
+// agents' subnet (the Linux agents' and the Windows pools') needs one (SubnetOutbound), and so does
+// the masters' behind an internal API server (a public one's load balancer has outbound rules).
 func (c *Cluster) checkOutbound(ctx context.Context) error {
 	n := c.Spec.Network
 	ids := []string{n.AgentSubnetID}
@@ -151,22 +152,60 @@ func (c *Cluster) checkOutbound(ctx context.Context) error {
 		ids = append(ids, n.ControlPlaneSubnetID)
 	}
 	for _, id := range ids {
-		r, err := arm.ParseResourceID(id)
-		if err != nil || r.Parent == nil {
-			return fmt.Errorf("%q is not a subnet's resource ID", id)
-		}
-		sn, err := c.Client.network.NewSubnetsClient().Get(ctx, r.ResourceGroupName, r.Parent.Name, r.Name, nil)
-		if err != nil {
-			return fmt.Errorf("read subnet %s: %w", id, err)
-		}
-		if sn.Properties == nil || sn.Properties.NatGateway == nil {
-			return fmt.Errorf("subnet %s has no NAT gateway, and its machines would have no outbound connections (apt, pkgs.k8s.io, "+
-				"container images): Azure gives new subnets no default outbound access "+
-				"(https://learn.microsoft.com/azure/virtual-network/ip-services/default-outbound-access). Associate a NAT gateway with it "+
-				"(azurerm_subnet_nat_gateway_association), or let kubewin make the cluster's network (unset master_subnet_id and agent_subnet_id)", id)
+		if err := c.Client.SubnetOutbound(ctx, id); err != nil {
+			return fmt.Errorf("%w (apt, pkgs.k8s.io and container images need it), or let kubewin make the cluster's network "+
+				"(unset master_subnet_id and agent_subnet_id)", err)
 		}
 	}
 	return nil
+}
+
+// ErrNoOutbound is SubnetOutbound's answer for a subnet without an outbound path.
+var ErrNoOutbound = errors.New("no outbound path to the Internet")
+
+// SubnetOutbound checks that the machines of a subnet reach the Internet without a public address
+// of their own or a load balancer's outbound rules (kubewin's scale sets and VMs on a subnet it did
+// not make have neither): through the subnet's NAT gateway, or a user route of 0.0.0.0/0 to a
+// virtual appliance or a virtual network gateway (a firewall: AKS's outbound type
+// userDefinedRouting, learn.microsoft.com/azure/aks/egress-outboundtype). Azure gives new subnets
+// no default outbound access (https://learn.microsoft.com/azure/virtual-network/ip-services/default-outbound-access).
+// The error says what to do.
+func (c *Client) SubnetOutbound(ctx context.Context, id string) error {
+	r, err := arm.ParseResourceID(id)
+	if err != nil || r.Parent == nil {
+		return fmt.Errorf("%q is not a subnet's resource ID", id)
+	}
+	sn, err := c.network.NewSubnetsClient().Get(ctx, r.ResourceGroupName, r.Parent.Name, r.Name, nil)
+	if err != nil {
+		return fmt.Errorf("read subnet %s: %w", id, err)
+	}
+	p := sn.Properties
+	if p != nil && p.NatGateway != nil {
+		return nil
+	}
+	if p != nil && p.RouteTable != nil && p.RouteTable.ID != nil {
+		rg, name, err := ParseRouteTableID(*p.RouteTable.ID)
+		if err != nil {
+			return err
+		}
+		rt, err := c.network.NewRouteTablesClient().Get(ctx, rg, name, nil)
+		if err != nil {
+			return fmt.Errorf("read route table %s of subnet %s: %w", *p.RouteTable.ID, id, err)
+		}
+		if rt.Properties != nil {
+			for _, route := range rt.Properties.Routes {
+				rp := route.Properties
+				if rp != nil && deref(rp.AddressPrefix) == "0.0.0.0/0" && rp.NextHopType != nil &&
+					(*rp.NextHopType == armnetwork.RouteNextHopTypeVirtualAppliance || *rp.NextHopType == armnetwork.RouteNextHopTypeVirtualNetworkGateway) {
+					return nil
+				}
+			}
+		}
+	}
+	return fmt.Errorf("subnet %s has %w: no NAT gateway, and no route of 0.0.0.0/0 to a virtual appliance or "+
+		"gateway in its route table; Azure gives new subnets no default outbound access "+
+		"(https://learn.microsoft.com/azure/virtual-network/ip-services/default-outbound-access). Associate a NAT gateway with it "+
+		"(azurerm_subnet_nat_gateway_association), or route 0.0.0.0/0 to your firewall", id, ErrNoOutbound)
 }
 
 // masterSubnet is the prefix of the masters' subnet.

@@ -99,6 +99,24 @@ func TestAccAzureKilledMidApply(t *testing.T) {
 	}
 }
 
+// A pool on a subnet without an outbound path (the fixture's: no NAT gateway, no default route to
+// an appliance) is warned about at plan, naming the subnet and the fix (azure.SubnetOutbound).
+func TestAccAzurePoolSubnetWithoutOutbound(t *testing.T) {
+	acceptance(t)
+	state, provider := testAccLocal(t)
+	f := newAzureFixture(t, state)
+	c := azurePoolCLI(t, f, provider, "")
+	_, out, err := c.try("plan", "-input=false", "-no-color")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Warning: The Pool's Subnet Has No Outbound Path", f.subnetID, "Associate a NAT gateway"} {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+			t.Errorf("the plan's output does not say %q:\n%s", want, out)
+		}
+	}
+}
+
 // No credential reaches the state, a saved plan or the logs: not the ARM client secret, not the
 // VMs' administrator password (write-only), not the pools' bootstrap tokens.
 func TestAccAzureNoSecretsInStateOrLogs(t *testing.T) {

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -140,7 +141,9 @@ func azurePoolBlock() schema.Block {
 			"subnet_id": schema.StringAttribute{
 				Optional: true,
 				Description: requiredInBlock + "Resource ID of the subnet the nodes' NICs are in. For `l2bridge` and `host-gateway` the NICs forward IP, " +
-					"so that pod traffic routed to a node reaches it." + fixedNote,
+					"so that pod traffic routed to a node reaches it. The NICs have no public address and are in no load balancer: the nodes reach the " +
+					"Internet (registries, an API server outside the virtual network) only through the subnet's NAT gateway or a route of " +
+					"0.0.0.0/0 to a firewall, and the plan warns when the subnet has neither." + fixedNote,
 			},
 			"image_id": schema.StringAttribute{
 				Optional: true,
@@ -527,6 +530,31 @@ func (a *azurePoolModel) modifyPlan(ctx context.Context, m *nodePoolModel, plan 
 }
 
 func (a *azurePoolModel) checkCluster(*providerData, *nodePoolModel) diag.Diagnostics { return nil }
+
+// checkOutbound warns at plan when the pool's subnet gives its machines no way out of the virtual
+// network (azure.SubnetOutbound): the scale set's NICs have no public address and are in no load
+// balancer's pool. The nodes still join an API server they reach inside the network (the image holds
+// everything a first boot needs), so it is a warning, not an error.
+func (a *azurePoolModel) checkOutbound(ctx context.Context, data *providerData) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if a.SubnetID.IsUnknown() || a.SubnetID.IsNull() {
+		return diags
+	}
+	c, err := data.azure(ctx)
+	if err != nil {
+		return diags // reported where the pool needs Azure
+	}
+	err = c.SubnetOutbound(ctx, a.SubnetID.ValueString())
+	switch {
+	case errors.Is(err, azure.ErrNoOutbound):
+		diags.AddAttributeWarning(pathAzure.AtName("subnet_id"), "The Pool's Subnet Has No Outbound Path", err.Error()+
+			".\n\nThe pool's nodes can reach only addresses inside the virtual network (and networks peered or connected to it): their join "+
+			"fails if the cluster's API server is elsewhere, and their pods cannot pull images from registries on the Internet.")
+	case err != nil:
+		diags.AddAttributeWarning(pathAzure.AtName("subnet_id"), "Cannot Check the Pool's Subnet", err.Error())
+	}
+	return diags
+}
 
 func (a *azurePoolModel) imageUnknown() bool {
 	return a.ImageID.IsUnknown() || a.ImageManifest.IsUnknown()

@@ -322,6 +322,9 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 				"its join with TokenNotFound. Change the pool's size with node_count, and leave the scale set's automatic repairs off (kubewin "+
 				"does not turn them on). The next plan reports such an instance; the next apply replaces it with one that joins.")
 	}
+	if a, ok := b.(*azurePoolModel); ok {
+		resp.Diagnostics.Append(a.checkOutbound(ctx, r.data)...)
+	}
 	resp.Diagnostics.Append(checkFixedSettings(ctx, req.State, &m, len(resp.RequiresReplace) > 0)...)
 	resp.Diagnostics.Append(b.checkCluster(r.data, &m)...)
 	if !resp.Diagnostics.HasError() {
