@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 
@@ -171,41 +170,39 @@ var ErrNoOutbound = errors.New("no outbound path to the Internet")
 // no default outbound access (https://learn.microsoft.com/azure/virtual-network/ip-services/default-outbound-access).
 // The error says what to do.
 func (c *Client) SubnetOutbound(ctx context.Context, id string) error {
-	r, err := arm.ParseResourceID(id)
-	if err != nil || r.Parent == nil {
-		return fmt.Errorf("%q is not a subnet's resource ID", id)
-	}
-	sn, err := c.network.NewSubnetsClient().Get(ctx, r.ResourceGroupName, r.Parent.Name, r.Name, nil)
+	sn, err := c.subnet(ctx, id)
 	if err != nil {
-		return fmt.Errorf("read subnet %s: %w", id, err)
+		return err
 	}
 	p := sn.Properties
 	if p != nil && p.NatGateway != nil {
 		return nil
 	}
 	if p != nil && p.RouteTable != nil && p.RouteTable.ID != nil {
-		rg, name, err := ParseRouteTableID(*p.RouteTable.ID)
+		t, err := c.OpenRouteTable(*p.RouteTable.ID)
 		if err != nil {
 			return err
 		}
-		rt, err := c.network.NewRouteTablesClient().Get(ctx, rg, name, nil)
+		rt, err := t.get(ctx)
 		if err != nil {
-			return fmt.Errorf("read route table %s of subnet %s: %w", *p.RouteTable.ID, id, err)
+			return fmt.Errorf("subnet %s: %w", id, err)
 		}
-		if rt.Properties != nil {
-			for _, route := range rt.Properties.Routes {
-				rp := route.Properties
-				if rp != nil && deref(rp.AddressPrefix) == "0.0.0.0/0" && rp.NextHopType != nil &&
-					(*rp.NextHopType == armnetwork.RouteNextHopTypeVirtualAppliance || *rp.NextHopType == armnetwork.RouteNextHopTypeVirtualNetworkGateway) {
-					return nil
-				}
-			}
+		if rt.Properties != nil && slices.ContainsFunc(rt.Properties.Routes, defaultRouteToGateway) {
+			return nil
 		}
 	}
 	return fmt.Errorf("subnet %s has %w: no NAT gateway, and no route of 0.0.0.0/0 to a virtual appliance or "+
 		"gateway in its route table; Azure gives new subnets no default outbound access "+
 		"(https://learn.microsoft.com/azure/virtual-network/ip-services/default-outbound-access). Associate a NAT gateway with it "+
 		"(azurerm_subnet_nat_gateway_association), or route 0.0.0.0/0 to your firewall", id, ErrNoOutbound)
+}
+
+// defaultRouteToGateway reports whether a route sends 0.0.0.0/0 to a virtual appliance or a
+// virtual network gateway.
+func defaultRouteToGateway(r *armnetwork.Route) bool {
+	p := r.Properties
+	return p != nil && deref(p.AddressPrefix) == "0.0.0.0/0" && p.NextHopType != nil &&
+		(*p.NextHopType == armnetwork.RouteNextHopTypeVirtualAppliance || *p.NextHopType == armnetwork.RouteNextHopTypeVirtualNetworkGateway)
 }
 
 // masterSubnet is the prefix of the masters' subnet.

@@ -211,13 +211,9 @@ func routeBody(route routetable.Route) armnetwork.Route {
 func (c *Client) SubnetPrefixes(ctx context.Context, ids []string) (map[string][]netip.Prefix, error) {
 	out := map[string][]netip.Prefix{}
 	for _, id := range ids {
-		r, err := arm.ParseResourceID(id)
-		if err != nil || r.Parent == nil {
-			return nil, fmt.Errorf("%q is not a subnet's resource ID", id)
-		}
-		resp, err := c.network.NewSubnetsClient().Get(ctx, r.ResourceGroupName, r.Parent.Name, r.Name, nil)
+		resp, err := c.subnet(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("read subnet %s: %w", id, err)
+			return nil, err
 		}
 		if p := resp.Properties; p != nil {
 			for _, s := range append([]*string{p.AddressPrefix}, p.AddressPrefixes...) {
@@ -228,4 +224,17 @@ func (c *Client) SubnetPrefixes(ctx context.Context, ids []string) (map[string][
 		}
 	}
 	return out, nil
+}
+
+// subnet reads a subnet by resource ID.
+func (c *Client) subnet(ctx context.Context, id string) (armnetwork.Subnet, error) {
+	r, err := arm.ParseResourceID(id)
+	if err != nil || r.Parent == nil {
+		return armnetwork.Subnet{}, fmt.Errorf("%q is not a subnet's resource ID", id)
+	}
+	resp, err := c.network.NewSubnetsClient().Get(ctx, r.ResourceGroupName, r.Parent.Name, r.Name, nil)
+	if err != nil {
+		return armnetwork.Subnet{}, fmt.Errorf("read subnet %s: %w", id, err)
+	}
+	return resp.Subnet, nil
 }

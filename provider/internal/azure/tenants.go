@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -51,12 +52,7 @@ func (c *Client) subscriptionTenant(ctx context.Context, subscription string) (s
 
 // auxiliary reports whether the configuration gets tokens of tenant as auxiliary tokens.
 func (c *Client) auxiliary(tenant string) bool {
-	for _, t := range c.armOptions.AuxiliaryTenants {
-		if strings.EqualFold(t, tenant) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.armOptions.AuxiliaryTenants, func(t string) bool { return strings.EqualFold(t, tenant) })
 }
 
 // auxiliaryTenantRemedy says what lets the provider use an image of a subscription of another
