@@ -42,8 +42,14 @@ type Options struct {
 	Token      string
 	NodeName   string
 	// KeyFile and CertFile hold the kubelet client key and certificate, as paths ReadFile and
-	// WriteFile understand.
+	// WriteFile understand. The key is written before the request is made, so that a restart
+	// reuses it; the certificate once it is signed, unless Store keeps the pair.
 	KeyFile, CertFile string
+	// Store, when set, keeps the signed certificate and its key instead of CertFile being
+	// written; CertFile is then only read, for a credential still valid. The kubelet's
+	// certificate store keeps both in one file (client-go util/certificate), which CertFile may
+	// name: a certificate file may hold the key as well.
+	Store func(certPEM, keyPEM []byte) error
 	// Timeout bounds the wait for approval and signing. Default: 5 minutes.
 	Timeout time.Duration
 	// ReadFile reads a file; WriteFile writes one readable by its owner only.
@@ -104,7 +110,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		return nil, classify(err, "wait for certificate signing request "+reqName)
 	}
-	if err := o.WriteFile(o.CertFile, certPEM); err != nil {
+	store := o.Store
+	if store == nil {
+		store = func(certPEM, _ []byte) error { return o.WriteFile(o.CertFile, certPEM) }
+	}
+	if err := store(certPEM, keyPEM); err != nil {
 		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "write kubelet client certificate: %w", err)
 	}
 	return &Result{CertPEM: certPEM, KeyPEM: keyPEM, CSRName: reqName}, nil

@@ -11,14 +11,11 @@ import (
 	"github.com/kubewin/kubewin/internal/nodestatus"
 )
 
-// Credential files in the kubelet's certificate directory. The bootstrap pair is written by the
-// TLS bootstrap (key first, so a restart reuses it); the kubelet reads and rotates the combined
-// "current" file, as with kubeadm.
+// Credential files in the kubelet's certificate directory. The TLS bootstrap writes its key
+// before it makes the request, so a restart reuses it, and the signed pair into the combined
+// "current" file, which the kubelet reads and rotates, as with kubeadm.
 func (n *Node) bootstrapKeyFile() string {
 	return n.Paths.KubeletCertDir + `\kubelet-client-bootstrap.key`
-}
-func (n *Node) bootstrapCertFile() string {
-	return n.Paths.KubeletCertDir + `\kubelet-client-bootstrap.crt`
 }
 func (n *Node) currentPEM() string { return n.Paths.KubeletCertDir + `\kubelet-client-current.pem` }
 

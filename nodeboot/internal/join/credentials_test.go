@@ -10,6 +10,8 @@ import (
 	"encoding/pem"
 	"math/big"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +81,44 @@ func selfSigned(t *testing.T, cn string) (certPEM, keyPEM []byte) {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: k})
+}
+
+// TestTLSBootstrapFiles checks that the TLS bootstrap leaves in the kubelet's certificate
+// directory what the kubelet's own bootstrap does (pkg/kubelet/certificate/bootstrap): the key
+// it made before the request, and the signed pair in the certificate store (a timestamped file
+// and the "current" link), with no certificate file of its own; and that the phase run again
+// finds that credential and neither asks for another nor writes the store again.
+func TestTLSBootstrapFiles(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t, nodeOpts{})
+	if err := n.RunPhase(ctx, PhaseTLSBootstrap); err != nil {
+		t.Fatal(err)
+	}
+	dir := n.Platform.Path(n.Paths.KubeletCertDir)
+	list := func() []string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	files := list()
+	if len(files) != 3 || !strings.HasPrefix(files[0], "kubelet-client-20") ||
+		files[1] != "kubelet-client-bootstrap.key" || files[2] != "kubelet-client-current.pem" {
+		t.Errorf("the kubelet's certificate directory holds %q, want the bootstrap key, kubelet-client-<time>.pem and kubelet-client-current.pem", files)
+	}
+	time.Sleep(time.Second) // a store written again would have a file of another second
+	if err := n.RunPhase(ctx, PhaseTLSBootstrap); err != nil {
+		t.Fatal(err)
+	}
+	if again := list(); !slices.Equal(again, files) {
+		t.Errorf("the phase run again left %q, before %q", again, files)
+	}
+	if csrs := csrsFor(t, n.Name); len(csrs) != 1 {
+		t.Errorf("%d CSRs, want 1: %v", len(csrs), csrs)
+	}
 }

@@ -460,7 +460,7 @@ func TestResumeAtEveryBoundary(t *testing.T) {
 		}
 		// Forget that the phase finished and that the certificate was written.
 		n.State().Phase(PhaseTLSBootstrap).State = nodestatus.StateRunning
-		_ = os.Remove(n.Platform.Path(n.bootstrapCertFile()))
+		_ = os.Remove(n.Platform.Path(n.currentPEM()))
 		if err := n.store.Save(n.State()); err != nil {
 			t.Fatal(err)
 		}

@@ -124,15 +124,14 @@ func (n *Node) Join(ctx context.Context) error {
 // RunPhase runs one phase, and the phases it depends on when they are not done yet.
 func (n *Node) RunPhase(ctx context.Context, name string) error {
 	defer n.flushReports()
+	var names []string
 	for _, p := range n.runner.Phases {
 		if p.Name == name {
-			return n.runner.RunPhase(ctx, name)
+			break
 		}
 		if !n.state.Done(p.Name) {
-			if err := n.runner.RunPhase(ctx, p.Name); err != nil {
-				return err
-			}
+			names = append(names, p.Name)
 		}
 	}
-	return n.runner.RunPhase(ctx, name)
+	return n.runner.RunPhases(ctx, append(names, name)...)
 }

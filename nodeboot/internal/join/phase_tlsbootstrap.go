@@ -5,7 +5,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -26,13 +25,14 @@ type tlsBootstrapData interface {
 	learned() *Learned
 	trusted() (string, []byte, error)
 	bootstrapKeyFile() string
-	bootstrapCertFile() string
 	currentPEM() string
-	NodeClient() (kubernetes.Interface, error)
 }
 
-// runTLSBootstrap requests the kubelet's client certificate with the bootstrap token and
-// writes the kubelet's credential and kubeconfig.
+// runTLSBootstrap requests the kubelet's client certificate with the bootstrap token, unless the
+// kubelet's certificate store holds a valid one of the bootstrap key, and writes the kubelet's
+// kubeconfig. As the kubelet's own TLS bootstrap does (pkg/kubelet/certificate/bootstrap,
+// LoadClientCert), the key is written before the request and the signed pair straight into the
+// certificate store: no certificate file of its own.
 func runTLSBootstrap(ctx context.Context, d tlsBootstrapData) error {
 	server, ca, err := d.trusted()
 	if err != nil {
@@ -41,9 +41,10 @@ func runTLSBootstrap(ctx context.Context, d tlsBootstrapData) error {
 	p := d.machine()
 	res, err := tlsbootstrap.Run(ctx, tlsbootstrap.Options{
 		Server: server, CACert: ca, Token: d.config().Cluster.BootstrapToken, NodeName: d.nodeName(),
-		KeyFile: d.bootstrapKeyFile(), CertFile: d.bootstrapCertFile(), Timeout: d.timeouts().CSR,
+		KeyFile: d.bootstrapKeyFile(), CertFile: d.currentPEM(), Timeout: d.timeouts().CSR,
 		ReadFile:  func(win string) ([]byte, error) { return os.ReadFile(p.Path(win)) },
 		WriteFile: p.WriteSecret,
+		Store:     func(certPEM, keyPEM []byte) error { return writeClientPair(d, certPEM, keyPEM, time.Now()) },
 	})
 	if err != nil {
 		return err
@@ -51,18 +52,15 @@ func runTLSBootstrap(ctx context.Context, d tlsBootstrapData) error {
 	if res.CSRName != "" {
 		d.learned().CSR = res.CSRName
 	}
-	if err := writeKubeletKubeconfig(d, server, ca, res.CertPEM, res.KeyPEM); err != nil {
+	if err := writeKubeletKubeconfig(d, server, ca); err != nil {
 		return nodestatus.Errorf(nodestatus.CodeInternal, "write the kubelet kubeconfig: %w", err)
 	}
-	_, err = d.NodeClient()
-	return err
+	return nil
 }
 
-// writeKubeletKubeconfig writes the kubelet's credential and kubeconfig.
-func writeKubeletKubeconfig(d tlsBootstrapData, server string, ca, certPEM, keyPEM []byte) error {
-	if err := writeClientPair(d, certPEM, keyPEM, time.Now()); err != nil {
-		return err
-	}
+// writeKubeletKubeconfig writes the kubelet's kubeconfig, which names its certificate store's
+// current file.
+func writeKubeletKubeconfig(d tlsBootstrapData, server string, ca []byte) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["default"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	kc.AuthInfos["default"] = &clientcmdapi.AuthInfo{ClientCertificate: d.currentPEM(), ClientKey: d.currentPEM()}

@@ -167,13 +167,16 @@ func (n *Node) reportBeforeTrust(ctx context.Context) {
 // the machine after that wait.
 var reportBackoff = wait.Backoff{Duration: time.Second, Factor: 1.5, Cap: 30 * time.Second, Steps: 13}
 
-// writeReport writes the report with the best credential at hand; before the cluster is
-// trusted there is none, and the state file and consoles are the only record.
+// writeReport writes the report over the connection the join has open: the bootstrap token's
+// until a phase uses the node's own credential (register and after), so that the TLS bootstrap
+// opens no connection with the new credential only to report, and the node's own after that,
+// or when the token is refused (it expired while a resumed join ran). Before the cluster is
+// trusted there is neither, and the state file and consoles are the only record.
 func (n *Node) writeReport() {
 	n.mu.Lock()
-	c := n.nodeClient
+	c, byToken := n.nodeClient, false
 	if c == nil {
-		c = n.bootstrapClient
+		c, byToken = n.bootstrapClient, true
 	}
 	report := n.Report()
 	n.mu.Unlock()
@@ -183,6 +186,11 @@ func (n *Node) writeReport() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := nodestatus.Write(ctx, c, report)
+	if byToken && apierrors.IsUnauthorized(err) {
+		if own, ownErr := n.NodeClient(); ownErr == nil {
+			err = nodestatus.Write(ctx, own, report)
+		}
+	}
 	if err == nil {
 		return
 	}

@@ -2,10 +2,15 @@ package join
 
 import (
 	"context"
+	"io"
+	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/nodestatus"
@@ -89,4 +94,94 @@ func TestFailureBeforeTrustReported(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Discovery and the TLS bootstrap open the connections the minimal kubeadm-style join of the
+// bench does (floorJoin), three: one for each anonymous read of cluster-info, since the API
+// server keeps no connection of an unauthenticated client open (UnauthenticatedHTTP2DOSMitigation,
+// kubernetes/kubernetes#121120), and the bootstrap token's, which the certificate's request, its
+// watch and the report share; the report opens no fourth with the new credential. Once the token
+// is refused (it expired while a resumed join ran), the report is written with the node's own
+// credential.
+func TestReportConnections(t *testing.T) {
+	ctx := context.Background()
+	proxy := newCountingProxy(t, cp.HostPort())
+	n := newNode(t, nodeOpts{endpoint: proxy.addr})
+	if err := n.RunPhase(ctx, PhasePreflight); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.RunPhase(ctx, PhaseTLSBootstrap); err != nil {
+		t.Fatal(err)
+	}
+	if got := proxy.accepted.Load(); got != 3 {
+		t.Errorf("discovery, the TLS bootstrap and the report opened %d connections, want 3", got)
+	}
+	first := reportedPhase(t, n, PhaseTLSBootstrap)
+	if first.State != nodestatus.StateDone {
+		t.Fatalf("the report's %s phase is %+v", PhaseTLSBootstrap, first)
+	}
+
+	id, _, _ := strings.Cut(n.Config.Cluster.BootstrapToken, ".")
+	if err := admin(t).CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, "bootstrap-token-"+id, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n = reopen(t, n)
+	if err := n.RunPhase(ctx, PhaseTLSBootstrap); err != nil {
+		t.Fatal(err)
+	}
+	if again := reportedPhase(t, n, PhaseTLSBootstrap); !again.Started.After(first.Started) {
+		t.Errorf("the report was not written once the token was gone: %+v\n%s", again, output(t, n))
+	}
+}
+
+// reportedPhase is the record of a phase in the node's report in the cluster.
+func reportedPhase(t *testing.T, n *Node, phase string) nodestatus.PhaseRecord {
+	t.Helper()
+	r, err := nodestatus.Read(context.Background(), admin(t), n.Name)
+	if err != nil || r == nil {
+		t.Fatalf("the node's report: %v %v", r, err)
+	}
+	for _, p := range r.Phases {
+		if p.Name == phase {
+			return p
+		}
+	}
+	t.Fatalf("the node's report has no %s phase: %+v", phase, r)
+	return nodestatus.PhaseRecord{}
+}
+
+// countingProxy forwards loopback connections to an address and counts them.
+type countingProxy struct {
+	addr     string
+	accepted atomic.Int32
+}
+
+func newCountingProxy(t *testing.T, to string) *countingProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	p := &countingProxy{addr: l.Addr().String()}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			p.accepted.Add(1)
+			go func() {
+				defer func() { _ = c.Close() }()
+				up, err := net.Dial("tcp", to)
+				if err != nil {
+					return
+				}
+				defer func() { _ = up.Close() }()
+				go func() { _, _ = io.Copy(up, c) }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	return p
 }

@@ -100,7 +100,7 @@ func (n *Node) joinFiles() []string {
 			}
 		}
 	}
-	files = append(files, n.bootstrapCertFile(), n.bootstrapKeyFile(), n.currentPEM())
+	files = append(files, n.bootstrapKeyFile(), n.currentPEM())
 	slices.Sort(files)
 	return slices.Compact(files)
 }

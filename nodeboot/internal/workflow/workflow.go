@@ -113,57 +113,73 @@ func (r *Runner[D]) Names() []string {
 
 // Run runs every phase not done yet, in order, and stops at the first failure.
 func (r *Runner[D]) Run(ctx context.Context) error {
+	var todo []Phase
 	for _, p := range r.Phases {
 		if r.State.Done(p.Name) {
 			_, _ = fmt.Fprintf(r.Out, "[%s] already done\n", p.Name)
 			continue
 		}
-		if err := r.run(ctx, p); err != nil {
+		todo = append(todo, p)
+	}
+	return r.run(ctx, todo)
+}
+
+// RunPhases runs the named phases in order, whether or not they were done before, and stops at
+// the first failure.
+func (r *Runner[D]) RunPhases(ctx context.Context, names ...string) error {
+	todo := make([]Phase, 0, len(names))
+	for _, name := range names {
+		i := slices.IndexFunc(r.Phases, func(p Phase) bool { return p.Name == name })
+		if i < 0 {
+			return fmt.Errorf("no phase %q: phases are %v", name, r.Names())
+		}
+		todo = append(todo, r.Phases[i])
+	}
+	return r.run(ctx, todo)
+}
+
+// run runs phases in order. Every change of a phase's record is told to Changed, and the state
+// file is written when a phase starts, fails or ends the run: a phase's end and the next one's
+// start, which nothing separates, are one write (a restart between them would run that phase
+// again either way, as one interrupted while running).
+func (r *Runner[D]) run(ctx context.Context, phases []Phase) error {
+	now := r.Now
+	if now == nil {
+		now = time.Now
+	}
+	for i, p := range phases {
+		start := now()
+		rec := nodestatus.PhaseRecord{Name: p.Name, State: nodestatus.StateRunning, Started: start}
+		if err := r.record(rec, true); err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintf(r.Out, "[%s] %s\n", p.Name, p.Short)
+		err := p.Run(ctx)
+		rec.Duration = now().Sub(start)
+		if err != nil {
+			rec.State, rec.Code, rec.Message = nodestatus.StateFailed, nodestatus.CodeOf(err), err.Error()
+			_, _ = fmt.Fprintf(r.Out, "[%s] failed after %s: %v\n", p.Name, rec.Duration.Round(time.Millisecond), err)
+			if recErr := r.record(rec, true); recErr != nil {
+				return errors.Join(err, recErr)
+			}
+			return &PhaseError{Phase: p.Name, Err: err}
+		}
+		rec.State = nodestatus.StateDone
+		_, _ = fmt.Fprintf(r.Out, "[%s] done in %s\n", p.Name, rec.Duration.Round(time.Millisecond))
+		if err := r.record(rec, i == len(phases)-1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// RunPhase runs one phase by name, whether or not it was done before.
-func (r *Runner[D]) RunPhase(ctx context.Context, name string) error {
-	i := slices.IndexFunc(r.Phases, func(p Phase) bool { return p.Name == name })
-	if i < 0 {
-		return fmt.Errorf("no phase %q: phases are %v", name, r.Names())
-	}
-	return r.run(ctx, r.Phases[i])
-}
-
-func (r *Runner[D]) run(ctx context.Context, p Phase) error {
-	now := r.Now
-	if now == nil {
-		now = time.Now
-	}
-	start := now()
-	rec := nodestatus.PhaseRecord{Name: p.Name, State: nodestatus.StateRunning, Started: start}
-	if err := r.record(rec); err != nil {
-		return err
-	}
-	_, _ = fmt.Fprintf(r.Out, "[%s] %s\n", p.Name, p.Short)
-	err := p.Run(ctx)
-	rec.Duration = now().Sub(start)
-	if err != nil {
-		rec.State, rec.Code, rec.Message = nodestatus.StateFailed, nodestatus.CodeOf(err), err.Error()
-		_, _ = fmt.Fprintf(r.Out, "[%s] failed after %s: %v\n", p.Name, rec.Duration.Round(time.Millisecond), err)
-		if recErr := r.record(rec); recErr != nil {
-			return errors.Join(err, recErr)
-		}
-		return &PhaseError{Phase: p.Name, Err: err}
-	}
-	rec.State = nodestatus.StateDone
-	_, _ = fmt.Fprintf(r.Out, "[%s] done in %s\n", p.Name, rec.Duration.Round(time.Millisecond))
-	return r.record(rec)
-}
-
-func (r *Runner[D]) record(rec nodestatus.PhaseRecord) error {
+// record sets a phase's record, tells Changed, and writes the state file when save is set.
+func (r *Runner[D]) record(rec nodestatus.PhaseRecord, save bool) error {
 	r.State.set(rec)
-	if err := r.Store.Save(r.State); err != nil {
-		return fmt.Errorf("save state: %w", err)
+	if save {
+		if err := r.Store.Save(r.State); err != nil {
+			return fmt.Errorf("save state: %w", err)
+		}
 	}
 	if r.Changed != nil {
 		r.Changed(r.State)

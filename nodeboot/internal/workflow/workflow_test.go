@@ -3,9 +3,11 @@ package workflow
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,7 +78,50 @@ func TestResume(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if err := r.RunPhase(context.Background(), "zzz"); err == nil || !strings.Contains(err.Error(), "phases are [a b c]") {
+	if err := r.RunPhases(context.Background(), "zzz"); err == nil || !strings.Contains(err.Error(), "phases are [a b c]") {
 		t.Errorf("unknown phase: %v", err)
+	}
+}
+
+// TestOneWriteBetweenPhases checks that a phase's end and the next phase's start are written
+// together: a run of n phases writes the state file n+1 times, and every write leaves a state a
+// restart resumes from correctly.
+func TestOneWriteBetweenPhases(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	var calls []string
+	r := newRunner(t, path, &calls, "")
+	var writes []string
+	r.Store.Write = func(p string, b []byte) error {
+		var s State[learned]
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		var recs []string
+		for _, p := range s.Phases {
+			recs = append(recs, p.Name+"="+string(p.State))
+		}
+		writes = append(writes, strings.Join(recs, " "))
+		return os.WriteFile(p, b, 0o600)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"a=Running",
+		"a=Done b=Running",
+		"a=Done b=Done c=Running",
+		"a=Done b=Done c=Done",
+	}
+	if !slices.Equal(writes, want) {
+		t.Errorf("state file writes:\n%s\nwant:\n%s", strings.Join(writes, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A phase run again on its own is written when it starts and when it ends.
+	writes = nil
+	if err := r.RunPhases(context.Background(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a=Done b=Running c=Done", "a=Done b=Done c=Done"}; !slices.Equal(writes, want) {
+		t.Errorf("state file writes of phase b: %q, want %q", writes, want)
 	}
 }
