@@ -8,7 +8,8 @@ import (
 )
 
 // BenchmarkPoolApply measures terraform apply creating a node pool of 1, 10 and 50 simulated
-// Windows nodes on a running local cluster, from plan to every node Ready (the scaling curve).
+// Windows nodes on a running local cluster, from plan to every node Ready (the scaling curve, with
+// each as a multiple of one node's), and terraform plan of a pool of 500.
 func BenchmarkPoolApply(b *testing.B) {
 	state, provider := testAccLocal(b)
 	image := testImage(b, testBackend(b, state), "bench")
@@ -33,6 +34,7 @@ resource "kubewin_windows_node_pool" "win" {
 `, image))
 	c.run(b, "apply", "-auto-approve", "-input=false", "-target=kubewin_cluster.bench", "-var", "node_count=1")
 	defer c.run(b, "destroy", "-auto-approve", "-input=false", "-var", "node_count=1")
+	var one time.Duration
 	for _, n := range []int{1, 10, 50} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			var total time.Duration
@@ -42,9 +44,23 @@ resource "kubewin_windows_node_pool" "win" {
 				c.run(b, "destroy", "-auto-approve", "-input=false", "-target=kubewin_windows_node_pool.win", "-var", fmt.Sprintf("node_count=%d", n))
 				b.StartTimer()
 			}
-			b.ReportMetric((total / time.Duration(b.N)).Seconds(), "s/apply")
+			per := total / time.Duration(b.N)
+			b.ReportMetric(per.Seconds(), "s/apply")
+			if n == 1 {
+				one = per
+			} else if one > 0 {
+				b.ReportMetric(float64(per)/float64(one), "x-1-node")
+			}
 		})
 	}
+	// A plan of a pool of 500 machines: what the plan reads and checks before any machine exists.
+	b.Run("plan-nodes=500", func(b *testing.B) {
+		var total time.Duration
+		for range b.N {
+			total += c.run(b, "plan", "-input=false", "-var", "node_count=500")
+		}
+		b.ReportMetric((total / time.Duration(b.N)).Seconds(), "s/plan")
+	})
 }
 
 // BenchmarkPlanRoutes measures terraform plan for a route table at its limit: 400 routes.
