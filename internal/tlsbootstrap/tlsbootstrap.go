@@ -57,7 +57,8 @@ type Options struct {
 	WriteFile func(path string, data []byte) error
 }
 
-// Result is the node's credential.
+// Result is the node's credential. KeyPEM is the certificate store's combined file when the
+// credential was found there.
 type Result struct {
 	CertPEM, KeyPEM []byte
 	// CSRName is the request that produced the certificate ("" when one already existed).
@@ -121,12 +122,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // existing returns the credential on disk when its certificate is valid for a while yet and
-// belongs to the key.
+// belongs to its key: the key CertFile holds with it (the certificate store's combined file,
+// whose pair the kubelet rotates: a rotated pair is the credential, not the bootstrap key's),
+// or else KeyFile's.
 func existing(o Options) (*Result, bool) {
-	certPEM, err1 := o.ReadFile(o.CertFile)
-	keyPEM, err2 := o.ReadFile(o.KeyFile)
-	if err1 != nil || err2 != nil {
+	certPEM, err := o.ReadFile(o.CertFile)
+	if err != nil {
 		return nil, false
+	}
+	keyPEM := certPEM
+	if _, err := keyutil.ParsePrivateKeyPEM(certPEM); err != nil {
+		if keyPEM, err = o.ReadFile(o.KeyFile); err != nil {
+			return nil, false
+		}
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {

@@ -69,7 +69,7 @@ func selfSigned(t *testing.T, cn string) (certPEM, keyPEM []byte) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -120,5 +120,37 @@ func TestTLSBootstrapFiles(t *testing.T) {
 	}
 	if csrs := csrsFor(t, n.Name); len(csrs) != 1 {
 		t.Errorf("%d CSRs, want 1: %v", len(csrs), csrs)
+	}
+}
+
+// TestTLSBootstrapKeepsRotatedCredential checks that the TLS bootstrap run again after the
+// kubelet rotated its client certificate (through its certificate store, as the kubelet does)
+// finds the rotated pair and keeps it: it neither asks for a certificate of the bootstrap key
+// again nor points the store back at the bootstrap pair.
+func TestTLSBootstrapKeepsRotatedCredential(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t, nodeOpts{})
+	if err := n.RunPhase(ctx, PhaseTLSBootstrap); err != nil {
+		t.Fatal(err)
+	}
+	dir := n.Platform.Path(n.Paths.KubeletCertDir)
+	store, err := certificate.NewFileStore("kubelet-client", dir, dir, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM := selfSigned(t, "system:node:"+n.Name)
+	rotated, err := store.Update(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.RunPhase(ctx, PhaseTLSBootstrap); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := store.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Leaf.SerialNumber.Cmp(rotated.Leaf.SerialNumber) != 0 {
+		t.Errorf("after the phase ran again the store serves certificate %s, not the rotated %s", cur.Leaf.SerialNumber, rotated.Leaf.SerialNumber)
 	}
 }
