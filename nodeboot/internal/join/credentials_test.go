@@ -90,11 +90,7 @@ func selfSigned(t *testing.T, cn string) (certPEM, keyPEM []byte) {
 // finds that credential and neither asks for another nor writes the store again.
 func TestTLSBootstrapFiles(t *testing.T) {
 	ctx := context.Background()
-	n := newNode(t, nodeOpts{})
-	if err := n.RunPhase(ctx, PhaseTLSBootstrap); err != nil {
-		t.Fatal(err)
-	}
-	dir := n.Platform.Path(n.Paths.KubeletCertDir)
+	n, dir := bootstrapped(t)
 	list := func() []string {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
@@ -129,11 +125,7 @@ func TestTLSBootstrapFiles(t *testing.T) {
 // again nor points the store back at the bootstrap pair.
 func TestTLSBootstrapKeepsRotatedCredential(t *testing.T) {
 	ctx := context.Background()
-	n := newNode(t, nodeOpts{})
-	if err := n.RunPhase(ctx, PhaseTLSBootstrap); err != nil {
-		t.Fatal(err)
-	}
-	dir := n.Platform.Path(n.Paths.KubeletCertDir)
+	n, dir := bootstrapped(t)
 	store, err := certificate.NewFileStore("kubelet-client", dir, dir, "", "")
 	if err != nil {
 		t.Fatal(err)
@@ -153,4 +145,14 @@ func TestTLSBootstrapKeepsRotatedCredential(t *testing.T) {
 	if cur.Leaf.SerialNumber.Cmp(rotated.Leaf.SerialNumber) != 0 {
 		t.Errorf("after the phase ran again the store serves certificate %s, not the rotated %s", cur.Leaf.SerialNumber, rotated.Leaf.SerialNumber)
 	}
+}
+
+// bootstrapped is a node that has run the TLS bootstrap, and its kubelet's certificate directory.
+func bootstrapped(t *testing.T) (*Node, string) {
+	t.Helper()
+	n := newNode(t, nodeOpts{})
+	if err := n.RunPhase(context.Background(), PhaseTLSBootstrap); err != nil {
+		t.Fatal(err)
+	}
+	return n, n.Platform.Path(n.Paths.KubeletCertDir)
 }
