@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/atomicfile"
 	"github.com/kubewin/kubewin/internal/nodecmd"
 	"github.com/kubewin/kubewin/internal/proc"
 )
@@ -122,10 +123,10 @@ func Provision(m Machine, imageDir string, customData []byte) error {
 // is never seen half-written.
 func WriteCustomData(root string, customData []byte) error {
 	path := Path(root, nodecmd.DefaultPaths().CustomData)
-	if err := writeFile(path+".tmp", customData, 0o600); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.Rename(path+".tmp", path)
+	return atomicfile.Write(path, customData, 0o600)
 }
 
 // Boot provisions machine m from an image directory with its custom data — its Windows build and

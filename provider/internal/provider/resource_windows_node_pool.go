@@ -315,14 +315,14 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	b := m.backend()
 	resp.Diagnostics.Append(b.modifyPlan(ctx, &m, &resp.Plan)...)
-	if _, ok := b.(*azurePoolModel); ok && req.State.Raw.IsNull() {
-		resp.Diagnostics.AddAttributeWarning(path.Root("azure"), "Only Machines Terraform Adds Can Join This Pool",
-			"The bootstrap token in the scale set's custom data is deleted once the pool's nodes are Ready, so an instance added outside "+
-				"Terraform — by the Azure portal's scaling, a reimage, the scale set's automatic instance repairs or a cluster autoscaler — fails "+
-				"its join with TokenNotFound. Change the pool's size with node_count, and leave the scale set's automatic repairs off (kubewin "+
-				"does not turn them on). The next plan reports such an instance; the next apply replaces it with one that joins.")
-	}
 	if a, ok := b.(*azurePoolModel); ok {
+		if req.State.Raw.IsNull() {
+			resp.Diagnostics.AddAttributeWarning(path.Root("azure"), "Only Machines Terraform Adds Can Join This Pool",
+				"The bootstrap token in the scale set's custom data is deleted once the pool's nodes are Ready, so an instance added outside "+
+					"Terraform — by the Azure portal's scaling, a reimage, the scale set's automatic instance repairs or a cluster autoscaler — fails "+
+					"its join with TokenNotFound. Change the pool's size with node_count, and leave the scale set's automatic repairs off (kubewin "+
+					"does not turn them on). The next plan reports such an instance; the next apply replaces it with one that joins.")
+		}
 		resp.Diagnostics.Append(a.checkOutbound(ctx, r.data)...)
 	}
 	resp.Diagnostics.Append(checkFixedSettings(ctx, req.State, &m, len(resp.RequiresReplace) > 0)...)
