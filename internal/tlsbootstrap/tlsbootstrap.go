@@ -18,6 +18,7 @@ import (
 	"encoding/base32"
 	"encoding/pem"
 	"errors"
+	"net"
 	"strings"
 	"time"
 
@@ -55,6 +56,8 @@ type Options struct {
 	// ReadFile reads a file; WriteFile writes one readable by its owner only.
 	ReadFile  func(path string) ([]byte, error)
 	WriteFile func(path string, data []byte) error
+	// Dial opens the connections (rest.Config.Dial). Default: client-go's.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // Result is the node's credential. KeyPEM is the certificate store's combined file when the
@@ -78,7 +81,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "kubelet client key: %w", err)
 	}
 	client, err := kubernetes.NewForConfig(&rest.Config{Host: o.Server, BearerToken: o.Token, TLSClientConfig: rest.TLSClientConfig{CAData: o.CACert,
-		ServerName: o.ServerName}, Timeout: 30 * time.Second})
+		ServerName: o.ServerName}, Timeout: 30 * time.Second, Dial: o.Dial})
 	if err != nil {
 		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "%w", err)
 	}

@@ -1,9 +1,11 @@
 package simkubelet
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"strings"
 
@@ -31,6 +33,8 @@ type Machine struct {
 	MetadataEndpoint string
 	// Sandbox is the machine's container runtime (Kubelet.Sandbox).
 	Sandbox SandboxRuntime
+	// Dial opens the kubelet's connections (rest.Config.Dial); nil: the host's own.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // FromCommandLine builds the simulated kubelet from the command line nodeboot wrote for
@@ -72,6 +76,7 @@ func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Dial = m.Dial
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

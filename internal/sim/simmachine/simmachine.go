@@ -52,6 +52,10 @@ type Machine struct {
 	// PortsInUse are ports another program of the machine listens on: a fault a test gives a
 	// machine (the kubelet's 10250 fails its join's preflight with PortInUse).
 	PortsInUse []int `json:"portsInUse,omitempty"`
+	// Network is the URL of the network the machine is in (the ARM test server's virtual
+	// networks, served by package simboot), which it asks before each TCP connection it opens
+	// (Dialer). Empty: its connections go where they are addressed.
+	Network string `json:"network,omitempty"`
 }
 
 // File is where a machine's description lives, under its root.

@@ -47,6 +47,8 @@ type Options struct {
 	Interval time.Duration
 	// Now is the machine's clock, compared with the server's. Default: time.Now.
 	Now func() time.Time
+	// Dial opens the connections (rest.Config.Dial). Default: client-go's.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // MaxClockSkew is how far the machine's clock may be from the API server's.
@@ -79,7 +81,7 @@ func Discover(ctx context.Context, o Options) (*Result, error) {
 	server := (&url.URL{Scheme: "https", Host: o.Endpoint}).String()
 	// No client-side rate limit: the poll interval paces the requests.
 	insecure, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Timeout: 10 * time.Second,
-		QPS: -1})
+		QPS: -1, Dial: o.Dial})
 	if err != nil {
 		return nil, nodestatus.Errorf(nodestatus.CodeConfigInvalid, "API server endpoint %q: %w", o.Endpoint, err)
 	}
@@ -138,7 +140,7 @@ func Discover(ctx context.Context, o Options) (*Result, error) {
 	// answer's Date header is the trusted server's clock.
 	date := &dateRecorder{}
 	verified, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, Timeout: 10 * time.Second,
-		WrapTransport: date.wrap})
+		WrapTransport: date.wrap, Dial: o.Dial})
 	if err != nil {
 		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "%w", err)
 	}

@@ -36,6 +36,7 @@ func (n *Node) NodeRESTConfig() (*rest.Config, error) {
 		Timeout:         30 * time.Second,
 		QPS:             20,
 		Burst:           40,
+		Dial:            n.Platform.Dialer(),
 	}, nil
 }
 
@@ -44,6 +45,7 @@ func (n *Node) NodeRESTConfig() (*rest.Config, error) {
 func (n *Node) setBootstrapClient(server string, ca []byte) error {
 	c, err := kubernetes.NewForConfig(&rest.Config{
 		Host: server, BearerToken: n.Config.Cluster.BootstrapToken, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, Timeout: 30 * time.Second,
+		Dial: n.Platform.Dialer(),
 	})
 	if err != nil {
 		return err

@@ -67,6 +67,8 @@ type nodeOpts struct {
 	clockSkew time.Duration
 	// kubeletArgs are the NodeConfig's kubelet.extraArgs.
 	kubeletArgs map[string]string
+	// network is the URL of the machine's network (simmachine.Machine.Network); default: none.
+	network string
 }
 
 var nodeSeq struct {
@@ -172,7 +174,7 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 	ip := netip.AddrFrom4([4]byte{127, 1, byte(seq >> 8), byte(seq)})
 	out := &syncBuffer{}
 	p, err := sim.New(sim.Machine{Root: root, ComputerName: name, Build: 20348, Adapter: "Ethernet", Address: ip,
-		Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: o.runtime})
+		Subnet: netip.MustParsePrefix("127.1.0.0/16"), Runtime: o.runtime, Network: o.network})
 	if err != nil {
 		t.Fatal(err)
 	}

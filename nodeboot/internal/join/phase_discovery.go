@@ -22,15 +22,16 @@ type discoveryData interface {
 	setBootstrapClient(server string, ca []byte) error
 }
 
-// discoveryOptions finds cluster c within timeout, trusting it as its NodeConfig says.
-func discoveryOptions(c v1alpha1.Cluster, timeout time.Duration, now func() time.Time) discovery.Options {
+// discoveryOptions finds cluster c within timeout, trusting it as its NodeConfig says, over the
+// machine's connections.
+func discoveryOptions(c v1alpha1.Cluster, timeout time.Duration, now func() time.Time, dial platform.DialFunc) discovery.Options {
 	return discovery.Options{Endpoint: c.APIServerEndpoint, Token: c.BootstrapToken, CACertHashes: c.CACertHashes,
-		UnsafeSkipCAVerification: c.UnsafeSkipCAVerification, Timeout: timeout, Now: now}
+		UnsafeSkipCAVerification: c.UnsafeSkipCAVerification, Timeout: timeout, Now: now, Dial: dial}
 }
 
 // runDiscovery finds the cluster, pins its CA and keeps the server it trusted.
 func runDiscovery(ctx context.Context, d discoveryData) error {
-	res, err := discovery.Discover(ctx, discoveryOptions(d.config().Cluster, d.timeouts().Discovery, d.clock()))
+	res, err := discovery.Discover(ctx, discoveryOptions(d.config().Cluster, d.timeouts().Discovery, d.clock(), d.machine().Dialer()))
 	if err != nil {
 		return err
 	}

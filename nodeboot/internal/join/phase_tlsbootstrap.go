@@ -44,6 +44,7 @@ func runTLSBootstrap(ctx context.Context, d tlsBootstrapData) error {
 		KeyFile: d.bootstrapKeyFile(), CertFile: d.currentPEM(), Timeout: d.timeouts().CSR,
 		ReadFile:  func(win string) ([]byte, error) { return os.ReadFile(p.Path(win)) },
 		WriteFile: p.WriteSecret,
+		Dial:      p.Dialer(),
 		Store:     func(certPEM, keyPEM []byte) error { return writeClientPair(d, certPEM, keyPEM, time.Now()) },
 	})
 	if err != nil {

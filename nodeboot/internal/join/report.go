@@ -128,7 +128,8 @@ func (n *Node) reportBeforeTrust(ctx context.Context) {
 	if trusted || c.BootstrapToken == "" || failed.State != nodestatus.StateFailed || failed.Phase == PhaseDiscovery || ctx.Err() != nil {
 		return
 	}
-	res, err := discovery.Discover(ctx, discoveryOptions(c, min(cmp.Or(n.Timeouts.Discovery, DefaultTimeouts.Discovery), 30*time.Second), n.Clock))
+	res, err := discovery.Discover(ctx, discoveryOptions(c, min(cmp.Or(n.Timeouts.Discovery, DefaultTimeouts.Discovery), 30*time.Second), n.Clock,
+		n.Platform.Dialer()))
 	if err != nil {
 		_, _ = fmt.Fprintf(n.Out, "[report] the failure stays on this machine: the cluster cannot be discovered to report it: %v\n", err)
 		return

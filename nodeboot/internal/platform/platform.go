@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -30,6 +31,9 @@ type Platform interface {
 	// MetadataEndpoint is the base URL of the cloud's instance metadata service (Azure IMDS),
 	// empty when the machine has none.
 	MetadataEndpoint() string
+	// Dialer opens the machine's TCP connections to the cluster; nil: the operating system's,
+	// as client-go makes them.
+	Dialer() DialFunc
 	// Path maps a Windows path on the node to a path nodeboot can open.
 	Path(win string) string
 	// WriteFile writes a file, creating its directory.
@@ -66,6 +70,10 @@ type Platform interface {
 	Routes() Routes
 	Diagnostics() Diagnostics
 }
+
+// DialFunc opens a connection to address ("host:port") on network ("tcp"), as rest.Config.Dial
+// does.
+type DialFunc = func(ctx context.Context, network, address string) (net.Conn, error)
 
 // ErrPodNetworkSimulated is what a simulated machine's LookupHost returns: its pod network is
 // simulated, and no cluster DNS answers on it, so what a real node's query would find is unknown.

@@ -168,6 +168,17 @@ variable "admin_password" {
 		}
 	}
 	scan.check(t, secrets)
+	// The Windows machines reached the API server's frontend through their virtual network,
+	// which carried the connections (the agents' subnet has the cluster's NAT gateway).
+	carried := 0
+	for _, conn := range armBooter.Connections() {
+		if conn.To.Port() == 6443 && conn.Err == "" {
+			carried++
+		}
+	}
+	if carried == 0 {
+		t.Errorf("no Windows machine's connection to the API server crossed its network: %+v", armBooter.Connections())
+	}
 }
 
 // BenchmarkAzureClusterApply measures terraform apply and destroy of an azure cluster of 3

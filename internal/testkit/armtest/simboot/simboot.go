@@ -46,6 +46,10 @@ type Booter struct {
 	images map[string]string // image ID (lower case) → image directory
 	pids   map[string]int    // machine directory → nodeboot's PID
 	linux  map[string]*linuxMachine
+	// netURL serves the Windows machines' networks, nets[path] each (network.go).
+	netURL string
+	nets   map[string]armtest.Instance
+	asked  []Connection
 }
 
 var _ armtest.Booter = (*Booter)(nil)
@@ -108,6 +112,11 @@ func (b *Booter) Boot(ctx context.Context, in armtest.Instance) error {
 		Adapter: v1alpha1.DefaultInterfaceName, Address: in.PrivateIP, Subnet: netip.PrefixFrom(in.PrivateIP, 24).Masked(),
 		SetupCompleteAt: time.Now().Add(setup), MetadataEndpoint: in.MetadataEndpoint,
 	}
+	network, err := b.network(in)
+	if err != nil {
+		return fmt.Errorf("instance %s: %w", in.ComputerName, err)
+	}
+	m.Network = network
 	b.mu.Lock()
 	fault := b.fault
 	b.mu.Unlock()
@@ -144,6 +153,7 @@ func (b *Booter) Shutdown(ctx context.Context, in armtest.Instance) error {
 	b.mu.Lock()
 	pid := b.pids[dir]
 	delete(b.pids, dir)
+	delete(b.nets, networkPath(in))
 	b.mu.Unlock()
 	if pid > 0 {
 		if err := proc.Stop(ctx, pid, 10*time.Second); err != nil {

@@ -98,6 +98,7 @@ func New(m Machine) (*Platform, error) {
 	// The simulated HNS removes the metadata routes when it creates a network, not later.
 	p.MetadataRecheck = 0
 	p.Metadata = m.MetadataEndpoint
+	p.Dial = m.Dialer()
 	fake.OnStart = p.started
 	fake.OnStop = p.stopProgram
 	return p, nil
@@ -147,6 +148,8 @@ func (p *Platform) runKubelet(service string, args []string) error {
 		// provider's node manager does.
 		MetadataEndpoint: p.m.MetadataEndpoint,
 		Sandbox:          p.sandboxRuntime(),
+		// The kubelet's connections cross the machine's network, as nodeboot's do.
+		Dial: p.Dial,
 	})
 	if err != nil {
 		_, _ = fmt.Fprintf(out, "[simulated-kubelet] cannot start: %v\n", err)

@@ -25,6 +25,8 @@ type Platform struct {
 	MetadataRecheck time.Duration
 	// Metadata is the base URL of the instance metadata service, empty when the machine has none.
 	Metadata string
+	// Dial opens the node's connections to the cluster; nil: the operating system's.
+	Dial platform.DialFunc
 }
 
 var (
@@ -42,6 +44,8 @@ func (p *Platform) ComputerName() (string, error) { return p.b.System.ComputerNa
 func (p *Platform) ImageState() (string, error) { return p.b.System.ImageState() }
 
 func (p *Platform) MetadataEndpoint() string { return p.Metadata }
+
+func (p *Platform) Dialer() platform.DialFunc { return p.Dial }
 
 func (p *Platform) Path(win string) string { return p.b.Files.Path(win) }
 
