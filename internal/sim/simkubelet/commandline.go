@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -148,5 +149,7 @@ func clientFor(path string, read func(string) ([]byte, error)) (*rest.Config, er
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	cfg.QPS, cfg.Burst = 20, 40
+	// Protobuf, the kubelet's default --kube-api-content-type.
+	cfg.AcceptContentTypes, cfg.ContentType = runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON, runtime.ContentTypeProtobuf
 	return cfg, nil
 }

@@ -51,6 +51,10 @@ type Kubelet struct {
 	MaxPods int32
 	// LeaseInterval is the heartbeat period (the kubelet's default is 10 s; the lease lasts 40 s).
 	LeaseInterval time.Duration
+	// StatusInterval is how often the node's status is posted when nothing changed: the
+	// kubelet's nodeStatusReportFrequency, 5 minutes by default (KubeletConfiguration). With
+	// leases, the status is not the heartbeat, and each post reaches every watcher of Nodes.
+	StatusInterval time.Duration
 	// Note is the simulated annotation's text: what the node stands for. Default: a simulated
 	// Windows machine of the local backend.
 	Note string
@@ -75,6 +79,8 @@ type Kubelet struct {
 	cloudNodeManager types.UID
 	// refused are the pods whose sandbox the runtime refused, with the refusal last reported.
 	refused map[types.UID]string
+	// lease is the node's Lease as last written, which the next renewal updates.
+	lease *coordinationv1.Lease
 }
 
 // Simulated marks what the simulated kubelet registers: a label and an annotation on its Node.
@@ -98,6 +104,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 func (k *Kubelet) run(ctx context.Context) error {
 	if k.LeaseInterval == 0 {
 		k.LeaseInterval = 10 * time.Second
+	}
+	if k.StatusInterval == 0 {
+		k.StatusInterval = 5 * time.Minute
 	}
 	k.podIPs = map[types.UID]string{}
 	k.next = 3
@@ -143,7 +152,7 @@ func (k *Kubelet) run(ctx context.Context) error {
 
 	lease := time.NewTicker(k.LeaseInterval)
 	defer lease.Stop()
-	status := time.NewTicker(time.Minute)
+	status := time.NewTicker(k.StatusInterval)
 	defer status.Stop()
 	for {
 		select {
@@ -241,29 +250,52 @@ func (k *Kubelet) writeStatus(ctx context.Context) error {
 	return nil
 }
 
+// renewLease renews the node's Lease as the kubelet's lease controller does
+// (k8s.io/component-helpers/apimachinery/lease): it updates the Lease it last wrote, and reads
+// it (or creates it) only when it has none or that update conflicted.
 func (k *Kubelet) renewLease(ctx context.Context) error {
 	leases := k.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	now := metav1.NewMicroTime(time.Now())
-	l, err := leases.Get(ctx, k.Node.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		node, err := k.Client.CoreV1().Nodes().Get(ctx, k.Node.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
+	if k.lease != nil {
+		l := k.lease.DeepCopy()
+		l.Spec.RenewTime = &now
+		updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+		if err == nil {
+			k.lease = updated
+			return nil
 		}
-		_, err = leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: k.Node.Name, Namespace: corev1.NamespaceNodeLease, OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
-			}}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(k.Node.Name), LeaseDurationSeconds: ptr.To(int32(leaseDuration.Seconds())), RenewTime: &now},
-		}, metav1.CreateOptions{})
-		return err
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return err // tried again with the same Lease
+		}
+	}
+	l, err := leases.Get(ctx, k.Node.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		l, err = k.createLease(ctx, now)
+	case err == nil:
+		l.Spec.RenewTime = &now
+		l, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	}
 	if err != nil {
+		k.lease = nil
 		return err
 	}
-	l.Spec.RenewTime = &now
-	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
-	return err
+	k.lease = l
+	return nil
+}
+
+// createLease creates the node's Lease, owned by its Node.
+func (k *Kubelet) createLease(ctx context.Context, now metav1.MicroTime) (*coordinationv1.Lease, error) {
+	node, err := k.Client.CoreV1().Nodes().Get(ctx, k.Node.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return k.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: k.Node.Name, Namespace: corev1.NamespaceNodeLease, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
+		}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(k.Node.Name), LeaseDurationSeconds: ptr.To(int32(leaseDuration.Seconds())), RenewTime: &now},
+	}, metav1.CreateOptions{})
 }
 
 // syncPod reports a pod Running and Ready, or confirms its deletion.

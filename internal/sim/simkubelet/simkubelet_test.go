@@ -2,15 +2,20 @@ package simkubelet
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/netip"
 	"strings"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // The simulated kubelet's status update keeps the conditions other writers set on the Node
@@ -127,5 +132,53 @@ func TestSandboxRefusedHandler(t *testing.T) {
 				t.Errorf("%d events after a second sync, want 1", len(events.Items))
 			}
 		})
+	}
+}
+
+// The lease is renewed as the kubelet's lease controller renews it: one update of the Lease last
+// written, no read; a conflict (another writer) makes it read the Lease again.
+func TestLeaseRenewedWithoutReads(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win1", UID: "u1"}})
+	k := &Kubelet{Client: c, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win1"}}, Out: io.Discard}
+	if err := k.renewLease(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.ClearActions()
+	for range 3 {
+		if err := k.renewLease(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var verbs []string
+	for _, a := range c.Actions() {
+		verbs = append(verbs, a.GetVerb()+" "+a.GetResource().Resource)
+	}
+	if strings.Join(verbs, ",") != "update leases,update leases,update leases" {
+		t.Errorf("three renewals made %v, want three updates and no read", verbs)
+	}
+	l, err := c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "win1", metav1.GetOptions{})
+	if err != nil || l.OwnerReferences[0].UID != "u1" || l.Spec.RenewTime == nil {
+		t.Fatalf("lease %+v: %v", l, err)
+	}
+	// Another writer changed the Lease: the update conflicts once, and the Lease is read again.
+	conflicted := false
+	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicted {
+			return false, nil, nil
+		}
+		conflicted = true
+		return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), "win1", errors.New("the object has been modified"))
+	})
+	c.ClearActions()
+	if err := k.renewLease(ctx); err != nil {
+		t.Fatal(err)
+	}
+	verbs = nil
+	for _, a := range c.Actions() {
+		verbs = append(verbs, a.GetVerb()+" "+a.GetResource().Resource)
+	}
+	if strings.Join(verbs, ",") != "update leases,get leases,update leases" {
+		t.Errorf("a renewal after a conflict made %v, want the update, a read and an update", verbs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -19,7 +20,9 @@ func (n *Node) bootstrapKeyFile() string {
 }
 func (n *Node) currentPEM() string { return n.Paths.KubeletCertDir + `\kubelet-client-current.pem` }
 
-// NodeRESTConfig is a client configuration with the node's own credential.
+// NodeRESTConfig is a client configuration with the node's own credential. It speaks protobuf,
+// as the kubelet does by default (--kube-api-content-type): the node's watch of every Node
+// decodes each Node change of the cluster, several times cheaper than from JSON.
 func (n *Node) NodeRESTConfig() (*rest.Config, error) {
 	server := n.state.Data.Server
 	ca, err := os.ReadFile(n.Platform.Path(n.Paths.ClusterCA))
@@ -37,6 +40,10 @@ func (n *Node) NodeRESTConfig() (*rest.Config, error) {
 		QPS:             20,
 		Burst:           40,
 		Dial:            n.Platform.Dialer(),
+		ContentConfig: rest.ContentConfig{
+			AcceptContentTypes: runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON,
+			ContentType:        runtime.ContentTypeProtobuf,
+		},
 	}, nil
 }
 

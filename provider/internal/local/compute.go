@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -40,8 +41,17 @@ func (c *Compute) List(context.Context) ([]pool.Machine, error) {
 	return out, nil
 }
 
-// Add provisions n machines and starts their nodeboot, all at once.
-func (c *Compute) Add(_ context.Context, n int, customData []byte) ([]string, error) {
+// joinsAtOnce bounds how many of its machines Add has joining at once. A join costs this host's
+// control plane and the machine's nodeboot about half a CPU-second, and each machine's nodeboot
+// is a process of its own, which the host's scheduler gives as much CPU as the API server: 500
+// started at once on 2 cores starved the control plane until the joins' requests timed out
+// (discovery took 28 s, pod CIDR reads ran into their 30 s timeout and the join failed).
+var joinsAtOnce = 16 * runtime.NumCPU()
+
+// Add provisions n machines and starts their nodeboot, at most joinsAtOnce joining at a time:
+// the next starts when an earlier one's join is done or failed, or its nodeboot stopped. It
+// returns once the last has started; the pool waits for their nodes.
+func (c *Compute) Add(ctx context.Context, n int, customData []byte) ([]string, error) {
 	if err := c.checkCluster(customData); err != nil {
 		return nil, err
 	}
@@ -55,10 +65,28 @@ func (c *Compute) Add(_ context.Context, n int, customData []byte) ([]string, er
 			return nil, err
 		}
 	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop() // the last machines' joins are the pool's to wait for
+	joining := make(chan struct{}, joinsAtOnce)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Go(func() { _, errs[i] = c.Backend.CreateMachine(c.Pool, name, c.ImageDir, customData) })
+		select {
+		case joining <- struct{}{}:
+		case <-ctx.Done():
+			errs[i] = fmt.Errorf("machine %s not created: %w", name, ctx.Err())
+			continue
+		}
+		wg.Go(func() {
+			var m Machine
+			m, errs[i] = c.Backend.CreateMachine(c.Pool, name, c.ImageDir, customData)
+			go func() {
+				if errs[i] == nil {
+					c.Backend.waitJoin(ctx, c.Pool, m)
+				}
+				<-joining
+			}()
+		})
 	}
 	wg.Wait()
 	var created []string

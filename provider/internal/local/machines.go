@@ -119,6 +119,23 @@ func (b *Backend) JoinReport(pool, name string) (*nodestatus.Report, error) {
 	return nil, fmt.Errorf("machine %s has written no join report yet", name)
 }
 
+// waitJoin waits until the machine's join is over — its last report says Done or Failed — or its
+// nodeboot stopped, or ctx ends.
+func (b *Backend) waitJoin(ctx context.Context, pool string, m Machine) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if r, err := b.JoinReport(pool, m.Name); (err == nil && r.State != nodestatus.StateRunning) || !m.Running() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // LogTail returns the end of a machine's nodeboot log.
 func (b *Backend) LogTail(pool, name string, lines int) string {
 	data, err := os.ReadFile(filepath.Join(b.machineDir(pool, name), "nodeboot.log"))
