@@ -1,11 +1,14 @@
 package provider
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -17,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubewin/kubewin/internal/capin"
+	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/provider/internal/azure"
 	"github.com/kubewin/kubewin/provider/internal/azureccm"
 )
@@ -56,6 +60,7 @@ func (d *providerData) connect(ctx context.Context, clusterID types.String) (*cl
 		}
 		return &clusterConn{rest: cfg, facts: clusterFacts{
 			Endpoint: cp.HostPort(), CAHash: pin, Version: cp.Version, ClusterCIDR: cp.Config.ClusterCIDR, ServiceCIDR: cp.Config.ServiceCIDR,
+			NodeCIDRMaskSize: cp.Config.NodeCIDRMaskSize,
 		}}, nil
 	}
 	if d.kube == nil {
@@ -155,19 +160,58 @@ func existingCluster(ctx context.Context, cfg *rest.Config, nets clusterNetworks
 	if err != nil {
 		return nil, fmt.Errorf("read kube-system/kubeadm-config for the cluster's pod and service networks: %w", err)
 	}
+	kubeadm, err := kubeadmNetworks(cm.Data["ClusterConfiguration"])
+	if err != nil {
+		return nil, err
+	}
+	conn.facts.ClusterCIDR, conn.facts.ServiceCIDR, conn.facts.NodeCIDRMaskSize = kubeadm.ClusterCIDR, kubeadm.ServiceCIDR, kubeadm.NodeCIDRMaskSize
+	return conn, nil
+}
+
+// kubeadmNetworks reads a kubeadm ClusterConfiguration's pod and service networks and its
+// controller manager's node mask.
+func kubeadmNetworks(clusterConfiguration string) (clusterFacts, error) {
 	var cc struct {
 		Networking struct {
 			PodSubnet     string `json:"podSubnet"`
 			ServiceSubnet string `json:"serviceSubnet"`
 		} `json:"networking"`
+		ControllerManager struct {
+			ExtraArgs json.RawMessage `json:"extraArgs"`
+		} `json:"controllerManager"`
 	}
-	if err := yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]),
-		&cc); err != nil || cc.Networking.PodSubnet == "" || cc.Networking.ServiceSubnet == "" {
-		return nil, fmt.Errorf("kube-system/kubeadm-config names no podSubnet and serviceSubnet (%v): Windows nodes need both; set "+
+	if err := yaml.Unmarshal([]byte(clusterConfiguration), &cc); err != nil || cc.Networking.PodSubnet == "" || cc.Networking.ServiceSubnet == "" {
+		return clusterFacts{}, fmt.Errorf("kube-system/kubeadm-config names no podSubnet and serviceSubnet (%v): Windows nodes need both; set "+
 			"cluster_cidr and service_cidr in the provider's kubernetes block", err)
 	}
-	conn.facts.ClusterCIDR, conn.facts.ServiceCIDR = cc.Networking.PodSubnet, cc.Networking.ServiceSubnet
-	return conn, nil
+	return clusterFacts{ClusterCIDR: cc.Networking.PodSubnet, ServiceCIDR: cc.Networking.ServiceSubnet,
+		NodeCIDRMaskSize: nodeCIDRMaskSize(cc.ControllerManager.ExtraArgs)}, nil
+}
+
+// nodeCIDRMaskSize is the controller manager's --node-cidr-mask-size among a kubeadm
+// ClusterConfiguration's controllerManager.extraArgs (v1beta4: a list of name and value;
+// v1beta3: a map), or its default for IPv4, 24, when kubeadm passes none
+// (https://kubernetes.io/docs/reference/command-line-tools-reference/kube-controller-manager/);
+// 0 when the value does not parse.
+func nodeCIDRMaskSize(extraArgs json.RawMessage) int {
+	args := map[string]string{}
+	var list []struct{ Name, Value string }
+	if json.Unmarshal(extraArgs, &list) == nil {
+		for _, a := range list {
+			args[a.Name] = a.Value
+		}
+	} else {
+		_ = json.Unmarshal(extraArgs, &args)
+	}
+	v := cmp.Or(args["node-cidr-mask-size-ipv4"], args["node-cidr-mask-size"])
+	if v == "" {
+		return ipam.DefaultNodeMaskSize
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // windowsCloudNodeManager reports whether the cluster runs cloud-provider-azure's

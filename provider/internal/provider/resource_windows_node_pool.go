@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,10 +29,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/internal/winname"
 	"github.com/kubewin/kubewin/provider/internal/azure"
@@ -153,9 +156,10 @@ func (r *nodePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"unless the block names its networks (`cluster_cidr`, `service_cidr`), as a managed cluster such as AKS needs.",
 			},
 			"node_count": schema.Int64Attribute{
-				Required:    true,
-				Validators:  []validator.Int64{int64validator.AtLeast(0)},
-				Description: "Number of nodes. (`count` is a Terraform meta-argument, hence the name.)",
+				Required:   true,
+				Validators: []validator.Int64{int64validator.AtLeast(0)},
+				Description: "Number of nodes. (`count` is a Terraform meta-argument, hence the name.) Each node needs a pod CIDR of the " +
+					"cluster's pod network: a plan whose cluster exists refuses more nodes than it has room for, besides its other nodes.",
 			},
 			"node_name_prefix": schema.StringAttribute{
 				Optional:      true,
@@ -340,8 +344,13 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	manifest := img.manifest
 	imagePath := b.imagePath()
-	clusterVersion, diags := r.clusterVersion(ctx, &m)
+	conn, diags := r.cluster(ctx, &m)
 	resp.Diagnostics.Append(diags...)
+	clusterVersion := m.backend().plannedVersion(r.data)
+	if conn != nil {
+		clusterVersion = conn.facts.Version
+		resp.Diagnostics.Append(checkPodCIDRRoom(ctx, conn, &m)...)
+	}
 	if clusterVersion != "" {
 		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, imagePath)...)
 	}
@@ -356,21 +365,53 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	resp.Diagnostics.Append(checkNodeConfig(tmpl, manifest, func(field string) path.Path { return attributeOf(field, imagePath) })...)
 }
 
-// clusterVersion is the pool's cluster's version, or — for a local pool whose cluster is not
-// created yet — the version the local control plane programs will run; "" when unknown. A
-// cluster kubewin cannot join (not a kubeadm cluster) is reported at plan time.
-func (r *nodePoolResource) clusterVersion(ctx context.Context, m *nodePoolModel) (string, diag.Diagnostics) {
+// cluster reaches the pool's cluster, nil when it is not created yet or cannot be reached (the
+// apply says so). A cluster kubewin cannot join (not a kubeadm cluster) is reported at plan time.
+func (r *nodePoolResource) cluster(ctx context.Context, m *nodePoolModel) (*clusterConn, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	if !m.ClusterID.IsUnknown() {
-		conn, err := r.data.connect(ctx, m.ClusterID)
-		if err == nil {
-			return conn.facts.Version, diags
-		}
-		if errors.As(err, new(*notKubeadmError)) {
-			diags.Append(connectError(m.ClusterID, "the Pool's", err))
-		}
+	if m.ClusterID.IsUnknown() {
+		return nil, diags
 	}
-	return m.backend().plannedVersion(r.data), diags
+	conn, err := r.data.connect(ctx, m.ClusterID)
+	if errors.As(err, new(*notKubeadmError)) {
+		diags.Append(connectError(m.ClusterID, "the Pool's", err))
+	}
+	return conn, diags
+}
+
+// checkPodCIDRRoom refuses a node_count the cluster's pod network cannot give each node a pod
+// CIDR of: node IPAM splits the cluster CIDR into pod CIDRs of the controller manager's
+// --node-cidr-mask-size, one per Node, and a node that gets none never has a pod network (the
+// controller manager reports CIDRNotAvailable; the join fails with PodCIDRTimeout minutes
+// later). The cluster's other nodes hold theirs.
+func checkPodCIDRRoom(ctx context.Context, conn *clusterConn, m *nodePoolModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	cidr, err := netip.ParsePrefix(conn.facts.ClusterCIDR)
+	mask := conn.facts.NodeCIDRMaskSize
+	if err != nil || mask < cidr.Bits() || mask-cidr.Bits() > 30 || m.NodeCount.IsUnknown() {
+		return diags
+	}
+	c, err := kubernetes.NewForConfig(conn.rest)
+	if err != nil {
+		return diags
+	}
+	// From the API server's cache: a count, not a consistent read.
+	others, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodeaccess.PoolLabel + "!=" + m.Name.ValueString(),
+		ResourceVersion: "0"})
+	if err != nil {
+		return diags // the apply reads the cluster again and says what fails
+	}
+	total := 1 << (mask - cidr.Bits())
+	room := total - len(others.Items)
+	if want := m.NodeCount.ValueInt64(); want > int64(room) {
+		diags.AddAttributeError(path.Root("node_count"), "Pool Larger Than the Cluster's Pod Network",
+			fmt.Sprintf("node_count = %d needs a pod CIDR for each node. The cluster's pod network %s, split into /%d per node (the controller "+
+				"manager's --node-cidr-mask-size), has %d, and the cluster's other nodes hold %d: room for %d.\n\nLower node_count to %d or "+
+				"fewer, or give the cluster a larger pod network or longer per-node CIDRs (a kubewin_cluster's cluster_cidr and "+
+				"node_cidr_mask_size; a kubeadm cluster's networking.podSubnet and controllerManager's node-cidr-mask-size).",
+				want, cidr, mask, total, len(others.Items), max(room, 0), max(room, 0)))
+	}
+	return diags
 }
 
 // loadImage reads and validates an image's manifest, and returns it with its digest, which
@@ -391,6 +432,8 @@ func loadImage(dir string) (*v1alpha1.ImageManifest, string, error) {
 // clusterFacts are what a NodeConfig takes from the cluster.
 type clusterFacts struct {
 	Endpoint, CAHash, Version, ClusterCIDR, ServiceCIDR string
+	// NodeCIDRMaskSize is the length of the pod CIDR node IPAM gives each node; 0 when unknown.
+	NodeCIDRMaskSize int
 	// ExternalCloudProvider: the cluster runs an external cloud provider's node manager for
 	// Windows nodes, so their kubelets run with --cloud-provider=external.
 	ExternalCloudProvider bool

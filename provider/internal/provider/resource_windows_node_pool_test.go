@@ -539,6 +539,55 @@ resource "kubewin_windows_node_pool" "win" {
 	})
 }
 
+// A pool larger than the room left in the cluster's pod network is refused at plan time: node
+// IPAM gives each Node a pod CIDR, and the other nodes hold theirs.
+func TestAccWindowsNodePool_podNetworkFull(t *testing.T) {
+	state, provider := testAccLocal(t)
+	image := testImage(t, testBackend(t, state), "cidr")
+	config := func(win int) string {
+		c := provider + fmt.Sprintf(`
+resource "kubewin_cluster" "small" {
+  name                = "small"
+  cluster_cidr        = "10.244.0.0/24"
+  node_cidr_mask_size = 26
+  local {}
+}
+
+resource "kubewin_windows_node_pool" "other" {
+  name       = "other"
+  cluster_id = kubewin_cluster.small.id
+  node_count = 1
+  local {
+    image = %q
+  }
+}
+`, image)
+		if win > 0 {
+			c += fmt.Sprintf(`
+resource "kubewin_windows_node_pool" "win" {
+  name       = "win"
+  cluster_id = kubewin_cluster.small.id
+  node_count = %d
+  local {
+    image = %q
+  }
+}
+`, win, image)
+		}
+		return c
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config(0)},
+			{Config: config(4), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Pool Larger Than the Cluster's Pod Network.*` +
+				`node_count = 4 needs a pod CIDR for each node.*10\.244\.0\.0/24,\s+split\s+into\s+/26\s+per\s+node.*has\s+4,\s+and\s+the\s+` +
+				`cluster's\s+other\s+nodes\s+hold\s+1:\s+room\s+for\s+3.*Lower\s+node_count\s+to\s+3\s+or\s+fewer`)},
+			{Config: config(3), PlanOnly: true, ExpectNonEmptyPlan: true},
+		},
+	})
+}
+
 // A node that cannot join fails the apply within the create timeout, naming the node, the
 // phase and the error code; the error ends with the machine's diagnostics summary and where
 // its bundle, fetched from the machine's directory, was saved.
