@@ -43,6 +43,9 @@ func (m Machine) Dialer() func(ctx context.Context, network, address string) (ne
 // ErrNotCarried is wrapped by the error of a connection the machine's network does not carry.
 var ErrNotCarried = errors.New("the virtual network does not carry the connection")
 
+// networkClient asks the machine's network, over connections it keeps for the next question.
+var networkClient = &http.Client{Transport: &http.Transport{Proxy: nil}}
+
 // askNetwork asks the network at base where a connection to to goes.
 func askNetwork(ctx context.Context, base string, to netip.AddrPort) (netip.AddrPort, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -51,7 +54,7 @@ func askNetwork(ctx context.Context, base string, to netip.AddrPort) (netip.Addr
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	resp, err := networkClient.Do(req)
 	if err != nil {
 		return netip.AddrPort{}, fmt.Errorf("ask the machine's network: %w", err)
 	}

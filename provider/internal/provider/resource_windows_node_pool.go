@@ -34,6 +34,7 @@ import (
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
+	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/nodeaccess"
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
 	"github.com/kubewin/kubewin/internal/winname"
@@ -346,10 +347,12 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	imagePath := b.imagePath()
 	conn, diags := r.cluster(ctx, &m)
 	resp.Diagnostics.Append(diags...)
-	clusterVersion := m.backend().plannedVersion(r.data)
+	var clusterVersion string
 	if conn != nil {
 		clusterVersion = conn.facts.Version
 		resp.Diagnostics.Append(checkPodCIDRRoom(ctx, conn, &m)...)
+	} else {
+		clusterVersion = b.plannedVersion(r.data)
 	}
 	if clusterVersion != "" {
 		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, imagePath)...)
@@ -387,9 +390,13 @@ func (r *nodePoolResource) cluster(ctx context.Context, m *nodePoolModel) (*clus
 func checkPodCIDRRoom(ctx context.Context, conn *clusterConn, m *nodePoolModel) diag.Diagnostics {
 	var diags diag.Diagnostics
 	cidr, err := netip.ParsePrefix(conn.facts.ClusterCIDR)
-	mask := conn.facts.NodeCIDRMaskSize
-	if err != nil || mask < cidr.Bits() || mask-cidr.Bits() > 30 || m.NodeCount.IsUnknown() {
+	if err != nil || m.NodeCount.IsUnknown() {
 		return diags
+	}
+	mask := conn.facts.NodeCIDRMaskSize
+	split, err := ipam.NewSplitter(cidr, mask)
+	if err != nil {
+		return diags // an unknown mask, or IPv6: nothing to count
 	}
 	c, err := kubernetes.NewForConfig(conn.rest)
 	if err != nil {
@@ -401,7 +408,7 @@ func checkPodCIDRRoom(ctx context.Context, conn *clusterConn, m *nodePoolModel) 
 	if err != nil {
 		return diags // the apply reads the cluster again and says what fails
 	}
-	total := 1 << (mask - cidr.Bits())
+	total := int(split.Count())
 	room := total - len(others.Items)
 	if want := m.NodeCount.ValueInt64(); want > int64(room) {
 		diags.AddAttributeError(path.Root("node_count"), "Pool Larger Than the Cluster's Pod Network",
