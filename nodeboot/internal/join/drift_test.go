@@ -228,11 +228,8 @@ func TestDriftRepaired(t *testing.T) {
 			for _, typ := range conditionTypes {
 				waitCondition(t, n, typ, corev1.ConditionTrue, "")
 			}
-			if _, all := condition(t, n, ConditionNetworkReady); !slices.ContainsFunc(all, func(c corev1.NodeCondition) bool {
-				return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-			}) {
-				t.Errorf("the kubelet's Ready condition is gone beside nodeboot's: %+v", all)
-			}
+			// The kubelet posts Ready on its own schedule, racing nodeboot's first report.
+			waitCondition(t, n, corev1.NodeReady, corev1.ConditionTrue, "")
 			if routes {
 				waitMachine(t, n, "the peer's route is programmed", func(st winfake.State) bool { return peerProgrammed(st, n, via) })
 			}
@@ -261,6 +258,12 @@ func TestDriftRepaired(t *testing.T) {
 			c := waitCondition(t, n, ConditionNetworkReady, corev1.ConditionTrue, "NetworkRepaired")
 			if !strings.Contains(c.Message, "HNS network "+network+" is missing") || !strings.Contains(c.Message, "repairs since nodeboot started") {
 				t.Errorf("condition message %q", c.Message)
+			}
+			// nodeboot's reports since the kubelet posted Ready merged beside it.
+			if _, all := condition(t, n, corev1.NodeReady); !slices.ContainsFunc(all, func(c corev1.NodeCondition) bool {
+				return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+			}) {
+				t.Errorf("the kubelet's Ready condition is gone beside nodeboot's: %+v", all)
 			}
 			if h.LastRepair == "" || h.total() < 1 {
 				t.Errorf("health %+v", h)
