@@ -18,18 +18,26 @@ mark() { stamp "$1" >"$bin/.stamp-$1"; }
 modver() { (cd "$root/tools/$1" && go list -m -f '{{.Version}}' "$2"); }
 
 build_kube() {
-	fresh kube kube-apiserver kube-controller-manager kube-scheduler kubeadm kubectl etcd && return
 	local v; v=$(modver kube k8s.io/kubernetes)
-	local minor=${v#v1.}; minor=${minor%%.*}
-	local pkg=k8s.io/component-base/version
-	# A constant build date keeps rebuilds no-ops; kubeadm needs real version fields.
-	local ld="-s -w -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=2000-01-01T00:00:00Z"
-	echo "testenv: building kubernetes $v (kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubectl) and etcd"
-	(cd "$root/tools/kube" && go build -trimpath -ldflags "$ld" -o "$bin/" \
-		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubectl &&
-		go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3)
-	mark kube
+	if ! fresh kube kube-apiserver kube-controller-manager kube-scheduler kubeadm kubectl etcd; then
+		local minor=${v#v1.}; minor=${minor%%.*}
+		local pkg=k8s.io/component-base/version
+		# A constant build date keeps rebuilds no-ops; kubeadm needs real version fields.
+		local ld="-s -w -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=2000-01-01T00:00:00Z"
+		echo "testenv: building kubernetes $v (kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubectl) and etcd"
+		(cd "$root/tools/kube" && go build -trimpath -ldflags "$ld" -o "$bin/" \
+			k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+			k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubectl &&
+			go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3)
+		mark kube
+	fi
+	# The kubelet's own credential provider config loader (tools/kube/credentialprovidercheck) has
+	# a stamp of its own, the module's and its source's: a change of it rebuilds only it.
+	local want; want="$(stamp kube)$(cat "$root"/tools/kube/credentialprovidercheck/*.go | sha256sum | cut -c1-16)"
+	[ "$(cat "$bin/.stamp-credential-provider-check" 2>/dev/null)" = "$want" ] && [ -x "$bin/credential-provider-check" ] && return
+	echo "testenv: building credential-provider-check (the kubelet's credential provider config loader, kubernetes $v)"
+	(cd "$root/tools/kube" && go build -trimpath -ldflags "-s -w" -o "$bin/credential-provider-check" ./credentialprovidercheck)
+	echo "$want" >"$bin/.stamp-credential-provider-check"
 }
 
 build_packer() {

@@ -1,6 +1,8 @@
 // Package testenv gives tests the real programs built by `make testenv` (kube-apiserver,
-// kube-controller-manager, kube-scheduler, kubeadm, kubectl, etcd, terraform, tofu, packer) and a
-// real control plane per test package. A missing program fails the test: run `make testenv`.
+// kube-controller-manager, kube-scheduler, kubeadm, kubectl, etcd, terraform, tofu, packer, and
+// credential-provider-check, which loads a kubelet image credential provider configuration with the
+// kubelet's own loader) and a real control plane per test package. A missing program fails the
+// test: run `make testenv`.
 package testenv
 
 import (
@@ -16,6 +18,12 @@ import (
 
 // EnvBinDir overrides where the test environment's binaries are.
 const EnvBinDir = "KUBEWIN_TESTBIN"
+
+// CredentialProviderCheck is the program (tools/kube/credentialprovidercheck) that loads a
+// CredentialProviderConfig with the kubelet's own loader, as the kubelet does at start:
+// `credential-provider-check -config FILE -bin-dir DIR` exits 0 when the kubelet would accept it,
+// or prints the kubelet's error on stderr and exits 1. Find it with Binary or MustBinary.
+const CredentialProviderCheck = "credential-provider-check"
 
 // BinDir returns $KUBEWIN_TESTBIN, or .testbin at the root of the module holding the working
 // directory.
