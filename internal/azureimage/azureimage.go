@@ -22,6 +22,9 @@ const (
 	// TagIsolation lists the image's isolation modes, comma-separated ("process,hyperv"); an
 	// image without it runs process isolation only.
 	TagIsolation = "kubewin.io/isolation"
+	// TagACRCredentialProvider is the release of cloud-provider-azure's acr-credential-provider
+	// the image carries; an image without it carries none.
+	TagACRCredentialProvider = "kubewin.io/acr-credential-provider"
 )
 
 // Tags are the tags of an image with manifest m.
@@ -36,6 +39,9 @@ func Tags(m *v1alpha1.ImageManifest) map[string]string {
 			modes[i] = string(mode)
 		}
 		tags[TagIsolation] = strings.Join(modes, ",")
+	}
+	if m.ACRCredentialProvider != "" {
+		tags[TagACRCredentialProvider] = m.ACRCredentialProvider
 	}
 	return tags
 }
@@ -60,9 +66,10 @@ func Manifest(id string, tags map[string]string) (*v1alpha1.ImageManifest, error
 	}
 	m := &v1alpha1.ImageManifest{
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindImageManifest,
-		WindowsBuild:      v1alpha1.WindowsBuild(build),
-		KubernetesVersion: tags[TagKubernetesVersion],
-		Runtime:           v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeName(tags[TagRuntime]), Version: tags[TagRuntimeVersion]},
+		WindowsBuild:          v1alpha1.WindowsBuild(build),
+		KubernetesVersion:     tags[TagKubernetesVersion],
+		Runtime:               v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeName(tags[TagRuntime]), Version: tags[TagRuntimeVersion]},
+		ACRCredentialProvider: tags[TagACRCredentialProvider],
 	}
 	if s := tags[TagIsolation]; s != "" {
 		for _, mode := range strings.Split(s, ",") {

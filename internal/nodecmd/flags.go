@@ -45,17 +45,19 @@ var removedKubeletFlags = []removedFlag{
 
 // managedKubeletFlags are set by kubewin from NodeConfig fields; extra args may not override them.
 var managedKubeletFlags = map[string]string{
-	"config":                     "kubewin renders the kubelet configuration file itself",
-	"kubeconfig":                 "nodeboot writes the kubelet kubeconfig after the TLS bootstrap",
-	"bootstrap-kubeconfig":       "nodeboot performs the TLS bootstrap itself",
-	"cert-dir":                   "nodeboot manages the kubelet certificates",
-	"hostname-override":          "set node.name instead",
-	"node-ip":                    "set node.ip instead",
-	"node-labels":                "set node.labels instead",
-	"register-with-taints":       "set node.taints instead",
-	"windows-service":            "kubewin runs the kubelet as a Windows service",
-	"container-runtime-endpoint": "set runtime.endpoint instead",
-	"max-pods":                   "set node.maxPods instead",
+	"config":                            "kubewin renders the kubelet configuration file itself",
+	"kubeconfig":                        "nodeboot writes the kubelet kubeconfig after the TLS bootstrap",
+	"bootstrap-kubeconfig":              "nodeboot performs the TLS bootstrap itself",
+	"cert-dir":                          "nodeboot manages the kubelet certificates",
+	"hostname-override":                 "set node.name instead",
+	"node-ip":                           "set node.ip instead",
+	"node-labels":                       "set node.labels instead",
+	"register-with-taints":              "set node.taints instead",
+	"windows-service":                   "kubewin runs the kubelet as a Windows service",
+	"container-runtime-endpoint":        "set runtime.endpoint instead",
+	"max-pods":                          "set node.maxPods instead",
+	"image-credential-provider-config":  "set kubelet.azureContainerRegistry instead",
+	"image-credential-provider-bin-dir": "set kubelet.azureContainerRegistry instead",
 }
 
 // checkExtraArgs returns an error for every extra arg that kubewin manages or that the kubelet

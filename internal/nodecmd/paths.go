@@ -41,6 +41,15 @@ type Paths struct {
 	// (containernetworking/plugins plugins/ipam/host-local/backend/disk: /var/lib/cni/networks)
 	// and libcni's result cache (containernetworking/cni libcni: CacheDir /var/lib/cni).
 	CNIStateDir string
+	// CredentialProviderConfig is the kubelet's --image-credential-provider-config and
+	// CredentialProviderBinDir its --image-credential-provider-bin-dir, which holds the image's
+	// credential providers (v1alpha1.ACRCredentialProviderPath); AzureConfig is the Azure
+	// configuration the ACR credential provider reads. The paths are AKS's on Windows nodes
+	// (its Windows CSE: C:\k\credential-provider-config.yaml, C:\var\lib\kubelet\credential-provider,
+	// C:\k\azure.json).
+	CredentialProviderConfig string
+	CredentialProviderBinDir string
+	AzureConfig              string
 }
 
 // Payload is the node path of a payload file listed in the image manifest ("k/kubelet.exe").
@@ -51,26 +60,29 @@ func (p Paths) Payload(path string) string {
 // DefaultPaths is the layout nodeboot bakes into every image.
 func DefaultPaths() Paths {
 	return Paths{
-		BinDir:               `C:\k`,
-		KubeletConfig:        `C:\var\lib\kubelet\config.yaml`,
-		KubeletKubeconfig:    `C:\etc\kubernetes\kubelet.conf`,
-		KubeletCertDir:       `C:\var\lib\kubelet\pki`,
-		ClusterCA:            `C:\etc\kubernetes\pki\ca.crt`,
-		KubeProxyConfig:      `C:\var\lib\kube-proxy\config.yaml`,
-		KubeProxyKubeconfig:  `C:\etc\kubernetes\kubelet.conf`,
-		CNIBinDir:            `C:\opt\cni\bin`,
-		CNIConfDir:           `C:\etc\cni\net.d`,
-		ContainerdConfigFile: `C:\Program Files\containerd\config.toml`,
-		ContainerdBinDir:     `C:\Program Files\containerd\bin`,
-		DockerBinDir:         `C:\Program Files\docker`,
-		CRIDockerd:           `C:\k\cri-dockerd\cri-dockerd.exe`,
-		LogDir:               `C:\var\log\kubernetes`,
-		CustomData:           `C:\AzureData\CustomData.bin`,
-		NodebootDir:          `C:\ProgramData\kubewin\nodeboot`,
-		ImageManifest:        `C:\ProgramData\kubewin\image-manifest.json`,
-		PayloadRoot:          `C:\`,
-		KubeletRootDir:       `C:\var\lib\kubelet`,
-		CNIStateDir:          `C:\var\lib\cni`,
+		BinDir:                   `C:\k`,
+		KubeletConfig:            `C:\var\lib\kubelet\config.yaml`,
+		KubeletKubeconfig:        `C:\etc\kubernetes\kubelet.conf`,
+		KubeletCertDir:           `C:\var\lib\kubelet\pki`,
+		ClusterCA:                `C:\etc\kubernetes\pki\ca.crt`,
+		KubeProxyConfig:          `C:\var\lib\kube-proxy\config.yaml`,
+		KubeProxyKubeconfig:      `C:\etc\kubernetes\kubelet.conf`,
+		CNIBinDir:                `C:\opt\cni\bin`,
+		CNIConfDir:               `C:\etc\cni\net.d`,
+		ContainerdConfigFile:     `C:\Program Files\containerd\config.toml`,
+		ContainerdBinDir:         `C:\Program Files\containerd\bin`,
+		DockerBinDir:             `C:\Program Files\docker`,
+		CRIDockerd:               `C:\k\cri-dockerd\cri-dockerd.exe`,
+		LogDir:                   `C:\var\log\kubernetes`,
+		CustomData:               `C:\AzureData\CustomData.bin`,
+		NodebootDir:              `C:\ProgramData\kubewin\nodeboot`,
+		ImageManifest:            `C:\ProgramData\kubewin\image-manifest.json`,
+		PayloadRoot:              `C:\`,
+		KubeletRootDir:           `C:\var\lib\kubelet`,
+		CNIStateDir:              `C:\var\lib\cni`,
+		CredentialProviderConfig: `C:\k\credential-provider-config.yaml`,
+		CredentialProviderBinDir: `C:\var\lib\kubelet\credential-provider`,
+		AzureConfig:              `C:\k\azure.json`,
 	}
 }
 

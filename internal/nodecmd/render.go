@@ -134,13 +134,22 @@ func Kubelet(in Input) (*Component, error) {
 	if labels := labelList(NodeLabels(c, in.Manifest)); labels != "" {
 		args = append(args, "--node-labels="+labels)
 	}
+	files := map[string][]byte{in.Paths.KubeletConfig: conf}
+	if a := c.Kubelet.AzureContainerRegistry; a != nil {
+		cp, cpArgs, err := credentialProvider(a, in.Manifest, in.Paths)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(files, cp)
+		args = append(args, cpArgs...)
+	}
 	for _, k := range sortedKeys(c.Kubelet.ExtraArgs) {
 		args = append(args, fmt.Sprintf("--%s=%s", k, c.Kubelet.ExtraArgs[k]))
 	}
 	if err := checkNotRemoved(minor, args); err != nil {
 		return nil, err
 	}
-	return &Component{Args: args, Files: map[string][]byte{in.Paths.KubeletConfig: conf}}, nil
+	return &Component{Args: args, Files: files}, nil
 }
 
 // KubeProxy renders kube-proxy's winkernel proxier as a Windows service, or returns nil when

@@ -29,11 +29,20 @@ type ImageManifest struct {
 	// installed and containerd's runhcs-wcow-hypervisor runtime handler configured). Empty
 	// means process only, as in images baked before the field existed.
 	Isolation []Isolation `json:"isolation,omitempty"`
+	// ACRCredentialProvider is the release of cloud-provider-azure whose acr-credential-provider
+	// the image carries at ACRCredentialProviderPath ("v1.34.2"); empty when it carries none.
+	ACRCredentialProvider string `json:"acrCredentialProvider,omitempty"`
 	// NodebootVersion is the version of nodeboot in the image.
 	NodebootVersion string `json:"nodebootVersion"`
 	// Files lists every file of the payload with its sha256.
 	Files []File `json:"files"`
 }
+
+// ACRCredentialProviderPath is where an image carries cloud-provider-azure's
+// acr-credential-provider: in the kubelet's credential provider directory, under the provider's
+// name with .exe, which the Windows kubelet finds by the name alone (kubernetes
+// pkg/credentialprovider/plugin/plugin.go: exec.LookPath; AKS's Windows CSE installs it there).
+const ACRCredentialProviderPath = "var/lib/kubelet/credential-provider/acr-credential-provider.exe"
 
 // RuntimeInfo names a runtime and its version.
 type RuntimeInfo struct {

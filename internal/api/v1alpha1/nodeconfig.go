@@ -117,4 +117,26 @@ type Kubelet struct {
 	// EvictionHardMemory is the kubelet's hard eviction threshold on memory.available: under
 	// it the kubelet evicts pods. Default: 750Mi (AKS).
 	EvictionHardMemory string `json:"evictionHardMemory,omitempty"`
+	// AzureContainerRegistry has the kubelet pull images from Azure Container Registry as a
+	// user-assigned managed identity the machine carries, through cloud-provider-azure's
+	// acr-credential-provider, which the image must carry (ImageManifest.ACRCredentialProvider):
+	// pods need no image pull secret.
+	AzureContainerRegistry *AzureContainerRegistry `json:"azureContainerRegistry,omitempty"`
+}
+
+// AzureContainerRegistry is how the kubelet's credential provider authenticates to Azure
+// Container Registry: the machine's managed identity, in its tenant and cloud. It holds no
+// secret: the identity's token comes from the machine's instance metadata service.
+type AzureContainerRegistry struct {
+	// Cloud is the Azure cloud as cloud-provider-azure names it: AzurePublicCloud,
+	// AzureUSGovernment, AzureChinaCloud, or a custom cloud's name.
+	Cloud string `json:"cloud"`
+	// ResourceManagerEndpoint is set for a custom cloud only: the credential provider reads the
+	// cloud's endpoints from its metadata there.
+	ResourceManagerEndpoint string `json:"resourceManagerEndpoint,omitempty"`
+	// TenantID is the identity's tenant.
+	TenantID string `json:"tenantID"`
+	// IdentityClientID is the client ID of the user-assigned managed identity the machine
+	// carries and that holds AcrPull on the registries.
+	IdentityClientID string `json:"identityClientID"`
 }

@@ -24,6 +24,7 @@ var (
 	sha256RE      = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	networkNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 	flagNameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	guidRE        = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 	imageRefRE    = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(\.[a-z0-9-]+)*(:[0-9]+)?` +
 		`(/[a-z0-9]+([._-][a-z0-9]+)*)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$`)
 )
@@ -370,6 +371,17 @@ func (k *Kubelet) validate(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child(q.name), q.value, `must be a non-negative memory quantity such as "1536Mi" or "2Gi"`))
 		}
 	}
+	if a := k.AzureContainerRegistry; a != nil {
+		ap := p.Child("azureContainerRegistry")
+		if a.Cloud == "" {
+			errs = append(errs, field.Required(ap.Child("cloud"), "the Azure cloud, e.g. AzurePublicCloud"))
+		}
+		for _, id := range []struct{ name, value string }{{"tenantID", a.TenantID}, {"identityClientID", a.IdentityClientID}} {
+			if !guidRE.MatchString(id.value) {
+				errs = append(errs, field.Invalid(ap.Child(id.name), id.value, "must be a GUID such as 00000000-0000-0000-0000-000000000000"))
+			}
+		}
+	}
 	return errs
 }
 
@@ -417,6 +429,9 @@ func (m *ImageManifest) Validate() field.ErrorList {
 	errs = append(errs, m.validateWorkloadImages(field.NewPath("workloadImages"))...)
 	if m.NodebootVersion == "" {
 		errs = append(errs, field.Required(field.NewPath("nodebootVersion"), "the nodeboot version baked into the image"))
+	}
+	if v := m.ACRCredentialProvider; v != "" && !slices.ContainsFunc(m.Files, func(f File) bool { return f.Path == ACRCredentialProviderPath }) {
+		errs = append(errs, field.Invalid(field.NewPath("acrCredentialProvider"), v, "files must list "+ACRCredentialProviderPath))
 	}
 	return append(errs, validateFiles(field.NewPath("files"), m.Files)...)
 }

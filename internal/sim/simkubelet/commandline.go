@@ -41,7 +41,8 @@ type Machine struct {
 // FromCommandLine builds the simulated kubelet from the command line nodeboot wrote for
 // kubelet.exe, reading the files it names as the real kubelet would: the kubeconfig (and the
 // client certificate it points at), the KubeletConfiguration (maxPods, registerWithTaints),
-// --hostname-override, --node-ip, --node-labels and --cloud-provider.
+// --hostname-override, --node-ip, --node-labels and --cloud-provider; and it refuses to start
+// on image credential providers the kubelet would not load (checkCredentialProviders).
 func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
 	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -52,6 +53,9 @@ func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
 	fs.StringVar(&nodeIP, "node-ip", "", "")
 	fs.StringVar(&nodeLabels, "node-labels", "", "")
 	fs.StringVar(&cloudProvider, "cloud-provider", "", "")
+	var credentialConfig, credentialBinDir string
+	fs.StringVar(&credentialConfig, "image-credential-provider-config", "", "")
+	fs.StringVar(&credentialBinDir, "image-credential-provider-bin-dir", "", "")
 	// Every other flag the kubelet takes is accepted and has no effect here.
 	for _, a := range args {
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -68,6 +72,11 @@ func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
 	}
 	if kubeconfig == "" || config == "" || hostname == "" || nodeIP == "" {
 		return nil, fmt.Errorf("kubelet command line %q lacks --kubeconfig, --config, --hostname-override or --node-ip", args)
+	}
+	if credentialConfig != "" || credentialBinDir != "" {
+		if err := checkCredentialProviders(credentialConfig, credentialBinDir, m.ReadFile); err != nil {
+			return nil, err
+		}
 	}
 	ip, err := netip.ParseAddr(nodeIP)
 	if err != nil {

@@ -102,7 +102,8 @@ func TestClusterBodies(t *testing.T) {
 	}
 }
 
-// The request bodies of a pool's scale set: created (Spot, in zones) and scaled out.
+// The request bodies of a pool's scale set: created (Spot, in zones, carrying the kubelet's
+// identity) and scaled out.
 func TestScaleSetBodies(t *testing.T) {
 	s := &ScaleSet{
 		Client: &Client{SubscriptionID: "00000000-0000-0000-0000-000000000000"}, Name: "win", Pool: "win", ComputerNamePrefix: "win",
@@ -114,6 +115,8 @@ func TestScaleSetBodies(t *testing.T) {
 			AdminUsername: "kubewin", Zones: []string{"1", "2"}, IPForwarding: true, AcceleratedNetworking: true,
 			OSDisk: OSDisk{StorageAccountType: "Premium_LRS", Caching: "ReadWrite", SizeGB: 128},
 			Spot:   true, MaxBidPrice: -1, Tags: map[string]string{"env": "test"},
+			KubeletIdentityID: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/" +
+				"Microsoft.ManagedIdentity/userAssignedIdentities/kubelet",
 		},
 	}
 	assertBody(t, "pool/scale-set.json", s.body(2, "password-of-the-test", []byte("<powershell/>")))

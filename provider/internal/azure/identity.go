@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
@@ -152,13 +153,30 @@ type IdentityIDs struct{ ClientID, PrincipalID, TenantID string }
 
 // readIdentity reads the cloud provider's identity's IDs.
 func (c *Cluster) readIdentity(ctx context.Context) (IdentityIDs, error) {
-	r, err := c.Client.msi.NewUserAssignedIdentitiesClient().Get(ctx, c.Spec.ResourceGroup, c.identityName(), nil)
-	if err != nil {
-		return IdentityIDs{}, fmt.Errorf("read %s: %w", c.IdentityID(), err)
+	return c.Client.UserAssignedIdentity(ctx, c.IdentityID())
+}
+
+// UserAssignedIdentity reads a user-assigned managed identity's IDs, in any subscription the
+// client's credential reaches.
+func (c *Client) UserAssignedIdentity(ctx context.Context, id string) (IdentityIDs, error) {
+	r, err := arm.ParseResourceID(id)
+	if err != nil || !strings.EqualFold(r.ResourceType.String(), typeIdentity) {
+		return IdentityIDs{}, fmt.Errorf("%q is not a user-assigned identity's resource ID "+
+			"(/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.ManagedIdentity/userAssignedIdentities/<name>)", id)
 	}
-	p := r.Properties
+	f := c.msi
+	if !strings.EqualFold(r.SubscriptionID, c.SubscriptionID) {
+		if f, err = armmsi.NewClientFactory(r.SubscriptionID, c.cred, c.armOptions); err != nil {
+			return IdentityIDs{}, err
+		}
+	}
+	resp, err := f.NewUserAssignedIdentitiesClient().Get(ctx, r.ResourceGroupName, r.Name, nil)
+	if err != nil {
+		return IdentityIDs{}, fmt.Errorf("read %s: %w", id, err)
+	}
+	p := resp.Properties
 	if p == nil || deref(p.ClientID) == "" || deref(p.PrincipalID) == "" || deref(p.TenantID) == "" {
-		return IdentityIDs{}, fmt.Errorf("%s has no client ID, principal ID and tenant", c.IdentityID())
+		return IdentityIDs{}, fmt.Errorf("%s has no client ID, principal ID and tenant", id)
 	}
 	return IdentityIDs{ClientID: *p.ClientID, PrincipalID: *p.PrincipalID, TenantID: *p.TenantID}, nil
 }

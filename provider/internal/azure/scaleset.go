@@ -48,6 +48,9 @@ type Machines struct {
 	Spot        bool
 	MaxBidPrice float64
 	Tags        map[string]string
+	// KubeletIdentityID is a user-assigned managed identity the machines carry, which their
+	// kubelets pull from Azure Container Registry as; "" for none.
+	KubeletIdentityID string
 }
 
 // OSDisk is the machines' OS disk.
@@ -66,7 +69,8 @@ func (m Machines) Digest() string {
 		OSDisk                 OSDisk
 		Spot                   bool
 		MaxBidPrice            float64
-	}{m.ImageID, m.VMSize, m.IPForwarding, m.AcceleratedNetworking, m.OSDisk, m.Spot, m.MaxBidPrice})
+		KubeletIdentity        string `json:",omitempty"`
+	}{m.ImageID, m.VMSize, m.IPForwarding, m.AcceleratedNetworking, m.OSDisk, m.Spot, m.MaxBidPrice, strings.ToLower(m.KubeletIdentityID)})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -474,6 +478,7 @@ func (s *ScaleSet) body(capacity int, password string, customData []byte) armcom
 	if len(m.Zones) > 0 {
 		vmss.Zones = to.SliceOfPtrs(m.Zones...)
 	}
+	vmss.Identity = s.identity()
 	if m.Spot {
 		vp := vmss.Properties.VirtualMachineProfile
 		vp.Priority = to.Ptr(armcompute.VirtualMachinePriorityTypesSpot)
@@ -500,13 +505,24 @@ func (s *ScaleSet) update(capacity int64, customData []byte) armcompute.VirtualM
 		vp.BillingProfile = &armcompute.BillingProfile{MaxPrice: to.Ptr(m.MaxBidPrice)}
 	}
 	return armcompute.VirtualMachineScaleSetUpdate{
-		SKU: &armcompute.SKU{Name: to.Ptr(m.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(capacity)},
+		Identity: s.identity(),
+		SKU:      &armcompute.SKU{Name: to.Ptr(m.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(capacity)},
 		Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
 			// Scale sets made with a single placement group leave it (never the other way round).
 			SinglePlacementGroup:  to.Ptr(false),
 			VirtualMachineProfile: vp,
 		},
 	}
+}
+
+// identity is the scale set's identity: the kubelet's user-assigned identity, nil without one
+// (a PATCH without it leaves an identity the scale set has).
+func (s *ScaleSet) identity() *armcompute.VirtualMachineScaleSetIdentity {
+	if s.Machines.KubeletIdentityID == "" {
+		return nil
+	}
+	return &armcompute.VirtualMachineScaleSetIdentity{Type: to.Ptr(armcompute.ResourceIdentityTypeUserAssigned),
+		UserAssignedIdentities: map[string]*armcompute.UserAssignedIdentitiesValue{s.Machines.KubeletIdentityID: {}}}
 }
 
 // osDiskUpdate is the OS disk of update: the settings the pool sets, nil when it sets none. An

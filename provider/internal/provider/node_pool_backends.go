@@ -71,6 +71,7 @@ type azurePoolModel struct {
 	Priority                     types.String  `tfsdk:"priority"`
 	MaxBidPrice                  types.Float64 `tfsdk:"max_bid_price"`
 	Tags                         types.Map     `tfsdk:"tags"`
+	KubeletIdentityID            types.String  `tfsdk:"kubelet_identity_id"`
 	ScaleSetID                   types.String  `tfsdk:"scale_set_id"`
 }
 
@@ -79,7 +80,11 @@ var (
 	pathAzure       = path.Root("azure")
 	scaleSetNameRE  = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,62}[A-Za-z0-9_])?$`)
 	adminUsernameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,19}$`)
-	reservedAdmins  = []string{"administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1", "1", "123", "a", "actuser",
+	// userAssignedIdentityRE is a user-assigned identity's resource ID; ARM matches the segment
+	// names case-insensitively.
+	userAssignedIdentityRE = regexp.MustCompile(`(?i)^/subscriptions/[0-9a-f-]{36}/resourceGroups/[^/]+/providers/` +
+		`Microsoft\.ManagedIdentity/userAssignedIdentities/[^/]+$`)
+	reservedAdmins = []string{"administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1", "1", "123", "a", "actuser",
 		"adm", "admin2", "aspnet", "backup", "console", "david", "guest", "john", "owner", "root", "server", "sql", "support", "support_388945a0",
 		"sys", "test2", "test3", "user4", "user5"}
 	backendReplaceIf = []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving a pool to another backend replaces it.", "")}
@@ -232,6 +237,21 @@ func azurePoolBlock() schema.Block {
 				ElementType: types.StringType,
 				Description: "Tags of the scale set (besides kubewin's `" + azure.TagPool + "` and `" + azure.TagManagedBy + "`). A change " +
 					"takes effect in place: the scale set's tags are replaced, no node changes.",
+			},
+			"kubelet_identity_id": schema.StringAttribute{
+				Optional: true,
+				Validators: []validator.String{stringvalidator.RegexMatches(userAssignedIdentityRE,
+					"must be a user-assigned managed identity's resource ID: /subscriptions/<id>/resourceGroups/<group>/providers/"+
+						"Microsoft.ManagedIdentity/userAssignedIdentities/<name>")},
+				Description: "Resource ID of a user-assigned managed identity (e.g. `azurerm_user_assigned_identity`'s `id`) the pool's machines " +
+					"carry, as which their kubelets pull images from Azure Container Registry through cloud-provider-azure's " +
+					"acr-credential-provider: pods need no image pull secret. Give the identity the `AcrPull` role on the registries " +
+					"(`azurerm_role_assignment`); whoever applies needs the Managed Identity Operator role on it to assign it. The image " +
+					"must carry the credential provider (the `kubewin-release` data source's `acr_credential_provider_version`, tag `" +
+					azureimage.TagACRCredentialProvider + "`), which the plan checks, and the plan reads the identity. Registries in " +
+					"Azure's public, government and China clouds are matched (`*.azurecr.io`, `*.azurecr.us`, `*.azurecr.cn`, `*.azurecr.de`). " +
+					"Removing it replaces the nodes, which then pull without it; the scale set keeps carrying the identity (`az vmss identity remove` " +
+					"takes it off)." + surgeNote,
 			},
 			"scale_set_id": schema.StringAttribute{
 				Computed:      true,
@@ -595,6 +615,7 @@ func (a *azurePoolModel) settings(ctx context.Context) (*localSettings, *azureSe
 		AcceleratedNetworkingEnabled: a.AcceleratedNetworkingEnabled.ValueBoolPointer(),
 		OSDiskSizeGB:                 a.OSDiskSizeGB.ValueInt64Pointer(),
 		MaxBidPrice:                  a.MaxBidPrice.ValueFloat64Pointer(),
+		KubeletIdentityID:            a.KubeletIdentityID.ValueStringPointer(),
 	}
 	var diags diag.Diagnostics
 	s.Tags, diags = stringMapOf(ctx, a.Tags)
@@ -647,6 +668,45 @@ func (a *azurePoolModel) image(ctx context.Context, data *providerData, m *nodeP
 	return &poolImage{manifest, machines.Digest()}, diags
 }
 
+// checkKubeletIdentity checks, when the pool's kubelets pull from Azure Container Registry as
+// an identity, that the image carries the credential provider and that the identity exists.
+func (a *azurePoolModel) checkKubeletIdentity(ctx context.Context, data *providerData, manifest *v1alpha1.ImageManifest) diag.Diagnostics {
+	var diags diag.Diagnostics
+	at := pathAzure.AtName("kubelet_identity_id")
+	if a.KubeletIdentityID.IsNull() || a.KubeletIdentityID.IsUnknown() {
+		return diags
+	}
+	if manifest.ACRCredentialProvider == "" {
+		diags.AddAttributeError(at, "Image Cannot Pull From Azure Container Registry by Identity", fmt.Sprintf(
+			"The pool's image %s carries no acr-credential-provider (no %s tag), which the kubelet pulls from Azure Container Registry "+
+				"as the identity with. Bake the image with the kubewin-release data source's acr_credential_provider_version and "+
+				"publish it with the data source's azure_tags, or remove kubelet_identity_id and give pods an image pull secret.",
+			a.ImageID.ValueString(), azureimage.TagACRCredentialProvider))
+		return diags
+	}
+	_, diags = a.registryCredentials(ctx, data)
+	return diags
+}
+
+// registryCredentials reads the kubelet identity: how the pool's kubelets authenticate to Azure
+// Container Registry.
+func (a *azurePoolModel) registryCredentials(ctx context.Context, data *providerData) (*v1alpha1.AzureContainerRegistry, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	c, err := data.azure(ctx)
+	if err != nil {
+		diags.AddAttributeError(pathAzure, "Cannot Reach Azure", err.Error())
+		return nil, diags
+	}
+	creds, err := c.RegistryCredentials(ctx, a.KubeletIdentityID.ValueString())
+	if err != nil {
+		diags.AddAttributeError(pathAzure.AtName("kubelet_identity_id"), "Cannot Read the Kubelet Identity", fmt.Sprintf(
+			"%s.\n\nCreate the identity first (azurerm_user_assigned_identity, referenced by its id so that Terraform orders the two), "+
+				"and make sure the provider's credentials may read it.", err))
+		return nil, diags
+	}
+	return creds, diags
+}
+
 // checkNestedVirtualization checks, for an image baked with Hyper-V isolation, that Azure
 // documents nested virtualization for the pool's VM size (azure.NestedVirtualizationOf): a
 // size documented without it is an error; a size whose series kubewin has no record of is a
@@ -696,9 +756,10 @@ func azureMachines(ctx context.Context, m *nodePoolModel, manifest *v1alpha1.Ima
 		AcceleratedNetworking: a.AcceleratedNetworkingEnabled.ValueBool(),
 		OSDisk: azure.OSDisk{StorageAccountType: a.OSDiskStorageAccountType.ValueString(), Caching: a.OSDiskCaching.ValueString(),
 			SizeGB: int32(a.OSDiskSizeGB.ValueInt64())},
-		Spot:        a.Priority.ValueString() == "Spot",
-		MaxBidPrice: -1,
-		Tags:        tags,
+		Spot:              a.Priority.ValueString() == "Spot",
+		MaxBidPrice:       -1,
+		Tags:              tags,
+		KubeletIdentityID: a.KubeletIdentityID.ValueString(),
 	}
 	if !a.AdminUsername.IsNull() {
 		machines.AdminUsername = a.AdminUsername.ValueString()

@@ -357,8 +357,11 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if clusterVersion != "" {
 		resp.Diagnostics.Append(checkSkew(manifest, clusterVersion, imagePath)...)
 	}
-	if a, ok := b.(*azurePoolModel); ok && manifest.HyperV() {
-		resp.Diagnostics.Append(checkNestedVirtualization(a.VMSize)...)
+	if a, ok := b.(*azurePoolModel); ok {
+		if manifest.HyperV() {
+			resp.Diagnostics.Append(checkNestedVirtualization(a.VMSize)...)
+		}
+		resp.Diagnostics.Append(a.checkKubeletIdentity(ctx, r.data, manifest)...)
 	}
 	tmpl, diags := nodeConfigTemplate(ctx, &m, manifest, placeholderCluster)
 	resp.Diagnostics.Append(diags...)
@@ -501,6 +504,10 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 	facts.ExternalCloudProvider = facts.ExternalCloudProvider && m.Azure != nil
 	tmpl, d := nodeConfigTemplate(ctx, m, img.manifest, facts)
 	diags.Append(d...)
+	if a := m.Azure; a != nil && !a.KubeletIdentityID.IsNull() {
+		tmpl.Kubelet.AzureContainerRegistry, d = a.registryCredentials(ctx, r.data)
+		diags.Append(d...)
+	}
 	ttl, _ := time.ParseDuration(m.TokenTTL.ValueString())
 	drainOpts, d := drainOptions(ctx, m.Drain)
 	diags.Append(d...)
@@ -848,6 +855,7 @@ type localSettings struct {
 type azureSettings struct {
 	ResourceGroupName, Location, VMSize, SubnetID, ImageID, ScaleSetName, ScaleSetID string
 	ImageManifest, AdminUsername, OSDiskStorageAccountType, OSDiskCaching, Priority  *string
+	KubeletIdentityID                                                                *string
 	Zones                                                                            []string
 	AcceleratedNetworkingEnabled                                                     *bool
 	OSDiskSizeGB, AdminPasswordWOVersion                                             *int64
@@ -959,6 +967,7 @@ func (s poolSettings) model() nodePoolModel {
 			AcceleratedNetworkingEnabled: types.BoolPointerValue(a.AcceleratedNetworkingEnabled),
 			OSDiskSizeGB:                 types.Int64PointerValue(a.OSDiskSizeGB),
 			MaxBidPrice:                  types.Float64PointerValue(a.MaxBidPrice),
+			KubeletIdentityID:            types.StringPointerValue(a.KubeletIdentityID),
 			Zones:                        zones,
 			Tags:                         stringMap(a.Tags),
 		}

@@ -52,19 +52,27 @@ func testBackend(t testing.TB, state string) *local.Backend {
 // baked for the isolation modes given (none: process only).
 func testImage(t testing.TB, b *local.Backend, tag string, isolation ...v1alpha1.Isolation) string {
 	t.Helper()
+	return testImageOf(t, b, tag, func(m *v1alpha1.ImageManifest, _ map[string][]byte) { m.Isolation = isolation })
+}
+
+// testImageOf writes a simulated image of the control plane's version, as edit changes it.
+func testImageOf(t testing.TB, b *local.Backend, tag string, edit func(*v1alpha1.ImageManifest, map[string][]byte)) string {
+	t.Helper()
 	version, err := b.ControlPlaneVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "image-"+tag)
-	err = simmachine.WriteImage(dir, v1alpha1.ImageManifest{
+	m := v1alpha1.ImageManifest{
 		APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.KindImageManifest, WindowsBuild: v1alpha1.WindowsServer2022,
 		KubernetesVersion: version, Runtime: v1alpha1.RuntimeInfo{Name: v1alpha1.RuntimeContainerd, Version: "2.1.4"},
 		PauseImage:      v1alpha1.PauseImage{Reference: "registry.k8s.io/pause:3.10", Digest: "sha256:" + strings.Repeat("3", 64)},
-		NodebootVersion: "test-" + tag, Isolation: isolation,
-	}, map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet " + tag), "k/kube-proxy.exe": []byte("simulated kube-proxy"),
-		"k/kube-log-runner.exe": []byte("simulated kube-log-runner")})
-	if err != nil {
+		NodebootVersion: "test-" + tag,
+	}
+	payload := map[string][]byte{"k/kubelet.exe": []byte("simulated kubelet " + tag), "k/kube-proxy.exe": []byte("simulated kube-proxy"),
+		"k/kube-log-runner.exe": []byte("simulated kube-log-runner")}
+	edit(&m, payload)
+	if err := simmachine.WriteImage(dir, m, payload); err != nil {
 		t.Fatal(err)
 	}
 	return dir

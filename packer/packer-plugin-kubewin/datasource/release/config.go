@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/kubeversion"
@@ -52,6 +53,18 @@ type Config struct {
 	CNIPluginsVersion string `mapstructure:"cni_plugins_version"`
 	// The nodeboot version. Default: this plugin's version.
 	NodebootVersion string `mapstructure:"nodeboot_version"`
+	// The cloud-provider-azure release whose `acr-credential-provider` the image carries, such
+	// as `v1.34.2` (the leading `v` is optional): the kubelet's credential provider plugin that
+	// gets Azure Container Registry tokens for the machine's managed identity. The manifest
+	// records it, and `azure_tags` carry it as `kubewin.io/acr-credential-provider`.
+	// cloud-provider-azure's minor releases match Kubernetes minors (the version matrix of its
+	// README): pick a release of `kubernetes_version`'s minor. Default empty: the image carries
+	// none, and pools of it cannot pull from Azure Container Registry by identity.
+	ACRCredentialProviderVersion string `mapstructure:"acr_credential_provider_version"`
+	// The sha256 of the `acr-credential-provider` binary, which cloud-provider-azure publishes no
+	// checksum file for; without it the data source downloads the binary once to compute it.
+	// Only with `acr_credential_provider_version`.
+	ACRCredentialProviderSHA256 string `mapstructure:"acr_credential_provider_sha256"`
 	// The pause (sandbox) image. It must have a windows/amd64 image for the chosen Windows
 	// build. Default `registry.k8s.io/pause:3.10.2`, which covers 2019, 2022 and 2025.
 	PauseImage string `mapstructure:"pause_image"`
@@ -77,6 +90,10 @@ type Config struct {
 	// nodeboot releases: `<base>/v<version>/nodeboot_<version>_windows_amd64.exe` and
 	// `nodeboot_<version>_SHA256SUMS`. Default `https://github.com/kubewin/kubewin/releases/download`.
 	NodebootBaseURL string `mapstructure:"nodeboot_base_url"`
+	// cloud-provider-azure releases:
+	// `<base>/<version>/azure-acr-credential-provider-windows-amd64.exe`. Default
+	// `https://github.com/kubernetes-sigs/cloud-provider-azure/releases/download`.
+	CloudProviderAzureBaseURL string `mapstructure:"cloud_provider_azure_base_url"`
 
 	build v1alpha1.WindowsBuild
 }
@@ -100,7 +117,9 @@ type DatasourceOutput struct {
 	// Every payload file's sha256, keyed by its path.
 	SHA256 map[string]string `mapstructure:"sha256"`
 	// The tags that tell kubewin's azure backend what the image is (Windows build, Kubernetes
-	// version, runtime, and with `hyperv_isolation` its isolation modes): give them to the
+	// version, runtime, with `hyperv_isolation` its isolation modes, and with
+	// `acr_credential_provider_version` the release of the `acr-credential-provider` it carries,
+	// as `kubewin.io/acr-credential-provider`): give them to the
 	// published image, e.g. the `azure-arm` builder's `azure_tags`, which tag the gallery image
 	// version.
 	AzureTags map[string]string `mapstructure:"azure_tags"`
@@ -127,6 +146,7 @@ func (c *Config) prepare() error {
 	def(&c.DockerBaseURL, "https://download.docker.com/win/static/stable/x86_64")
 	def(&c.CRIDockerdBaseURL, "https://github.com/Mirantis/cri-dockerd/releases/download")
 	def(&c.NodebootBaseURL, "https://github.com/kubewin/kubewin/releases/download")
+	def(&c.CloudProviderAzureBaseURL, "https://github.com/kubernetes-sigs/cloud-provider-azure/releases/download")
 
 	if c.KubernetesVersion == "" {
 		add("kubernetes_version is required: set it to the node binaries' version, such as %q", fmt.Sprintf("v1.%d.0", kubeversion.NewestMinor))
@@ -158,7 +178,22 @@ func (c *Config) prepare() error {
 	default:
 		add("runtime %q is not supported: use %q or %q", c.Runtime, v1alpha1.RuntimeContainerd, v1alpha1.RuntimeDocker)
 	}
-	for _, s := range []struct{ field, sum string }{{"docker_sha256", c.DockerSHA256}, {"cri_dockerd_sha256", c.CRIDockerdSHA256}} {
+	if c.ACRCredentialProviderVersion != "" {
+		if v, err := utilversion.ParseSemantic(c.ACRCredentialProviderVersion); err != nil {
+			add("acr_credential_provider_version %q is not a cloud-provider-azure release version: give one such as \"v1.34.2\"",
+				c.ACRCredentialProviderVersion)
+		} else {
+			c.ACRCredentialProviderVersion = "v" + v.String()
+		}
+	} else if c.ACRCredentialProviderSHA256 != "" {
+		add("acr_credential_provider_sha256 %q is set without acr_credential_provider_version: set acr_credential_provider_version "+
+			"to the cloud-provider-azure release the sha256 is of (such as \"v1.34.2\"), or leave acr_credential_provider_sha256 out",
+			c.ACRCredentialProviderSHA256)
+	}
+	for _, s := range []struct{ field, sum string }{
+		{"docker_sha256", c.DockerSHA256}, {"cri_dockerd_sha256", c.CRIDockerdSHA256},
+		{"acr_credential_provider_sha256", c.ACRCredentialProviderSHA256},
+	} {
 		if s.sum != "" && !isSHA256(s.sum) {
 			add("%s %q is not a sha256: give 64 hex digits", s.field, s.sum)
 		}
@@ -171,6 +206,7 @@ func (c *Config) prepare() error {
 		{"kubernetes_base_url", c.KubernetesBaseURL}, {"containerd_base_url", c.ContainerdBaseURL},
 		{"cni_plugins_base_url", c.CNIPluginsBaseURL}, {"docker_base_url", c.DockerBaseURL},
 		{"cri_dockerd_base_url", c.CRIDockerdBaseURL}, {"nodeboot_base_url", c.NodebootBaseURL},
+		{"cloud_provider_azure_base_url", c.CloudProviderAzureBaseURL},
 	} {
 		if p, err := url.Parse(u.url); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
 			add("%s %q is not an http(s) URL", u.field, u.url)

@@ -10,25 +10,28 @@ import (
 // FlatConfig is an auto-generated flat version of Config.
 // Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
 type FlatConfig struct {
-	KubernetesVersion *string `mapstructure:"kubernetes_version" required:"true" cty:"kubernetes_version" hcl:"kubernetes_version"`
-	WindowsVersion    *string `mapstructure:"windows_version" cty:"windows_version" hcl:"windows_version"`
-	Runtime           *string `mapstructure:"runtime" cty:"runtime" hcl:"runtime"`
-	ContainerdVersion *string `mapstructure:"containerd_version" cty:"containerd_version" hcl:"containerd_version"`
-	DockerVersion     *string `mapstructure:"docker_version" cty:"docker_version" hcl:"docker_version"`
-	DockerSHA256      *string `mapstructure:"docker_sha256" cty:"docker_sha256" hcl:"docker_sha256"`
-	CRIDockerdVersion *string `mapstructure:"cri_dockerd_version" cty:"cri_dockerd_version" hcl:"cri_dockerd_version"`
-	CRIDockerdSHA256  *string `mapstructure:"cri_dockerd_sha256" cty:"cri_dockerd_sha256" hcl:"cri_dockerd_sha256"`
-	HyperVIsolation   *bool   `mapstructure:"hyperv_isolation" cty:"hyperv_isolation" hcl:"hyperv_isolation"`
-	CNIPluginsVersion *string `mapstructure:"cni_plugins_version" cty:"cni_plugins_version" hcl:"cni_plugins_version"`
-	NodebootVersion   *string `mapstructure:"nodeboot_version" cty:"nodeboot_version" hcl:"nodeboot_version"`
-	PauseImage        *string `mapstructure:"pause_image" cty:"pause_image" hcl:"pause_image"`
-	PauseImageDigest  *string `mapstructure:"pause_image_digest" cty:"pause_image_digest" hcl:"pause_image_digest"`
-	KubernetesBaseURL *string `mapstructure:"kubernetes_base_url" cty:"kubernetes_base_url" hcl:"kubernetes_base_url"`
-	ContainerdBaseURL *string `mapstructure:"containerd_base_url" cty:"containerd_base_url" hcl:"containerd_base_url"`
-	CNIPluginsBaseURL *string `mapstructure:"cni_plugins_base_url" cty:"cni_plugins_base_url" hcl:"cni_plugins_base_url"`
-	DockerBaseURL     *string `mapstructure:"docker_base_url" cty:"docker_base_url" hcl:"docker_base_url"`
-	CRIDockerdBaseURL *string `mapstructure:"cri_dockerd_base_url" cty:"cri_dockerd_base_url" hcl:"cri_dockerd_base_url"`
-	NodebootBaseURL   *string `mapstructure:"nodeboot_base_url" cty:"nodeboot_base_url" hcl:"nodeboot_base_url"`
+	KubernetesVersion            *string `mapstructure:"kubernetes_version" required:"true" cty:"kubernetes_version" hcl:"kubernetes_version"`
+	WindowsVersion               *string `mapstructure:"windows_version" cty:"windows_version" hcl:"windows_version"`
+	Runtime                      *string `mapstructure:"runtime" cty:"runtime" hcl:"runtime"`
+	ContainerdVersion            *string `mapstructure:"containerd_version" cty:"containerd_version" hcl:"containerd_version"`
+	DockerVersion                *string `mapstructure:"docker_version" cty:"docker_version" hcl:"docker_version"`
+	DockerSHA256                 *string `mapstructure:"docker_sha256" cty:"docker_sha256" hcl:"docker_sha256"`
+	CRIDockerdVersion            *string `mapstructure:"cri_dockerd_version" cty:"cri_dockerd_version" hcl:"cri_dockerd_version"`
+	CRIDockerdSHA256             *string `mapstructure:"cri_dockerd_sha256" cty:"cri_dockerd_sha256" hcl:"cri_dockerd_sha256"`
+	HyperVIsolation              *bool   `mapstructure:"hyperv_isolation" cty:"hyperv_isolation" hcl:"hyperv_isolation"`
+	CNIPluginsVersion            *string `mapstructure:"cni_plugins_version" cty:"cni_plugins_version" hcl:"cni_plugins_version"`
+	NodebootVersion              *string `mapstructure:"nodeboot_version" cty:"nodeboot_version" hcl:"nodeboot_version"`
+	ACRCredentialProviderVersion *string `mapstructure:"acr_credential_provider_version" cty:"acr_credential_provider_version" hcl:"acr_credential_provider_version"`
+	ACRCredentialProviderSHA256  *string `mapstructure:"acr_credential_provider_sha256" cty:"acr_credential_provider_sha256" hcl:"acr_credential_provider_sha256"`
+	PauseImage                   *string `mapstructure:"pause_image" cty:"pause_image" hcl:"pause_image"`
+	PauseImageDigest             *string `mapstructure:"pause_image_digest" cty:"pause_image_digest" hcl:"pause_image_digest"`
+	KubernetesBaseURL            *string `mapstructure:"kubernetes_base_url" cty:"kubernetes_base_url" hcl:"kubernetes_base_url"`
+	ContainerdBaseURL            *string `mapstructure:"containerd_base_url" cty:"containerd_base_url" hcl:"containerd_base_url"`
+	CNIPluginsBaseURL            *string `mapstructure:"cni_plugins_base_url" cty:"cni_plugins_base_url" hcl:"cni_plugins_base_url"`
+	DockerBaseURL                *string `mapstructure:"docker_base_url" cty:"docker_base_url" hcl:"docker_base_url"`
+	CRIDockerdBaseURL            *string `mapstructure:"cri_dockerd_base_url" cty:"cri_dockerd_base_url" hcl:"cri_dockerd_base_url"`
+	NodebootBaseURL              *string `mapstructure:"nodeboot_base_url" cty:"nodeboot_base_url" hcl:"nodeboot_base_url"`
+	CloudProviderAzureBaseURL    *string `mapstructure:"cloud_provider_azure_base_url" cty:"cloud_provider_azure_base_url" hcl:"cloud_provider_azure_base_url"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -43,25 +46,28 @@ func (*Config) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec }
 // The decoded values from this spec will then be applied to a FlatConfig.
 func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 	s := map[string]hcldec.Spec{
-		"kubernetes_version":   &hcldec.AttrSpec{Name: "kubernetes_version", Type: cty.String, Required: false},
-		"windows_version":      &hcldec.AttrSpec{Name: "windows_version", Type: cty.String, Required: false},
-		"runtime":              &hcldec.AttrSpec{Name: "runtime", Type: cty.String, Required: false},
-		"containerd_version":   &hcldec.AttrSpec{Name: "containerd_version", Type: cty.String, Required: false},
-		"docker_version":       &hcldec.AttrSpec{Name: "docker_version", Type: cty.String, Required: false},
-		"docker_sha256":        &hcldec.AttrSpec{Name: "docker_sha256", Type: cty.String, Required: false},
-		"cri_dockerd_version":  &hcldec.AttrSpec{Name: "cri_dockerd_version", Type: cty.String, Required: false},
-		"cri_dockerd_sha256":   &hcldec.AttrSpec{Name: "cri_dockerd_sha256", Type: cty.String, Required: false},
-		"hyperv_isolation":     &hcldec.AttrSpec{Name: "hyperv_isolation", Type: cty.Bool, Required: false},
-		"cni_plugins_version":  &hcldec.AttrSpec{Name: "cni_plugins_version", Type: cty.String, Required: false},
-		"nodeboot_version":     &hcldec.AttrSpec{Name: "nodeboot_version", Type: cty.String, Required: false},
-		"pause_image":          &hcldec.AttrSpec{Name: "pause_image", Type: cty.String, Required: false},
-		"pause_image_digest":   &hcldec.AttrSpec{Name: "pause_image_digest", Type: cty.String, Required: false},
-		"kubernetes_base_url":  &hcldec.AttrSpec{Name: "kubernetes_base_url", Type: cty.String, Required: false},
-		"containerd_base_url":  &hcldec.AttrSpec{Name: "containerd_base_url", Type: cty.String, Required: false},
-		"cni_plugins_base_url": &hcldec.AttrSpec{Name: "cni_plugins_base_url", Type: cty.String, Required: false},
-		"docker_base_url":      &hcldec.AttrSpec{Name: "docker_base_url", Type: cty.String, Required: false},
-		"cri_dockerd_base_url": &hcldec.AttrSpec{Name: "cri_dockerd_base_url", Type: cty.String, Required: false},
-		"nodeboot_base_url":    &hcldec.AttrSpec{Name: "nodeboot_base_url", Type: cty.String, Required: false},
+		"kubernetes_version":              &hcldec.AttrSpec{Name: "kubernetes_version", Type: cty.String, Required: false},
+		"windows_version":                 &hcldec.AttrSpec{Name: "windows_version", Type: cty.String, Required: false},
+		"runtime":                         &hcldec.AttrSpec{Name: "runtime", Type: cty.String, Required: false},
+		"containerd_version":              &hcldec.AttrSpec{Name: "containerd_version", Type: cty.String, Required: false},
+		"docker_version":                  &hcldec.AttrSpec{Name: "docker_version", Type: cty.String, Required: false},
+		"docker_sha256":                   &hcldec.AttrSpec{Name: "docker_sha256", Type: cty.String, Required: false},
+		"cri_dockerd_version":             &hcldec.AttrSpec{Name: "cri_dockerd_version", Type: cty.String, Required: false},
+		"cri_dockerd_sha256":              &hcldec.AttrSpec{Name: "cri_dockerd_sha256", Type: cty.String, Required: false},
+		"hyperv_isolation":                &hcldec.AttrSpec{Name: "hyperv_isolation", Type: cty.Bool, Required: false},
+		"cni_plugins_version":             &hcldec.AttrSpec{Name: "cni_plugins_version", Type: cty.String, Required: false},
+		"nodeboot_version":                &hcldec.AttrSpec{Name: "nodeboot_version", Type: cty.String, Required: false},
+		"acr_credential_provider_version": &hcldec.AttrSpec{Name: "acr_credential_provider_version", Type: cty.String, Required: false},
+		"acr_credential_provider_sha256":  &hcldec.AttrSpec{Name: "acr_credential_provider_sha256", Type: cty.String, Required: false},
+		"pause_image":                     &hcldec.AttrSpec{Name: "pause_image", Type: cty.String, Required: false},
+		"pause_image_digest":              &hcldec.AttrSpec{Name: "pause_image_digest", Type: cty.String, Required: false},
+		"kubernetes_base_url":             &hcldec.AttrSpec{Name: "kubernetes_base_url", Type: cty.String, Required: false},
+		"containerd_base_url":             &hcldec.AttrSpec{Name: "containerd_base_url", Type: cty.String, Required: false},
+		"cni_plugins_base_url":            &hcldec.AttrSpec{Name: "cni_plugins_base_url", Type: cty.String, Required: false},
+		"docker_base_url":                 &hcldec.AttrSpec{Name: "docker_base_url", Type: cty.String, Required: false},
+		"cri_dockerd_base_url":            &hcldec.AttrSpec{Name: "cri_dockerd_base_url", Type: cty.String, Required: false},
+		"nodeboot_base_url":               &hcldec.AttrSpec{Name: "nodeboot_base_url", Type: cty.String, Required: false},
+		"cloud_provider_azure_base_url":   &hcldec.AttrSpec{Name: "cloud_provider_azure_base_url", Type: cty.String, Required: false},
 	}
 	return s
 }

@@ -1,7 +1,7 @@
 // Package release is the kubewin-release data source: it resolves a Kubernetes version, a
 // Windows Server release and a container runtime into the exact artifacts of a kubewin image
-// (node binaries, runtime, CNI plugins, nodeboot, the pause image for that OS build), each with
-// its URL, sha256 and size.
+// (node binaries, runtime, CNI plugins, nodeboot, the pause image for that OS build, and
+// optionally cloud-provider-azure's ACR credential provider), each with its URL, sha256 and size.
 package release
 
 import (

@@ -1,0 +1,81 @@
+package simkubelet
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
+)
+
+const acrProviders = `apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+- name: acr-credential-provider
+  apiVersion: credentialprovider.kubelet.k8s.io/v1
+  defaultCacheDuration: 10m0s
+  matchImages:
+  - '*.azurecr.io'
+  args:
+  - C:\k\azure.json
+`
+
+// The simulated kubelet refuses the credential provider configurations the kubelet's own loader
+// refuses (kubernetes pkg/credentialprovider/plugin, built by make testenv), and starts with the
+// ones it loads: each case goes to both.
+func TestCredentialProvidersAsTheKubelet(t *testing.T) {
+	const cfgPath, binDir = `C:\k\credential-provider-config.yaml`, `C:\var\lib\kubelet\credential-provider`
+	for _, tc := range []struct {
+		name    string
+		config  string
+		program bool
+	}{
+		{"loads", acrProviders, true},
+		{"no program", acrProviders, false},
+		{"no cache duration", strings.Replace(acrProviders, "  defaultCacheDuration: 10m0s\n", "", 1), true},
+		{"no images", strings.Replace(acrProviders, "  matchImages:\n  - '*.azurecr.io'\n", "", 1), true},
+		{"exec API unknown", strings.Replace(acrProviders, "credentialprovider.kubelet.k8s.io/v1\n", "credentialprovider.kubelet.k8s.io/v2\n", 1), true},
+		{"no providers", "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders: []\n", true},
+		{"unknown field", strings.Replace(acrProviders, "  args:", "  argz:", 1), true},
+		{"not the kind", strings.Replace(acrProviders, "kind: CredentialProviderConfig", "kind: KubeletConfiguration", 1), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string][]byte{cfgPath: []byte(tc.config)}
+			if tc.program {
+				files[binDir+`\acr-credential-provider.exe`] = []byte("MZ")
+			}
+			read := func(p string) ([]byte, error) {
+				if b, ok := files[p]; ok {
+					return b, nil
+				}
+				return nil, os.ErrNotExist
+			}
+			simErr := checkCredentialProviders(cfgPath, binDir, read)
+
+			dir := t.TempDir()
+			bin := filepath.Join(dir, "bin")
+			if err := os.Mkdir(bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tc.program { // on this host the loader looks for the name without .exe
+				if err := os.WriteFile(filepath.Join(bin, "acr-credential-provider"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := filepath.Join(dir, "config.yaml")
+			if err := os.WriteFile(cfg, []byte(tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, realErr := exec.Command(testenv.MustBinary(t, testenv.CredentialProviderCheck), "-config", cfg, "-bin-dir", bin).CombinedOutput()
+			if (simErr == nil) != (realErr == nil) {
+				t.Errorf("the simulated kubelet says %v; the kubelet's loader says %v %s", simErr, realErr, out)
+			}
+		})
+	}
+	// Only one of the two flags: the kubelet's loader fails on the empty one.
+	if err := checkCredentialProviders(cfgPath, "", func(string) ([]byte, error) { return []byte(acrProviders), nil }); err == nil {
+		t.Error("a configuration without a bin dir was accepted")
+	}
+}
