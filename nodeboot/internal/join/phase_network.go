@@ -105,13 +105,17 @@ func waitPodCIDR(ctx context.Context, d networkData) (netip.Prefix, error) {
 	}
 	name, timeout := d.nodeName(), d.timeouts().PodCIDR
 	var cidr string
-	var readErr error // the last failed read, retried until the timeout
+	var readErr error // the last read's failure, retried until the timeout; nil once a read answers
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		node, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return false, nil //nolint:nilerr // the wait's own deadline cut the read short: not the cluster's answer
+		case err != nil:
 			readErr = err
 			return false, nil //nolint:nilerr // a failed read is retried until the timeout; readErr keeps it for the message
 		}
+		readErr = nil
 		cidr = node.Spec.PodCIDR
 		return cidr != "", nil
 	})
