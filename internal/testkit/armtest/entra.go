@@ -430,38 +430,38 @@ func (s *Server) getJSON(url string, v any) error {
 // client learns a subscription's tenant from it without any token (an unauthenticated
 // GET https://management.azure.com/subscriptions/{id}?api-version=2022-12-01 answers 401 with
 // `Bearer authorization_uri="https://login.windows.net/{tenant}"`).
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, tenant string) *apiError {
-	e := s.checkBearer(r.Header.Get("Authorization"), tenant)
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, tenant string) (*claims, *apiError) {
+	c, e := s.checkBearer(r.Header.Get("Authorization"), tenant)
 	if e != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer authorization_uri="%s/%s", error="invalid_token", error_description=%q`,
 			s.url, tenant, e.Message))
 	}
-	return e
+	return c, e
 }
 
 // checkBearer checks an Authorization header: a valid token (checkToken) of the tenant that
 // holds the subscription. A token of another tenant is refused, auxiliary tokens or not: "the
 // primary token ... must be from a tenant that can manage the subscription"
 // (https://learn.microsoft.com/azure/azure-resource-manager/management/authenticate-multi-tenant).
-func (s *Server) checkBearer(header, tenant string) *apiError {
+func (s *Server) checkBearer(header, tenant string) (*claims, *apiError) {
 	if header == "" {
-		return newError(http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.")
+		return nil, newError(http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.")
 	}
 	token, ok := strings.CutPrefix(header, "Bearer ")
 	if !ok {
-		return newError(http.StatusUnauthorized, "AuthenticationFailed",
+		return nil, newError(http.StatusUnauthorized, "AuthenticationFailed",
 			"Authentication failed. The 'Authorization' header is provided in an invalid format.")
 	}
 	c, e := s.checkToken(token)
 	if e != nil {
-		return e
+		return nil, e
 	}
 	if !strings.EqualFold(c.TenantID, tenant) {
-		return newError(http.StatusUnauthorized, "InvalidAuthenticationTokenTenant",
+		return nil, newError(http.StatusUnauthorized, "InvalidAuthenticationTokenTenant",
 			"The access token is from the wrong issuer '%s'. It must match the tenant '%s/%s' associated with this subscription. Please use the "+
 				"authority (URL) '%s/%s' to get the token.", c.Issuer, s.url, tenant, s.url, tenant)
 	}
-	return nil
+	return c, nil
 }
 
 // checkToken checks an access token as ARM does: signed by Entra, unexpired, for ARM's audience.

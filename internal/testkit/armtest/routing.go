@@ -107,6 +107,7 @@ func buildRoutes() []armRoute {
 		}
 	}
 	out = append(out, groupRoutes...)
+	out = append(out, permissionRoutes...)
 	return append(out, actionRoutes...)
 }
 
@@ -120,6 +121,7 @@ type armRequest struct {
 	segs       []string // the request's path segments
 	group      string   // the resource group's name as registered, "" outside a group
 	apiVersion string
+	caller     *claims // the token's claims: who asks
 }
 
 // name returns the i-th name in the path (0: subscription, 1: resource group or namespace, ...).
@@ -178,7 +180,8 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 	tenant := s.tenantOf(subscription)
 	s.mu.Unlock()
 	// A subscription the server does not know is refused once the token is checked.
-	if e := s.authenticate(w, r, cmp.Or(tenant, s.opts.TenantID)); e != nil {
+	caller, e := s.authenticate(w, r, cmp.Or(tenant, s.opts.TenantID))
+	if e != nil {
 		writeError(w, e)
 		return
 	}
@@ -201,7 +204,7 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 			r.Method, r.URL.Path))
 		return
 	}
-	q := &armRequest{r: r, body: body, route: route, segs: segs, apiVersion: r.URL.Query().Get("api-version")}
+	q := &armRequest{r: r, body: body, route: route, segs: segs, apiVersion: r.URL.Query().Get("api-version"), caller: caller}
 	if q.apiVersion == "" {
 		writeError(w, newError(http.StatusBadRequest, "MissingApiVersionParameter",
 			"The api-version query parameter (?api-version=) is required for all requests."))
@@ -236,6 +239,10 @@ func (s *Server) serveARM(w *statusRecorder, r *http.Request, body []byte) {
 			writeError(w, newError(http.StatusNotFound, "ResourceGroupNotFound", "Resource group '%s' could not be found.", segs[3]))
 			return
 		}
+	}
+	if e := s.authorize(q); e != nil {
+		writeError(w, e)
+		return
 	}
 	w.resourceType = route.typ
 	if e := h(s, w, q); e != nil {

@@ -127,6 +127,9 @@ func (s *Server) writeScaleSet(q *armRequest, m armcompute.VirtualMachineScaleSe
 	if e := s.checkLinkedImage(q, id, plan.imageID); e != nil {
 		return nil, e
 	}
+	if e := s.checkLinkedIdentities(q, plan.identities); e != nil {
+		return nil, e
+	}
 	ss, status := old, http.StatusOK
 	if ss == nil {
 		status = http.StatusCreated

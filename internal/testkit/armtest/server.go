@@ -198,28 +198,31 @@ type Server struct {
 	// resources by lower-case ID (authorization.go).
 	userIdentities  map[string]*userIdentity
 	roleAssignments map[string]*roleAssignment
-	defaultApp      App
-	groups          map[string]*resourceGroup // by lower-case name
-	scaleSets       map[string]*scaleSet
-	images          map[string]*image
-	vnets           map[string]*virtualNetwork
-	tables          map[string]*routeTable
-	objects         map[string]*netObject
-	vms             map[string]*virtualMachine
-	coreQuota       map[string]int // lower-case VM family → vCPUs (computefaults.go)
-	publicNet       [2]byte        // public addresses are 127.publicNet.n
-	standInBase     uint32         // stand-ins of private addresses count from 127.128.0.0 + standInBase
-	publicUsed      map[netip.Addr]bool
-	standIns        map[netip.Addr]netip.Addr // private address -> its loopback stand-in (hostaddr.go)
-	ops             map[string]*operation
-	blobs           map[string]blob
-	imdsTokens      map[string]*machine // IMDS token → machine
-	faults          []*Fault
-	throttle        *throttle
-	requests        []Request
-	writes          map[string]int
-	validated       int
-	closed          bool
+	// callerRoles are the roles on the subscription of the callers SetCallerRoles restricted, by
+	// application (client) ID (permissions.go).
+	callerRoles map[string][]string
+	defaultApp  App
+	groups      map[string]*resourceGroup // by lower-case name
+	scaleSets   map[string]*scaleSet
+	images      map[string]*image
+	vnets       map[string]*virtualNetwork
+	tables      map[string]*routeTable
+	objects     map[string]*netObject
+	vms         map[string]*virtualMachine
+	coreQuota   map[string]int // lower-case VM family → vCPUs (computefaults.go)
+	publicNet   [2]byte        // public addresses are 127.publicNet.n
+	standInBase uint32         // stand-ins of private addresses count from 127.128.0.0 + standInBase
+	publicUsed  map[netip.Addr]bool
+	standIns    map[netip.Addr]netip.Addr // private address -> its loopback stand-in (hostaddr.go)
+	ops         map[string]*operation
+	blobs       map[string]blob
+	imdsTokens  map[string]*machine // IMDS token → machine
+	faults      []*Fault
+	throttle    *throttle
+	requests    []Request
+	writes      map[string]int
+	validated   int
+	closed      bool
 }
 
 // New starts a server. Close it when done.
@@ -235,6 +238,7 @@ func New(opts Options) (*Server, error) {
 		tenants:         map[string]*tenant{},
 		identities:      map[string]string{},
 		userIdentities:  map[string]*userIdentity{},
+		callerRoles:     map[string][]string{},
 		roleAssignments: map[string]*roleAssignment{},
 		groups:          map[string]*resourceGroup{},
 		scaleSets:       map[string]*scaleSet{},

@@ -110,6 +110,9 @@ func (s *Server) writeVM(q *armRequest, m *armcompute.VirtualMachine, old *virtu
 	if e := s.checkLinkedImage(q, id, image); e != nil {
 		return nil, e
 	}
+	if e := s.checkLinkedIdentities(q, identities); e != nil {
+		return nil, e
+	}
 	if e := s.checkCores(string(*p.HardwareProfile.VMSize), 1); e != nil {
 		return nil, e
 	}

@@ -22,8 +22,9 @@ import (
 	"github.com/kubewin/kubewin/internal/testkit/armtest"
 )
 
-// A pool that pulls from Azure Container Registry as a user-assigned identity: an image without
-// the ACR credential provider and an identity that does not exist are refused at plan time; with
+// A pool that pulls from Azure Container Registry as a user-assigned identity: a credential that
+// may not assign the identity, an image without the ACR credential provider and an identity that
+// does not exist are refused at plan time; with
 // both, the scale set carries the identity, the nodes' NodeConfig names its client ID and tenant,
 // their kubelets start with the credential provider (the simulated kubelet refuses a
 // configuration the kubelet's loader would not load, or a provider the image lacks), and the
@@ -54,6 +55,18 @@ func TestAccWindowsNodePool_azureKubeletIdentity(t *testing.T) {
 	identityID, clientID, tenantID := *created.ID, *created.Properties.ClientID, *created.Properties.TenantID
 	missing := armServer.ResourceGroupID(f.group) + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/missing"
 
+	reader := armServer.RegisterApp(armtest.App{Secret: "reader-secret-of-the-test"})
+	if err := armServer.SetCallerRoles(reader.ClientID, "Reader"); err != nil {
+		t.Fatal(err)
+	}
+	owner := armServer.Credentials()
+	as := func(id, secret string) func() {
+		return func() {
+			t.Setenv("ARM_CLIENT_ID", id)
+			t.Setenv("ARM_CLIENT_SECRET", secret)
+		}
+	}
+
 	be := f.poolBackend()
 	with := func(identity string) poolBackend {
 		b := be
@@ -66,6 +79,13 @@ func TestAccWindowsNodePool_azureKubeletIdentity(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
+				// A credential that may not assign the identity (a Reader).
+				PreConfig:   as(reader.ClientID, reader.Secret),
+				Config:      poolConfig(provider, with(identityID), image, 1),
+				ExpectError: regexp.MustCompile(`(?s)Cannot Assign the Kubelet Identity.*userAssignedIdentities/assign/action.*Managed\s+Identity\s+Operator`),
+			},
+			{
+				PreConfig:   as(owner.ClientID, owner.ClientSecret),
 				Config:      poolConfig(provider, with(identityID), f.imageA, 1),
 				ExpectError: regexp.MustCompile(`(?s)Image Cannot Pull From Azure Container Registry by Identity.*acr_credential_provider_version`),
 			},

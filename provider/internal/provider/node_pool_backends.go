@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"regexp"
 	"slices"
 	"strings"
@@ -246,7 +247,8 @@ func azurePoolBlock() schema.Block {
 				Description: "Resource ID of a user-assigned managed identity (e.g. `azurerm_user_assigned_identity`'s `id`) the pool's machines " +
 					"carry, as which their kubelets pull images from Azure Container Registry through cloud-provider-azure's " +
 					"acr-credential-provider: pods need no image pull secret. Give the identity the `AcrPull` role on the registries " +
-					"(`azurerm_role_assignment`); whoever applies needs the Managed Identity Operator role on it to assign it. The image " +
+					"(`azurerm_role_assignment`); the provider's credential needs the Managed Identity Operator role on it (or Contributor) to " +
+					"assign it, which the plan checks. The image " +
 					"must carry the credential provider (the `kubewin-release` data source's `acr_credential_provider_version`, tag `" +
 					azureimage.TagACRCredentialProvider + "`), which the plan checks, and the plan reads the identity. Registries in " +
 					"Azure's public, government and China clouds are matched (`*.azurecr.io`, `*.azurecr.us`, `*.azurecr.cn`, `*.azurecr.de`). " +
@@ -669,7 +671,9 @@ func (a *azurePoolModel) image(ctx context.Context, data *providerData, m *nodeP
 }
 
 // checkKubeletIdentity checks, when the pool's kubelets pull from Azure Container Registry as
-// an identity, that the image carries the credential provider and that the identity exists.
+// an identity, that the image carries the credential provider, that the identity exists and
+// that the provider's credential may assign it (Azure refuses the scale set otherwise:
+// LinkedAuthorizationFailed).
 func (a *azurePoolModel) checkKubeletIdentity(ctx context.Context, data *providerData, manifest *v1alpha1.ImageManifest) diag.Diagnostics {
 	var diags diag.Diagnostics
 	at := pathAzure.AtName("kubelet_identity_id")
@@ -684,7 +688,26 @@ func (a *azurePoolModel) checkKubeletIdentity(ctx context.Context, data *provide
 			a.ImageID.ValueString(), azureimage.TagACRCredentialProvider))
 		return diags
 	}
-	_, diags = a.registryCredentials(ctx, data)
+	if _, diags = a.registryCredentials(ctx, data); diags.HasError() {
+		return diags
+	}
+	c, err := data.azure(ctx)
+	if err != nil {
+		diags.AddAttributeError(pathAzure, "Cannot Reach Azure", err.Error())
+		return diags
+	}
+	id, _ := arm.ParseResourceID(a.KubeletIdentityID.ValueString()) // read above: a valid ID
+	const assign = "Microsoft.ManagedIdentity/userAssignedIdentities/assign/action"
+	missing, scope, err := c.MissingActions(ctx, "/subscriptions/"+id.SubscriptionID+"/resourceGroups/"+id.ResourceGroupName, assign)
+	switch {
+	case err != nil:
+		diags.AddAttributeWarning(at, "Permissions Not Checked", err.Error())
+	case len(missing) > 0:
+		diags.AddAttributeError(at, "Cannot Assign the Kubelet Identity", fmt.Sprintf("The provider's credential may not perform %s at %s, "+
+			"which making the pool's scale set carry the identity needs (Azure refuses it with LinkedAuthorizationFailed). Give the "+
+			"credential the Managed Identity Operator role on the identity (or a role that allows the action, such as Contributor), or "+
+			"remove kubelet_identity_id.", assign, scope))
+	}
 	return diags
 }
 

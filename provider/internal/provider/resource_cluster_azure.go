@@ -359,11 +359,14 @@ func (a *clusterAzureModel) validate(ctx context.Context, m *clusterModel) diag.
 // modifyPlan sets azure.cloud_provider's planned values, and refuses every change of an existing
 // azure cluster that would need a new cluster: kubewin never destroys a cluster as a side effect
 // of a change.
-func (*clusterAzureModel) modifyPlan(ctx context.Context, _ *providerData, req resource.ModifyPlanRequest, plan *clusterModel) diag.Diagnostics {
+func (*clusterAzureModel) modifyPlan(ctx context.Context, data *providerData, req resource.ModifyPlanRequest, plan *clusterModel) diag.Diagnostics {
 	var diags diag.Diagnostics
 	if req.State.Raw.IsNull() || isLocalState(ctx, req.State) {
 		if plan.Azure != nil {
 			diags.Append(planCloudProvider(ctx, req, plan, nil)...)
+			if !diags.HasError() {
+				diags.Append(checkClusterPermissions(ctx, data, plan.Azure)...)
+			}
 		}
 		return diags
 	}
@@ -698,5 +701,52 @@ func (a *clusterAzureModel) delete(ctx context.Context, data *providerData, m *c
 		diags.AddError("Cannot Delete Cluster", fmt.Sprintf("Removing azure cluster %q failed: %s", m.Name.ValueString(), err))
 	}
 	data.forgetAzureAccess(m.ID.ValueString())
+	return diags
+}
+
+// checkClusterPermissions checks, before a new cluster is made, that the provider's credential
+// may make it: its machines, network and load balancer, and with the cloud provider its
+// identity, which its control planes carry and which gets roles on the resource group. A
+// Contributor may do all but the last (Microsoft.Authorization writes are among its
+// not-actions), which would fail the apply after the network and the identity are made.
+func checkClusterPermissions(ctx context.Context, data *providerData, a *clusterAzureModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if a.ResourceGroupName.IsUnknown() || a.CloudProvider.IsUnknown() {
+		return diags
+	}
+	want := []string{"Microsoft.Compute/virtualMachines/write", "Microsoft.Compute/virtualMachineScaleSets/write",
+		"Microsoft.Network/loadBalancers/write", "Microsoft.Network/networkSecurityGroups/write", "Microsoft.Network/routeTables/write"}
+	var cp cloudProviderModel
+	if !a.CloudProvider.IsNull() {
+		diags.Append(a.CloudProvider.As(ctx, &cp, objectAsOptions)...)
+	}
+	if cp.Enabled.ValueBool() {
+		want = append(want, "Microsoft.ManagedIdentity/userAssignedIdentities/write",
+			"Microsoft.ManagedIdentity/userAssignedIdentities/assign/action", "Microsoft.Authorization/roleAssignments/write")
+	}
+	client, err := data.azure(ctx)
+	if err != nil {
+		diags.AddAttributeError(pathClusterAzure, "Cannot Reach Azure", err.Error())
+		return diags
+	}
+	missing, scope, err := client.MissingActions(ctx, "/subscriptions/"+client.SubscriptionID+"/resourceGroups/"+a.ResourceGroupName.ValueString(),
+		want...)
+	if err != nil {
+		diags.AddAttributeWarning(pathClusterAzure, "Permissions Not Checked", fmt.Sprintf("%s.\n\nThe apply may fail part-way if the "+
+			"credential lacks a permission the cluster needs.", err))
+		return diags
+	}
+	if len(missing) == 0 {
+		return diags
+	}
+	fix := "Give the credential a role that allows them on the resource group or the subscription (Owner; or Contributor, with User Access " +
+		"Administrator for the role assignments)"
+	if cp.Enabled.ValueBool() {
+		fix += ", or set azure.cloud_provider = { enabled = false } if only the role assignments are missing (the cloud provider's identity " +
+			"gets Network Contributor and Virtual Machine Contributor on the resource group)"
+	}
+	diags.AddAttributeError(pathClusterAzure.AtName("resource_group_name"), "Missing Azure Permissions", fmt.Sprintf(
+		"The provider's credential may not perform %s at %s, which making this cluster needs. %s. Nothing was created.",
+		strings.Join(missing, ", "), scope, fix))
 	return diags
 }

@@ -1,0 +1,55 @@
+package provider
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/kubewin/kubewin/internal/testkit/armtest"
+)
+
+// A credential that may not assign roles (a Contributor) is refused at plan time for a cluster
+// whose cloud provider's identity gets roles, naming the action, the scope and the fix, before
+// anything is made; without the cloud provider the same credential may plan the cluster.
+func TestAccClusterAzure_permissions(t *testing.T) {
+	state, provider := testAccLocal(t)
+	g := newClusterGroup(t, state)
+	version := clusterVersion(t)
+	app := armServer.RegisterApp(armtest.App{Secret: "contributor-secret-of-the-test"})
+	if err := armServer.SetCallerRoles(app.ClientID, "Contributor"); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range armServer.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "SSL_CERT_FILE":
+		case "ARM_CLIENT_ID":
+			t.Setenv(k, app.ClientID)
+		case "ARM_CLIENT_SECRET":
+			t.Setenv(k, app.Secret)
+		default:
+			t.Setenv(k, v)
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:   azureClusterConfig(provider, version, g.name, ""),
+				PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Missing Azure Permissions.*Microsoft\.Authorization/roleAssignments/write.*` +
+					regexp.QuoteMeta(armServer.ResourceGroupID(g.name)) + `.*User\s+Access\s+Administrator.*cloud_provider.*Nothing\s+was\s+created`),
+			},
+			{
+				Config:             azureClusterConfig(provider, version, g.name, "    cloud_provider = { enabled = false }"),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+		},
+	})
+	if left := g.leftovers(); len(left) > 0 {
+		t.Errorf("the refused plan made %v", left)
+	}
+}
