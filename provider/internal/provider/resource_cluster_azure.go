@@ -725,12 +725,12 @@ func checkClusterPermissions(ctx context.Context, data *providerData, a *cluster
 			"Microsoft.ManagedIdentity/userAssignedIdentities/assign/action", "Microsoft.Authorization/roleAssignments/write")
 	}
 	client, err := data.azure(ctx)
-	if err != nil {
-		diags.AddAttributeError(pathClusterAzure, "Cannot Reach Azure", err.Error())
-		return diags
+	var missing []string
+	var scope string
+	if err == nil {
+		missing, scope, err = client.MissingActions(ctx, "/subscriptions/"+client.SubscriptionID+"/resourceGroups/"+a.ResourceGroupName.ValueString(),
+			want...)
 	}
-	missing, scope, err := client.MissingActions(ctx, "/subscriptions/"+client.SubscriptionID+"/resourceGroups/"+a.ResourceGroupName.ValueString(),
-		want...)
 	if err != nil {
 		diags.AddAttributeWarning(pathClusterAzure, "Permissions Not Checked", fmt.Sprintf("%s.\n\nThe apply may fail part-way if the "+
 			"credential lacks a permission the cluster needs.", err))
