@@ -3,9 +3,6 @@ package nodecmd
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -32,39 +29,6 @@ func acrInput(t *testing.T, minor int) Input {
 	return in
 }
 
-// kubeletLoads runs the kubelet's own credential provider loader (kubernetes
-// pkg/credentialprovider/plugin RegisterCredentialProviderPlugins, built by make testenv) on a
-// configuration, with a bin dir holding the providers named: what the kubelet does at start,
-// refusing to start when it fails.
-func kubeletLoads(t *testing.T, conf []byte, providers ...string) error {
-	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	if err := os.Mkdir(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range providers {
-		// The Windows kubelet finds <name>.exe by the name (exec.LookPath); on this host the
-		// loader looks for the name itself.
-		if err := os.WriteFile(filepath.Join(bin, p), []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	file := filepath.Join(dir, "credential-provider-config.yaml")
-	if err := os.WriteFile(file, conf, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(testenv.MustBinary(t, testenv.CredentialProviderCheck), "-config", file, "-bin-dir", bin).CombinedOutput()
-	if err != nil {
-		return &loadError{string(out)}
-	}
-	return nil
-}
-
-type loadError struct{ out string }
-
-func (e *loadError) Error() string { return e.out }
-
 // A node pulling from Azure Container Registry by identity: the kubelet's own loader accepts
 // the credential provider configuration with the image's provider in the bin dir (and refuses
 // it without), the Azure configuration is read strictly by cloud-provider-azure's types and
@@ -85,10 +49,10 @@ func TestKubeletCredentialProvider(t *testing.T) {
 			}
 		}
 		conf := k.Files[in.Paths.CredentialProviderConfig]
-		if err := kubeletLoads(t, conf, acrProviderName); err != nil {
+		if err := testenv.KubeletLoadsCredentialProviders(t, conf, acrProviderName); err != nil {
 			t.Errorf("1.%d: the kubelet refuses the configuration: %v\n%s", minor, err, conf)
 		}
-		if err := kubeletLoads(t, conf); err == nil {
+		if err := testenv.KubeletLoadsCredentialProviders(t, conf); err == nil {
 			t.Errorf("1.%d: the kubelet's loader accepted a bin dir without the provider", minor)
 		}
 		var cfg kubeletv1.CredentialProviderConfig
@@ -142,7 +106,7 @@ func TestKubeletLoaderRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kubeletLoads(t, broken, acrProviderName); err == nil || !strings.Contains(err.Error(), "defaultCacheDuration") {
+	if err := testenv.KubeletLoadsCredentialProviders(t, broken, acrProviderName); err == nil || !strings.Contains(err.Error(), "defaultCacheDuration") {
 		t.Errorf("the loader accepted a provider without defaultCacheDuration: %v", err)
 	}
 }

@@ -2,8 +2,6 @@ package simkubelet
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,23 +52,13 @@ func TestCredentialProvidersAsTheKubelet(t *testing.T) {
 			}
 			simErr := checkCredentialProviders(cfgPath, binDir, read)
 
-			dir := t.TempDir()
-			bin := filepath.Join(dir, "bin")
-			if err := os.Mkdir(bin, 0o755); err != nil {
-				t.Fatal(err)
+			var program []string
+			if tc.program {
+				program = []string{"acr-credential-provider"}
 			}
-			if tc.program { // on this host the loader looks for the name without .exe
-				if err := os.WriteFile(filepath.Join(bin, "acr-credential-provider"), []byte("#!/bin/sh\n"), 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cfg := filepath.Join(dir, "config.yaml")
-			if err := os.WriteFile(cfg, []byte(tc.config), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out, realErr := exec.Command(testenv.MustBinary(t, testenv.CredentialProviderCheck), "-config", cfg, "-bin-dir", bin).CombinedOutput()
+			realErr := testenv.KubeletLoadsCredentialProviders(t, []byte(tc.config), program...)
 			if (simErr == nil) != (realErr == nil) {
-				t.Errorf("the simulated kubelet says %v; the kubelet's loader says %v %s", simErr, realErr, out)
+				t.Errorf("the simulated kubelet says %v; the kubelet's loader says %v", simErr, realErr)
 			}
 		})
 	}

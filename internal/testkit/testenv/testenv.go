@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -104,4 +105,31 @@ func Main(m *testing.M, cp **controlplane.ControlPlane) int {
 		fmt.Fprintln(os.Stderr, "testenv: stop control plane:", err)
 	}
 	return code
+}
+
+// KubeletLoadsCredentialProviders runs the kubelet's own credential provider loader
+// (CredentialProviderCheck) on a CredentialProviderConfig, with a bin dir holding executables of
+// the providers named, and returns its refusal with the loader's words. On this host the loader
+// looks for each provider by its name; the Windows kubelet finds <name>.exe by the same name
+// (exec.LookPath).
+func KubeletLoadsCredentialProviders(t testing.TB, config []byte, providers ...string) error {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range providers {
+		if err := os.WriteFile(filepath.Join(bin, p), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "credential-provider-config.yaml")
+	if err := os.WriteFile(file, config, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(MustBinary(t, CredentialProviderCheck), "-config", file, "-bin-dir", bin).CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
 }

@@ -18,20 +18,16 @@ import (
 const permissionsAPIVersion = "2022-04-01"
 
 // MissingActions returns the actions of want the client's credential may not perform in a
-// resource group (its ID): at the group when it exists, else at its subscription, whose roles a
-// group made later inherits. It reads the credential's effective permissions there
+// resource group of a subscription: at the group when it exists, else at the subscription,
+// whose roles a group made later inherits. It reads the credential's effective permissions there
 // (GET {scope}/providers/Microsoft.Authorization/permissions: each role assignment's actions and
 // not-actions, https://learn.microsoft.com/rest/api/authorization/permissions/list-for-resource-group).
 // The scope read is returned, for the message.
-func (c *Client) MissingActions(ctx context.Context, groupID string, want ...string) (missing []string, scope string, err error) {
-	g, err := arm.ParseResourceID(groupID)
-	if err != nil || !strings.EqualFold(g.ResourceType.String(), "Microsoft.Resources/resourceGroups") {
-		return nil, groupID, fmt.Errorf("%q is not a resource group's ID: %v", groupID, err)
-	}
-	scope = groupID
+func (c *Client) MissingActions(ctx context.Context, subscriptionID, group string, want ...string) (missing []string, scope string, err error) {
+	scope = "/subscriptions/" + subscriptionID + "/resourceGroups/" + group
 	perms, err := c.permissions(ctx, scope)
 	if notFound(err) {
-		scope = "/subscriptions/" + g.SubscriptionID
+		scope = "/subscriptions/" + subscriptionID
 		perms, err = c.permissions(ctx, scope)
 	}
 	if err != nil {

@@ -698,7 +698,7 @@ func (a *azurePoolModel) checkKubeletIdentity(ctx context.Context, data *provide
 	}
 	id, _ := arm.ParseResourceID(a.KubeletIdentityID.ValueString()) // read above: a valid ID
 	const assign = "Microsoft.ManagedIdentity/userAssignedIdentities/assign/action"
-	missing, scope, err := c.MissingActions(ctx, "/subscriptions/"+id.SubscriptionID+"/resourceGroups/"+id.ResourceGroupName, assign)
+	missing, scope, err := c.MissingActions(ctx, id.SubscriptionID, id.ResourceGroupName, assign)
 	switch {
 	case err != nil:
 		diags.AddAttributeWarning(at, "Permissions Not Checked", err.Error())

@@ -728,8 +728,7 @@ func checkClusterPermissions(ctx context.Context, data *providerData, a *cluster
 	var missing []string
 	var scope string
 	if err == nil {
-		missing, scope, err = client.MissingActions(ctx, "/subscriptions/"+client.SubscriptionID+"/resourceGroups/"+a.ResourceGroupName.ValueString(),
-			want...)
+		missing, scope, err = client.MissingActions(ctx, client.SubscriptionID, a.ResourceGroupName.ValueString(), want...)
 	}
 	if err != nil {
 		diags.AddAttributeWarning(pathClusterAzure, "Permissions Not Checked", fmt.Sprintf("%s.\n\nThe apply may fail part-way if the "+
