@@ -107,6 +107,7 @@ func buildRoutes() []armRoute {
 		}
 	}
 	out = append(out, groupRoutes...)
+	out = append(out, resourceRoutes...)
 	out = append(out, permissionRoutes...)
 	return append(out, actionRoutes...)
 }

@@ -280,42 +280,75 @@ func topLevelItems[T any](q *armRequest, m map[string]*T, view func(*T) any) []a
 func (s *Server) ResourceIDs(group string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	prefix := strings.ToLower(s.ResourceGroupID(group)) + "/"
 	var out []string
-	add := func(id string) {
-		if strings.HasPrefix(strings.ToLower(id), prefix) {
-			out = append(out, id)
-		}
-	}
-	for _, v := range s.vnets {
-		add(v.id)
-	}
-	for _, t := range s.tables {
-		add(t.id)
-		for _, r := range t.routes {
-			add(r.id)
-		}
-	}
-	for _, o := range s.objects {
-		add(o.id)
-	}
-	for _, vm := range s.vms {
-		add(vm.id)
-	}
-	for _, ss := range s.scaleSets {
-		add(ss.id)
-	}
-	for _, im := range s.images {
-		add(im.id)
-	}
-	for _, u := range s.userIdentities {
-		add(u.id)
-	}
-	for _, a := range s.roleAssignments {
-		add(a.id)
+	for _, r := range s.groupResources(group) {
+		out = append(out, r.id)
 	}
 	sort.Strings(out)
 	return out
+}
+
+// groupResource is a resource the store keeps in a resource group: its ID, its kind and the
+// stored resource, as the kind's find returns it.
+type groupResource struct {
+	id   string
+	kind *kind
+	r    any
+}
+
+// groupResources returns the resources of a group, in no order: top-level resources, the routes
+// of its route tables and its role assignments (subnets, kept with their virtual network, and
+// scale-set instances are left out); s.mu is held.
+func (s *Server) groupResources(group string) []groupResource {
+	prefix := strings.ToLower(s.ResourceGroupID(group)) + "/"
+	var out []groupResource
+	add := func(k *kind, id string, r any) {
+		if strings.HasPrefix(strings.ToLower(id), prefix) {
+			out = append(out, groupResource{id: id, kind: k, r: r})
+		}
+	}
+	for _, v := range s.vnets {
+		add(&vnetKind, v.id, v)
+	}
+	for _, t := range s.tables {
+		add(&routeTableKind, t.id, t)
+		for _, r := range t.routes {
+			add(&routeKind, r.id, r)
+		}
+	}
+	for _, o := range s.objects {
+		add(kindOf(o.typ), o.id, o)
+	}
+	for _, vm := range s.vms {
+		add(&vmKind, vm.id, vm)
+	}
+	for _, ss := range s.scaleSets {
+		add(&scaleSetKind, ss.id, ss)
+	}
+	for _, im := range s.images {
+		if im.version {
+			add(&imageVersionKind, im.id, im)
+		} else {
+			add(&managedImageKind, im.id, im)
+		}
+	}
+	for _, u := range s.userIdentities {
+		add(&identityKind, u.id, u)
+	}
+	for _, a := range s.roleAssignments {
+		add(&roleAssignmentKind, a.id, a)
+	}
+	return out
+}
+
+// kindOf returns the store's kind of a resource type.
+func kindOf(typ string) *kind {
+	for _, k := range kinds {
+		if strings.EqualFold(k.typ, typ) {
+			return k
+		}
+	}
+	panic("armtest: no kind of type " + typ)
 }
 
 // newETag is a new etag, in the form Network gives them: W/"<uuid>"

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,10 @@ const (
 	// EnvRun names the run in the tags of its resource groups (default: time and random suffix;
 	// the workflow sets the CI run's ID).
 	EnvRun = "KUBEWIN_ACC_RUN"
+	// EnvWindowsImage is the resource ID of a kubewin Windows image (a gallery image version the
+	// Packer template published) of the suites' Kubernetes version, for their Windows pool steps
+	// on Azure; unset, those steps are skipped.
+	EnvWindowsImage = "KUBEWIN_ACC_WINDOWS_IMAGE_ID"
 )
 
 // Tags on every resource group a run makes: the sweeper finds groups by TagRun and ages them by
@@ -46,13 +51,14 @@ const GroupPrefix = "kubewin-acc-"
 // Target is a subscription the suites run in.
 type Target struct {
 	// Real is true for a target the environment named: what the maintainer's credentials reach.
-	Real     bool
-	Location string
-	Run      string
-	Client   *azure.Client
-	groups   *armresources.ResourceGroupsClient
-	network  *armnetwork.ClientFactory
-	seq      atomic.Int64
+	Real      bool
+	Location  string
+	Run       string
+	Client    *azure.Client
+	groups    *armresources.ResourceGroupsClient
+	resources *armresources.Client
+	network   *armnetwork.ClientFactory
+	seq       atomic.Int64
 }
 
 // FromEnv returns the target the environment names, or nil when ARM_SUBSCRIPTION_ID is unset:
@@ -96,11 +102,15 @@ func New(ctx context.Context, c azure.Config, location, run string) (*Target, er
 	if err != nil {
 		return nil, err
 	}
+	resources, err := armresources.NewClient(c.SubscriptionID, cred, opts)
+	if err != nil {
+		return nil, err
+	}
 	network, err := armnetwork.NewClientFactory(c.SubscriptionID, cred, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Target{Location: location, Run: run, Client: client, groups: groups, network: network}, nil
+	return &Target{Location: location, Run: run, Client: client, groups: groups, resources: resources, network: network}, nil
 }
 
 // NewGroup creates a resource group for one test, named after the run and tagged with it and the
@@ -131,6 +141,26 @@ func deleteGroup(ctx context.Context, groups *armresources.ResourceGroupsClient,
 		return fmt.Errorf("delete resource group %s: %w", name, err)
 	}
 	return nil
+}
+
+// Resources lists the IDs of a resource group's top-level resources, sorted (ARM's Resources -
+// List By Resource Group): what a test checks a destroy left behind.
+func (t *Target) Resources(ctx context.Context, group string) ([]string, error) {
+	var ids []string
+	pager := t.resources.NewListByResourceGroupPager(group, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list the resources of resource group %s: %w", group, err)
+		}
+		for _, r := range page.Value {
+			if r.ID != nil {
+				ids = append(ids, *r.ID)
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
 }
 
 // Network makes a virtual network (10.240.0.0/16) with a subnet "nodes" (10.240.0.0/24) and a

@@ -47,8 +47,8 @@ func target(t *testing.T, run string) *Target {
 	return tg
 }
 
-// A run's group carries the run and its creation time, holds the test's network, and goes with
-// everything in it.
+// A run's group carries the run and its creation time, holds the test's network (listed by
+// Resources: the route table and the virtual network), and goes with everything in it.
 func TestGroupLifecycle(t *testing.T) {
 	ctx := context.Background()
 	tg := target(t, "lifecycle")
@@ -70,6 +70,13 @@ func TestGroupLifecycle(t *testing.T) {
 	if !strings.HasSuffix(subnet, "/virtualNetworks/vnet/subnets/nodes") || !strings.HasSuffix(table, "/routeTables/pods") ||
 		len(server.ResourceIDs(name)) != 2 {
 		t.Errorf("network %s %s; group holds %v", subnet, table, server.ResourceIDs(name))
+	}
+	listed, err := tg.Resources(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{table, strings.TrimSuffix(subnet, "/subnets/nodes")}; !slices.Equal(listed, want) {
+		t.Errorf("the group lists %v, want %v", listed, want)
 	}
 	if err := tg.DeleteGroup(ctx, name); err != nil {
 		t.Fatal(err)
