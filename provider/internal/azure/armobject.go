@@ -119,7 +119,7 @@ func (s spec[B]) put(ctx context.Context, c *Client) error {
 		return err
 	}
 	err = preemptible(ctx, "create "+s.id.String(), func() error { return s.kind.put(ctx, c, s.id.group, s.id.name, b) })
-	const again = "the next apply replaces the cluster"
+	const again = "the next apply makes the machines again"
 	switch m := any(b).(type) {
 	case armcompute.VirtualMachine:
 		err = explainCreate(err, string(deref(m.Properties.HardwareProfile.VMSize)), deref(m.Location), derefAll(m.Zones), 1, again)

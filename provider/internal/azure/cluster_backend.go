@@ -62,7 +62,7 @@ func (c ClusterBackend) Repair(ctx context.Context, last *cluster.State) (*clust
 	}
 	var missing []int
 	for i := range c.Spec.ControlPlanes.Count {
-		ok, err := c.ControlPlaneExists(ctx, i)
+		ok, err := c.ControlPlaneProvisioned(ctx, i)
 		if err != nil {
 			return nil, &cluster.StepError{Step: cluster.StepRead, Err: err}
 		}

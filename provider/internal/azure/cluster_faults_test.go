@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubewin/kubewin/internal/kubeadmboot"
 	"github.com/kubewin/kubewin/internal/testkit/armtest"
+	"github.com/kubewin/kubewin/provider/internal/cluster"
 	"github.com/kubewin/kubewin/provider/internal/pool"
 )
 
@@ -51,8 +53,49 @@ func TestAzureClusterMachineFaults(t *testing.T) {
 			t.Fatalf("Create = %v, want a pool.ActionError", err)
 		}
 		if ae.Summary != "Azure Has No Capacity for the VM Size" || !strings.Contains(ae.Remedy, "Standard_D2s_v3 machines in "+server.Location()) ||
-			!strings.Contains(ae.Remedy, "the next apply replaces the cluster") {
+			!strings.Contains(ae.Remedy, "the next apply makes the machines again") {
 			t.Fatalf("summary %q, remedy %q", ae.Summary, ae.Remedy)
+		}
+	})
+
+	// Compute leaves a control plane's VM Failed when it has no capacity for it: the create still
+	// waits for the other new control plane to finish its bootstrap; the Failed VM is no control
+	// plane, and the repair deletes it and makes it again.
+	t.Run("control plane left Failed", func(t *testing.T) {
+		fail := server.FailAllocation(armtest.Match{Method: http.MethodPut, Path: `/virtualMachines/acs-master-1$`, Times: 1})
+		defer fail.Remove()
+		server.AddResourceGroup("cluster-failed-master")
+		c := &Cluster{Client: client, Spec: testClusterSpec(t, "cluster-failed-master", "acs")}
+		c.Spec.ControlPlanes.Count = 3
+		t.Cleanup(func() { _ = c.Delete(context.Background()) })
+		state, err := c.Create(ctx)
+		if err == nil || state == nil || fail.Hits() != 1 {
+			t.Fatalf("Create = %+v, %v (fault hit %d times): want the first control plane running and an error", state, err, fail.Hits())
+		}
+		booted := func(i int) bool {
+			r, err := client.compute.NewVirtualMachinesClient().RetrieveBootDiagnosticsData(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log, err := client.readBlob(ctx, *r.SerialConsoleLogBlobURI)
+			return err == nil && kubeadmboot.ReadSerial(log).Ready
+		}
+		if !booted(2) {
+			t.Fatal("Create returned before control plane 2 finished its bootstrap")
+		}
+		if o, err := c.Observe(ctx); err != nil || o.ControlPlanes != 2 {
+			t.Fatalf("Observe = %+v, %v: want 2 control planes, the Failed VM not counted", o, err)
+		}
+		b := ClusterBackend{Cluster: c, Access: func(ctx context.Context) (*Access, error) { return c.Access(ctx, state.Endpoint, 1) }}
+		if _, err := b.Repair(ctx, &cluster.State{Endpoint: "https://" + state.Endpoint, FQDN: state.FQDN, CACert: state.CACert,
+			CAHash: state.CAHash}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			vm, err := client.compute.NewVirtualMachinesClient().Get(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
+			if err != nil || deref(vm.Properties.ProvisioningState) != "Succeeded" || !booted(i) {
+				t.Fatalf("control plane %d after the repair: %v, %v", i, err, vm.Properties)
+			}
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -174,43 +175,50 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 	return state, bootstraptoken.Delete(ctx, client, token)
 }
 
-// createMasters creates control planes from..to-1 (NICs and VMs, in parallel) and waits for each
-// to report its bootstrap done.
+// createControlPlanes creates control planes from..to-1 (NICs and VMs, in parallel) and waits for
+// each to report its bootstrap done. One that fails does not stop the others: Azure goes on
+// creating a VM whose client stopped waiting, and it would boot unwatched, after the caller has
+// deleted the join token it boots with.
 func (c *Cluster) createControlPlanes(ctx context.Context, subnet netip.Prefix, cluster kubeadmboot.Cluster, from, to int,
 	m kubeadmboot.Machine) error {
-	g, gctx := errgroup.WithContext(ctx)
+	errs := make([]error, to-from)
+	var wg sync.WaitGroup
 	for i := from; i < to; i++ {
-		g.Go(func() error {
-			addr, err := controlPlaneAddress(subnet, i)
-			if err != nil {
-				return err
-			}
-			if err := c.ensure(gctx, c.controlPlaneNIC(i, addr)); err != nil {
-				return err
-			}
-			mi := m
-			mi.AdvertiseAddress = addr.String()
-			userData, err := kubeadmboot.UserData(cluster, mi)
-			if err != nil {
-				return err
-			}
-			if err := c.ensure(gctx, c.controlPlaneVM(i, userData)); err != nil {
-				return err
-			}
-			if i > 0 {
-				_, err = c.waitBoot(gctx, i)
-			}
-			return err
-		})
+		wg.Go(func() { errs[i-from] = c.createControlPlane(ctx, subnet, cluster, i, m) })
 	}
-	return g.Wait()
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
-// AddMasters makes the control planes of the given indexes (new ones, or ones that were lost) in
-// a running cluster: a running control plane uploads the shared certificates again under a fresh
-// certificate key (kubeadm deletes an upload after two hours), and the new ones join with it and
-// a fresh token, at their static addresses (a lost one's etcd member, at the same address, is
-// taken over by kubeadm).
+// createControlPlane creates control plane i (its NIC and VM) and, but for the first, waits for
+// it to report its bootstrap done.
+func (c *Cluster) createControlPlane(ctx context.Context, subnet netip.Prefix, cluster kubeadmboot.Cluster, i int, m kubeadmboot.Machine) error {
+	addr, err := controlPlaneAddress(subnet, i)
+	if err != nil {
+		return err
+	}
+	if err := c.ensure(ctx, c.controlPlaneNIC(i, addr)); err != nil {
+		return err
+	}
+	m.AdvertiseAddress = addr.String()
+	userData, err := kubeadmboot.UserData(cluster, m)
+	if err != nil {
+		return err
+	}
+	if err := c.ensure(ctx, c.controlPlaneVM(i, userData)); err != nil {
+		return err
+	}
+	if i > 0 {
+		_, err = c.waitBoot(ctx, i)
+	}
+	return err
+}
+
+// AddControlPlanes makes the control planes of the given indexes (new ones, or ones that were lost
+// or left Failed, whose VM goes first) in a running cluster: a running control plane uploads the
+// shared certificates again under a fresh certificate key (kubeadm deletes an upload after two
+// hours), and the new ones join with it and a fresh token, at their static addresses (a lost
+// one's etcd member, at the same address, is taken over by kubeadm).
 func (c *Cluster) AddControlPlanes(ctx context.Context, access *Access, state *ClusterState, indexes []int) error {
 	client, err := kubernetes.NewForConfig(access.REST())
 	if err != nil {
@@ -252,11 +260,19 @@ func (c *Cluster) AddControlPlanes(ctx context.Context, access *Access, state *C
 		return err
 	}
 	m := kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: state.CAHash, JoinAddress: via.String()}
-	g, gctx := errgroup.WithContext(ctx)
-	for _, i := range indexes {
-		g.Go(func() error { return c.createControlPlanes(gctx, subnet, cluster, i, i+1, m) })
+	// Each is made whatever becomes of the others (createControlPlanes).
+	failed := make([]error, len(indexes))
+	var wg sync.WaitGroup
+	for n, i := range indexes {
+		wg.Go(func() {
+			// A VM Compute left Failed is in the way of the new one (ControlPlaneProvisioned).
+			if failed[n] = c.remove(ctx, c.controlPlaneVM(i, nil)); failed[n] == nil {
+				failed[n] = c.createControlPlane(ctx, subnet, cluster, i, m)
+			}
+		})
 	}
-	if err := g.Wait(); err != nil {
+	wg.Wait()
+	if err := errors.Join(failed...); err != nil {
 		return err
 	}
 	return c.setControlPlaneCount(ctx, max(slices.Max(indexes)+1, c.Spec.ControlPlanes.Count))
@@ -451,7 +467,7 @@ func (c *Cluster) Observe(ctx context.Context) (Observed, error) {
 	}
 	o.Exists = true
 	for i := range maxControlPlanes {
-		ok, err := c.ControlPlaneExists(ctx, i)
+		ok, err := c.ControlPlaneProvisioned(ctx, i)
 		if err != nil {
 			return o, err
 		}

@@ -109,13 +109,21 @@ func (c *Cluster) controlPlaneVMBody(i int, linux *armcompute.LinuxConfiguration
 	return m
 }
 
-// MasterExists reports whether control plane i's VM exists.
-func (c *Cluster) ControlPlaneExists(ctx context.Context, i int) (bool, error) {
-	_, err := c.Client.compute.NewVirtualMachinesClient().Get(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
+// ControlPlaneProvisioned reports whether control plane i's VM exists and Compute did not leave
+// it Failed. A create that ends AllocationFailed or OSProvisioningTimedOut leaves the VM in ARM
+// with provisioningState Failed ("Failed: represents a failed operation during provisioning",
+// https://learn.microsoft.com/azure/virtual-machines/states-billing#provisioning-states; the
+// allocation case: https://learn.microsoft.com/troubleshoot/azure/virtual-machines/windows/allocation-failure).
+// Such a VM is no control plane: Repair deletes it and makes it again.
+func (c *Cluster) ControlPlaneProvisioned(ctx context.Context, i int) (bool, error) {
+	vm, err := c.Client.compute.NewVirtualMachinesClient().Get(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
 	if notFound(err) {
 		return false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	return vm.Properties == nil || deref(vm.Properties.ProvisioningState) != "Failed", nil
 }
 
 // bootTimeout bounds a control plane's bootstrap, packages included.

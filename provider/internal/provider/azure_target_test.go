@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -85,8 +87,12 @@ func TestAccAzureSuitesOnSubscription(t *testing.T) {
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run", "zure",
 		"-test.skip", "^TestAccPodRoute_azure|^TestAccAzureTargetFromEnvironment$|^TestAccAzureSuitesOnSubscription$",
 		"-test.v", "-test.count=1", "-test.timeout="+timeout.String())
+	// The Windows image a maintainer would name, published here for the child.
+	images := fmt.Sprintf("kubewin-suite-images-%d", azureSeq.Add(1))
+	armServer.AddResourceGroup(images)
 	cmd.Env = append(append(os.Environ(), armServer.Env()...),
-		azureacc.EnvLocation+"="+armServer.Location(), azureacc.EnvRun+"=suite-child")
+		azureacc.EnvLocation+"="+armServer.Location(), azureacc.EnvRun+"=suite-child",
+		azureacc.EnvWindowsImage+"="+seedWindowsImage(t, t.TempDir(), images))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the azure suites with a subscription set: %v\n%s", err, out)
@@ -102,6 +108,19 @@ func TestAccAzureSuitesOnSubscription(t *testing.T) {
 				t.Errorf("%s skipped without saying it needs the test server:\n%s", m[1], run)
 			}
 		}
+	}
+	// The cluster suite runs on both targets: here it made, repaired and destroyed a cluster,
+	// and a Windows pool joined it, through the real target's code path.
+	if !regexp.MustCompile(`(?m)^--- PASS: TestAccClusterAzure \(`).Match(out) {
+		t.Errorf("TestAccClusterAzure did not pass with a subscription set:\n%s", out)
+	}
+	pool := false
+	for _, r := range armServer.Requests() {
+		pool = pool || r.Method == http.MethodPut && r.Status < 300 && r.ResourceType == "Microsoft.Compute/virtualMachineScaleSets" &&
+			strings.Contains(strings.ToLower(string(r.Body)), strings.ToLower(armServer.ResourceGroupID(images)))
+	}
+	if !pool {
+		t.Errorf("no scale set was made of the Windows image in %s: the cluster suite's pool step did not run", images)
 	}
 	ran := regexp.MustCompile(`(?m)^--- PASS: `).FindAllIndex(out, -1)
 	if len(skipped) == 0 {

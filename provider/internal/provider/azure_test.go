@@ -118,8 +118,19 @@ type routeFixture struct {
 
 func newRouteFixture(t *testing.T, tg *azureacc.Target) *routeFixture {
 	t.Helper()
-	ctx := context.Background()
-	group, err := tg.NewGroup(ctx)
+	f := &routeFixture{target: tg, group: newTargetGroup(t, tg)}
+	var err error
+	if f.subnetID, f.routeTableID, err = tg.Network(context.Background(), f.group); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// newTargetGroup is a resource group of a target for the test, deleted with everything in it
+// when the test ends.
+func newTargetGroup(t *testing.T, tg *azureacc.Target) string {
+	t.Helper()
+	group, err := tg.NewGroup(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +139,7 @@ func newRouteFixture(t *testing.T, tg *azureacc.Target) *routeFixture {
 			t.Errorf("%v: delete it by hand or with make sweep-azure", err)
 		}
 	})
-	f := &routeFixture{target: tg, group: group}
-	if f.subnetID, f.routeTableID, err = tg.Network(ctx, group); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return group
 }
 
 // azureFixture is a resource group of the test server with a virtual network, a route table

@@ -37,13 +37,13 @@ func TestAccClusterAzure_permissions(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:   azureClusterConfig(provider, version, g.name, ""),
+				Config:   azureClusterConfig(provider, version, armServer.Location(), g.name, ""),
 				PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Missing Azure Permissions.*Microsoft\.Authorization/roleAssignments/write.*` +
 					regexp.QuoteMeta(armServer.ResourceGroupID(g.name)) + `.*User\s+Access\s+Administrator.*cloud_provider.*Nothing\s+was\s+created`),
 			},
 			{
-				Config:             azureClusterConfig(provider, version, g.name, "    cloud_provider = { enabled = false }"),
+				Config:             azureClusterConfig(provider, version, armServer.Location(), g.name, "    cloud_provider = { enabled = false }"),
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
 			},

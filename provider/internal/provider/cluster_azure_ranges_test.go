@@ -21,7 +21,7 @@ func TestAccClusterAzure_authorizedRangesExistingSubnets(t *testing.T) {
 		}
 	}
 	vnet := armServer.ResourceGroupID("kubewin-ranges") + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/"
-	config := azureClusterConfig(provider, clusterVersion(t), "kubewin-ranges", fmt.Sprintf(`    master_subnet_id = %q
+	config := azureClusterConfig(provider, clusterVersion(t), armServer.Location(), "kubewin-ranges", fmt.Sprintf(`    master_subnet_id = %q
     agent_subnet_id  = %q
     api_server_authorized_ip_ranges = ["203.0.113.0/24"]`, vnet+"masters", vnet+"agents"))
 	resource.Test(t, resource.TestCase{

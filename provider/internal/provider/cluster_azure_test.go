@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/echoprovider"
@@ -29,11 +32,13 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubewin/kubewin/internal/controlplane"
+	"github.com/kubewin/kubewin/internal/kubeadmboot"
 	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/internal/sim/simcloud"
 	"github.com/kubewin/kubewin/internal/testkit/armtest"
 	"github.com/kubewin/kubewin/internal/testkit/testenv"
 	"github.com/kubewin/kubewin/provider/internal/azure"
+	"github.com/kubewin/kubewin/provider/internal/azure/azureacc"
 	"github.com/kubewin/kubewin/provider/internal/azureccm"
 )
 
@@ -54,14 +59,36 @@ func newClusterGroup(t testing.TB, state string) *clusterGroup {
 	testServerOnly(t)
 	g := &clusterGroup{name: fmt.Sprintf("kubewin-cluster-%d", azureSeq.Add(1))}
 	armServer.AddResourceGroup(g.name)
-	dir := testImage(t, testBackend(t, state), g.name)
-	g.image = armServer.ResourceGroupID(g.name) + "/providers/Microsoft.Compute/galleries/kubewin/images/ws2022/versions/1.0.0"
-	if err := armServer.AddImage(g.image, imageTags(t, dir)); err != nil {
-		t.Fatal(err)
-	}
-	armBooter.AddImage(g.image, dir)
+	g.image = seedWindowsImage(t, state, g.name)
 	g.before = armServer.ResourceIDs(g.name)
 	return g
+}
+
+// seedWindowsImage publishes a simulated Windows image of the control plane's version in a
+// resource group of the test server, as the Packer templates publish one, and returns its ID.
+func seedWindowsImage(t testing.TB, state, group string) string {
+	t.Helper()
+	dir := testImage(t, testBackend(t, state), group)
+	id := armServer.ResourceGroupID(group) + "/providers/Microsoft.Compute/galleries/kubewin/images/ws2022/versions/1.0.0"
+	if err := armServer.AddImage(id, imageTags(t, dir)); err != nil {
+		t.Fatal(err)
+	}
+	armBooter.AddImage(id, dir)
+	return id
+}
+
+// suiteWindowsImage is the Windows image of the cluster suite's pool: on the test server one it
+// seeds in the group; on Azure the image azureacc.EnvWindowsImage names, or none (the pool step
+// is skipped).
+func suiteWindowsImage(t *testing.T, state, group string) string {
+	t.Helper()
+	if armServer == nil {
+		if os.Getenv(azureacc.EnvWindowsImage) == "" {
+			t.Logf("%s is not set: the Windows pool step is skipped", azureacc.EnvWindowsImage)
+		}
+		return os.Getenv(azureacc.EnvWindowsImage)
+	}
+	return seedWindowsImage(t, state, group)
 }
 
 // leftovers is what the group holds that it did not before.
@@ -90,9 +117,9 @@ func clusterVersion(t testing.TB) string {
 }
 
 // clusterAccess is an admin credential of an azure cluster, taken as the provider takes it.
-func clusterAccess(t *testing.T, id string) *azure.Access {
+func clusterAccess(t *testing.T, client *azure.Client, id string) *azure.Access {
 	t.Helper()
-	c, err := azureClient(t).OpenCluster(id)
+	c, err := client.OpenCluster(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +156,7 @@ func readyNodes(t testing.TB, a *azure.Access) map[string]int {
 	return out
 }
 
-func azureClusterConfig(provider, version, group, extra string) string {
+func azureClusterConfig(provider, version, location, group, extra string) string {
 	return provider + fmt.Sprintf(`
 resource "kubewin_cluster" "test" {
   name               = "acc"
@@ -141,29 +168,88 @@ resource "kubewin_cluster" "test" {
 %s
   }
 }
-`, version, group, armServer.Location(), group, extra)
+`, version, group, location, group, extra)
 }
 
 // The azure cluster's life under terraform: made, read, its Linux pool scaled and a control
 // plane added in place, a version change refused at plan time, an ephemeral admin credential
-// for another provider, and a destroy that leaves exactly what was there before.
+// for another provider, and a destroy that leaves exactly what was there before. Control planes
+// Compute fails (AllocationFailed) or that are deleted out of band are made again by the next
+// apply, and a create that fails after the first control plane runs says how to keep the
+// cluster. The suite runs on both targets (accTarget); the steps that inject faults need the
+// test server and are skipped on Azure.
 func TestAccClusterAzure(t *testing.T) {
 	state, provider := testAccLocal(t)
-	g := newClusterGroup(t, state)
+	tg := accTarget(t)
+	group := newTargetGroup(t, tg)
+	image := suiteWindowsImage(t, state, group)
+	// What the group holds before the cluster (a seeded image) is what destroy must leave.
+	before, err := tg.Resources(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
 	version := clusterVersion(t)
-	for _, kv := range armServer.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		if k != "SSL_CERT_FILE" {
-			t.Setenv(k, v)
+	config := func(extra string) string { return azureClusterConfig(provider, version, tg.Location, group, extra) }
+	one := config("    linux_pool = { node_count = 1 }")
+	three := config("    linux_pool = { node_count = 2 }\n    masters = { count = 3 }")
+	// The fault steps need the test server; on Azure they are skipped (SkipFunc), after their
+	// PreConfig ran, so their faults are injected only on the test server.
+	var faults []*armtest.Fault
+	clearFaults := func() {
+		for _, f := range faults {
+			f.Remove()
+		}
+		faults = nil
+	}
+	defer clearFaults()
+	inject := func(fault func() *armtest.Fault) func() {
+		return func() {
+			clearFaults()
+			if armServer != nil {
+				faults = append(faults, fault())
+			}
 		}
 	}
-	one := azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 1 }")
-	var denied *armtest.Fault
+	onlyTestServer := func() (bool, error) { return armServer == nil, nil }
 	nodes := func(linux int) func(*terraform.State) error {
 		return func(s *terraform.State) error {
 			id := s.RootModule().Resources["kubewin_cluster.test"].Primary.ID
-			if got := readyNodes(t, clusterAccess(t, id)); got["linux"] != linux {
+			if got := readyNodes(t, clusterAccess(t, tg.Client, id)); got["linux"] != linux {
 				return fmt.Errorf("Ready nodes %v, want %d Linux", got, linux)
+			}
+			return nil
+		}
+	}
+	cred, opts := tg.Client.ARM()
+	vms, err := armcompute.NewVirtualMachinesClient(tg.Client.SubscriptionID, cred, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// controlPlanes checks through ARM that the cluster has n control-plane VMs, none Failed,
+	// each of whose serial console says its bootstrap is done.
+	controlPlanes := func(n int) func(*terraform.State) error {
+		return func(*terraform.State) error {
+			ctx := context.Background()
+			for i := range n {
+				name := fmt.Sprintf("acc-master-%d", i)
+				vm, err := vms.Get(ctx, group, name, nil)
+				if err != nil {
+					return err
+				}
+				if st := *vm.Properties.ProvisioningState; st != "Succeeded" {
+					return fmt.Errorf("%s's VM is %s, want Succeeded", name, st)
+				}
+				r, err := vms.RetrieveBootDiagnosticsData(ctx, group, name, nil)
+				if err != nil {
+					return err
+				}
+				log, err := readURL(ctx, *r.SerialConsoleLogBlobURI)
+				if err != nil {
+					return err
+				}
+				if b := kubeadmboot.ReadSerial(log); !b.Ready {
+					return fmt.Errorf("%s's bootstrap is not done: %s", name, b.Line)
+				}
 			}
 			return nil
 		}
@@ -177,26 +263,50 @@ func TestAccClusterAzure(t *testing.T) {
 		t.Fatal(err)
 	}
 	cloudProvider := func(s *terraform.State) error {
-		return checkCloudProvider(t, s.RootModule().Resources["kubewin_cluster.test"].Primary.ID, g.name, pin.CloudControllerManager)
+		return checkCloudProvider(t, tg, s.RootModule().Resources["kubewin_cluster.test"].Primary.ID, group, pin.CloudControllerManager)
 	}
 	at := func(name string) tfjsonpath.Path {
 		return tfjsonpath.New("azure").AtMapKey("cloud_provider").AtMapKey(name)
 	}
+	endpoint := regexp.MustCompile(`^https://\d+\.\d+\.\d+\.\d+:6443$`)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
 			"kubewin": providerserver.NewProtocol6WithError(New("test")()),
 			"echo":    echoprovider.NewProviderServer(),
 		},
 		CheckDestroy: func(*terraform.State) error {
-			if left := g.leftovers(); len(left) > 0 {
-				return fmt.Errorf("destroy left %v", left)
+			after, err := tg.Resources(context.Background(), group)
+			if armServer != nil { // also what ARM does not list: routes, role assignments
+				after = append(after, armServer.ResourceIDs(group)...)
+			}
+			var left []string
+			for _, id := range after {
+				if !slices.Contains(before, id) {
+					left = append(left, id)
+				}
+			}
+			if err != nil || len(left) > 0 {
+				return fmt.Errorf("destroy left %v (%v)", left, err)
 			}
 			return nil
 		},
 		Steps: []resource.TestStep{
 			{
-				Config: one,
-				Check:  resource.ComposeTestCheckFunc(nodes(1), cloudProvider),
+				// A create that fails once the first control plane runs (Compute has no capacity
+				// for the second) taints the cluster: the error says how to keep it.
+				SkipFunc: onlyTestServer,
+				PreConfig: inject(func() *armtest.Fault {
+					return armServer.FailAllocation(armtest.Match{Method: http.MethodPut, Path: `/virtualMachines/acc-master-1$`})
+				}),
+				Config: config("    linux_pool = { node_count = 1 }\n    masters = { count = 3 }"),
+				ExpectError: regexp.MustCompile(`(?s)AllocationFailed.*The\s+cluster\s+runs.*marks\s+it\s+tainted.*terraform\s+untaint.*` +
+					`makes\s+what\s+is\s+missing.*in\s+place`),
+			},
+			{
+				// The tainted cluster is replaced.
+				PreConfig: clearFaults,
+				Config:    one,
+				Check:     resource.ComposeTestCheckFunc(nodes(1), cloudProvider, controlPlanes(1)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					// The cloud provider is on by default for a new cluster, at kubewin's pin.
 					statecheck.ExpectKnownValue("kubewin_cluster.test", at("enabled"), knownvalue.Bool(true)),
@@ -212,8 +322,7 @@ func TestAccClusterAzure(t *testing.T) {
 						knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f-]{36}$`))),
 					statecheck.ExpectKnownValue("kubewin_cluster.test", at("identity_principal_id"),
 						knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f-]{36}$`))),
-					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("endpoint"),
-						knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.\d+\.\d+\.\d+:6443$`))),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("endpoint"), knownvalue.StringRegexp(endpoint)),
 					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("ca_cert_hash"),
 						knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{64}$`))),
 					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("ca_certificate"),
@@ -233,46 +342,74 @@ func TestAccClusterAzure(t *testing.T) {
 			},
 			{
 				// The cloud provider cannot be turned off in place.
-				Config: azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 1 }\n"+
-					"    cloud_provider = { enabled = false }"),
+				Config:      config("    linux_pool = { node_count = 1 }\n    cloud_provider = { enabled = false }"),
 				PlanOnly:    true,
 				ExpectError: regexp.MustCompile(`(?s)Cloud Provider Cannot Be Turned On or Off in Place.*from true to false`),
 			},
 			{
 				// Its release's minor is Kubernetes'.
-				Config: azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 1 }\n"+
-					"    cloud_provider = { version = \"v1.36.11\" }"),
+				Config:      config("    linux_pool = { node_count = 1 }\n    cloud_provider = { version = \"v1.36.11\" }"),
 				PlanOnly:    true,
 				ExpectError: regexp.MustCompile(`(?s)Cloud Provider Version of Another Minor.*v1\.36\.11 is for Kubernetes 1\.36`),
 			},
 			{
 				// No credential from the control planes: the error says what to check.
-				PreConfig: func() {
-					denied = armServer.FailRequests(armtest.Match{Method: http.MethodPost, Path: `/runCommand$`}, http.StatusForbidden,
+				SkipFunc: onlyTestServer,
+				PreConfig: inject(func() *armtest.Fault {
+					return armServer.FailRequests(armtest.Match{Method: http.MethodPost, Path: `/runCommand$`}, http.StatusForbidden,
 						"AuthorizationFailed", "The client does not have authorization to perform action "+
 							"'Microsoft.Compute/virtualMachines/runCommand/action'.")
-				},
-				Config: azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 2 }"),
+				}),
+				Config: config("    linux_pool = { node_count = 2 }"),
 				ExpectError: regexp.MustCompile(`(?s)Cannot Reach the Cluster.*run command on its\s+control planes, and none answered:.*` +
 					`AuthorizationFailed.*Virtual\s+Machine\s+Contributor`),
 			},
 			{
-				PreConfig: func() { denied.Remove() },
-				Config:    azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 3 }"),
+				// Compute has no capacity for the third control plane: its VM is left Failed.
+				SkipFunc: onlyTestServer,
+				PreConfig: inject(func() *armtest.Fault {
+					return armServer.FailAllocation(armtest.Match{Method: http.MethodPut, Path: `/virtualMachines/acc-master-2$`, Times: 1})
+				}),
+				Config:      three,
+				ExpectError: regexp.MustCompile(`(?s)Cannot Add Control Planes.*AllocationFailed`),
+			},
+			{
+				// The next apply makes the Failed one again, and adds what is missing.
+				PreConfig: clearFaults,
+				Config:    three,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("kubewin_cluster.test", plancheck.ResourceActionUpdate),
 				}},
-				Check: nodes(2),
+				Check: resource.ComposeTestCheckFunc(nodes(2), controlPlanes(3)),
 			},
 			{
-				Config:      azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 1 }"),
+				// A control plane deleted out of band is made again in place.
+				PreConfig: func() {
+					p, err := vms.BeginDelete(context.Background(), group, "acc-master-1", nil)
+					if err == nil {
+						_, err = p.PollUntilDone(context.Background(), nil)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: three,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("kubewin_cluster.test", plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("azure").AtMapKey("masters").AtMapKey("count"),
+						knownvalue.Int64Exact(3)),
+				}},
+				Check: resource.ComposeTestCheckFunc(nodes(2), controlPlanes(3)),
+			},
+			{
+				Config:      config("    linux_pool = { node_count = 2 }\n    masters = { count = 1 }"),
 				PlanOnly:    true,
 				ExpectError: regexp.MustCompile(`(?s)Control Planes Cannot Be Removed.*from 3 to 1`),
 			},
 			{
 				// The admin credential reaches another provider for the run, never the
 				// cluster's state.
-				Config: azureClusterConfig(provider, version, g.name, "    linux_pool = { node_count = 2 }\n    masters = { count = 3 }") + `
+				Config: three + `
 ephemeral "kubewin_cluster_credentials" "admin" {
   cluster_id = kubewin_cluster.test.id
 }
@@ -286,8 +423,32 @@ resource "echo" "admin" {}
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("client_key"),
 						knownvalue.StringRegexp(regexp.MustCompile(`-----BEGIN EC PRIVATE KEY-----`))),
-					statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("host"),
-						knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.\d+\.\d+\.\d+:6443$`))),
+					statecheck.ExpectKnownValue("echo.admin", tfjsonpath.New("data").AtMapKey("host"), knownvalue.StringRegexp(endpoint)),
+				},
+			},
+			{
+				// A Windows pool joins the cluster.
+				SkipFunc: func() (bool, error) { return image == "", nil },
+				Config: three + fmt.Sprintf(`
+resource "kubewin_windows_node_pool" "win" {
+  name       = "win"
+  cluster_id = kubewin_cluster.test.id
+  node_count = 1
+  azure {
+    resource_group_name = %q
+    location            = %q
+    vm_size             = "Standard_D4s_v5"
+    subnet_id           = kubewin_cluster.test.azure.agent_subnet_id
+    image_id            = %q
+  }
+}
+`, group, tg.Location, image),
+				Check: func(s *terraform.State) error {
+					id := s.RootModule().Resources["kubewin_cluster.test"].Primary.ID
+					if got := readyNodes(t, clusterAccess(t, tg.Client, id)); got["linux"] != 2 || got["windows"] != 1 {
+						return fmt.Errorf("Ready nodes %v, want 2 Linux and 1 Windows", got)
+					}
+					return nil
 				},
 			},
 		},
@@ -295,20 +456,22 @@ resource "echo" "admin" {}
 }
 
 // checkCloudProvider checks an azure cluster's cloud provider: its identity has its roles on
-// the resource group, the first control plane's azure.json (read by a run command, as an
-// operator would) names the identity, its tenant and the cluster's load balancer, and the
-// components run the version's images.
-func checkCloudProvider(t *testing.T, id, group, version string) error {
+// the resource group (a check of the test server's records), the first control plane's
+// azure.json (read by a run command, as an operator would) names the identity, its tenant and
+// the cluster's load balancer, and the components run the version's images.
+func checkCloudProvider(t *testing.T, tg *azureacc.Target, id, group, version string) error {
 	t.Helper()
 	ctx := context.Background()
-	c := &azure.Cluster{Client: azureClient(t), Spec: azure.ClusterSpec{Name: "acc", ResourceGroup: group,
+	c := &azure.Cluster{Client: tg.Client, Spec: azure.ClusterSpec{Name: "acc", ResourceGroup: group,
 		CloudProvider: &azure.CloudProviderSpec{Version: version}}}
 	cp, err := c.CloudProvider(ctx)
 	if err != nil {
 		return err
 	}
-	if got := armServer.RoleAssignments(group); len(got) != len(azure.CloudProviderRoles) || got[0].PrincipalID != cp.Identity.PrincipalID {
-		return fmt.Errorf("role assignments %+v, want %d of principal %s", got, len(azure.CloudProviderRoles), cp.Identity.PrincipalID)
+	if armServer != nil {
+		if got := armServer.RoleAssignments(group); len(got) != len(azure.CloudProviderRoles) || got[0].PrincipalID != cp.Identity.PrincipalID {
+			return fmt.Errorf("role assignments %+v, want %d of principal %s", got, len(azure.CloudProviderRoles), cp.Identity.PrincipalID)
+		}
 	}
 	out, err := c.RunScript(ctx, 0, "cat "+azure.CloudConfigPath)
 	if err != nil {
@@ -321,12 +484,15 @@ func checkCloudProvider(t *testing.T, id, group, version string) error {
 	if err := json.Unmarshal([]byte(stdout), &cfg); err != nil {
 		return fmt.Errorf("%s on the first control plane: %w\n%s", azure.CloudConfigPath, err, out)
 	}
-	if cfg.UserAssignedIdentityID != cp.Identity.ClientID || cfg.TenantID != armServer.TenantID() || cfg.LoadBalancerName != "acc-apiserver" ||
-		cfg.ResourceManagerEndpoint != "https://"+armServer.MetadataHost() {
-		return fmt.Errorf("%s names identity %s, tenant %s, load balancer %s, resource manager %s", azure.CloudConfigPath,
-			cfg.UserAssignedIdentityID, cfg.TenantID, cfg.LoadBalancerName, cfg.ResourceManagerEndpoint)
+	if cfg.UserAssignedIdentityID != cp.Identity.ClientID || cfg.TenantID != azure.Env("tenant_id") || cfg.LoadBalancerName != "acc-apiserver" ||
+		cfg.Location != tg.Location {
+		return fmt.Errorf("%s names identity %s, tenant %s, load balancer %s, location %s", azure.CloudConfigPath,
+			cfg.UserAssignedIdentityID, cfg.TenantID, cfg.LoadBalancerName, cfg.Location)
 	}
-	kc, err := kubernetes.NewForConfig(clusterAccess(t, id).REST())
+	if armServer != nil && cfg.ResourceManagerEndpoint != "https://"+armServer.MetadataHost() {
+		return fmt.Errorf("%s names resource manager %s", azure.CloudConfigPath, cfg.ResourceManagerEndpoint)
+	}
+	kc, err := kubernetes.NewForConfig(clusterAccess(t, tg.Client, id).REST())
 	if err != nil {
 		return err
 	}
@@ -338,27 +504,49 @@ func checkCloudProvider(t *testing.T, id, group, version string) error {
 		return fmt.Errorf("cloud-controller-manager runs %s", img)
 	}
 	// The Linux agents' kubelets registered with the uninitialized taint (--cloud-provider=external
-	// from kubeadm's flags), and the simulated cloud-node-manager initialized them from their
-	// instance metadata: provider ID of their scale set instance, region, instance type.
+	// from kubeadm's flags), and the cloud-node-manager initialized them from their instance
+	// metadata: provider ID of their scale set instance, region, instance type.
 	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: corev1.LabelOSStable + "=linux"})
 	if err != nil {
 		return err
 	}
-	prefix := strings.ToLower("azure://" + armServer.ResourceGroupID(group) + "/providers/Microsoft.Compute/virtualMachineScaleSets/acc-agents/")
+	prefix := strings.ToLower("azure://" + groupID(tg.Client.SubscriptionID, group) + "/providers/Microsoft.Compute/virtualMachineScaleSets/acc-agents/")
 	for _, n := range nodes.Items {
-		if err := cloudInitialized(n, prefix); err != nil {
+		if err := cloudInitialized(n, prefix, tg.Location); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// cloudInitialized checks that the (simulated) cloud-node-manager initialized a node of a scale
-// set whose resource ID starts with prefix (lower-case): provider ID, region and instance type,
-// no uninitialized taint left.
-func cloudInitialized(n corev1.Node, prefix string) error {
-	if !strings.HasPrefix(strings.ToLower(n.Spec.ProviderID), prefix) || n.Labels[corev1.LabelTopologyRegion] != armServer.Location() ||
-		n.Labels[corev1.LabelInstanceTypeStable] == "" || n.Annotations[simcloud.SimulatedAnnotation] == "" ||
+// readURL reads a URL (a blob's SAS URI).
+func readURL(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s%s: %s", req.URL.Host, req.URL.Path, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// groupID is a resource group's resource ID.
+func groupID(subscription, group string) string {
+	return "/subscriptions/" + subscription + "/resourceGroups/" + group
+}
+
+// cloudInitialized checks that the cloud-node-manager (on the test server, the simulated one,
+// which says so) initialized a node of a scale set whose resource ID starts with prefix
+// (lower-case): provider ID, region and instance type, no uninitialized taint left.
+func cloudInitialized(n corev1.Node, prefix, location string) error {
+	if !strings.HasPrefix(strings.ToLower(n.Spec.ProviderID), prefix) || n.Labels[corev1.LabelTopologyRegion] != location ||
+		n.Labels[corev1.LabelInstanceTypeStable] == "" || (armServer != nil && n.Annotations[simcloud.SimulatedAnnotation] == "") ||
 		slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == azureccm.UninitializedTaint }) {
 		return fmt.Errorf("node %s is not initialized by the cloud provider: provider ID %q, labels %v, taints %v", n.Name, n.Spec.ProviderID,
 			n.Labels, n.Spec.Taints)
@@ -384,7 +572,7 @@ func checkACSEngineExample(t *testing.T, c *cli) {
 		t.Fatal(out)
 	}
 	id := armServer.ResourceGroupID(acsExampleGroup.name) + "/providers/Microsoft.Network/loadBalancers/kubernetes-windows-apiserver"
-	a := clusterAccess(t, id)
+	a := clusterAccess(t, azureClient(t), id)
 	if "https://"+a.Endpoint != strings.TrimSpace(out) {
 		t.Errorf("endpoint output %q, load balancer frontend %s", out, a.Endpoint)
 	}
@@ -393,7 +581,7 @@ func checkACSEngineExample(t *testing.T, c *cli) {
 	}
 	for i := range 3 {
 		if ok, err := (&azure.Cluster{Client: azureClient(t), Spec: azure.ClusterSpec{Name: "kubernetes-windows",
-			ResourceGroup: acsExampleGroup.name}}).ControlPlaneExists(context.Background(), i); err != nil || !ok {
+			ResourceGroup: acsExampleGroup.name}}).ControlPlaneProvisioned(context.Background(), i); err != nil || !ok {
 			t.Errorf("control plane %d: %v, %v", i, ok, err)
 		}
 	}
@@ -426,7 +614,7 @@ func checkACSEngineExample(t *testing.T, c *cli) {
 	scaleSets := strings.ToLower("azure://" + armServer.ResourceGroupID(acsExampleGroup.name) + "/providers/Microsoft.Compute/virtualMachineScaleSets/")
 	for _, n := range nodes.Items {
 		if _, master := n.Labels["node-role.kubernetes.io/control-plane"]; !master {
-			if err := cloudInitialized(n, scaleSets); err != nil {
+			if err := cloudInitialized(n, scaleSets, armServer.Location()); err != nil {
 				t.Error(err)
 			}
 		}

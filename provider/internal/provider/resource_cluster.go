@@ -118,7 +118,10 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"found stopped (after a reboot) is started again by the next apply. Changing its name or networks replaces it.\n\n" +
 			"An azure cluster is never replaced by a change: a change that would need a new cluster (its Kubernetes version, networks, " +
 			"masters' machines, ...) is an error at plan time. Its Linux pool's `node_count` changes in place, and control planes can be added " +
-			"(1 to 3 or 5, 3 to 5); a control plane or agent that was lost is made again by the next apply. The cluster CA's key never leaves the " +
+			"(1 to 3 or 5, 3 to 5); a control plane or agent that was lost, or whose VM Compute left `Failed` (an allocation failure, an OS " +
+			"provisioning timeout), is made again by the next apply. A create that fails after the first control plane runs leaves the " +
+			"cluster tainted, which Terraform replaces on the next apply; `terraform untaint` keeps it, and the next apply then makes what " +
+			"is missing in place. The cluster CA's key never leaves the " +
 			"control planes (see the azure block), and nothing secret is in the state: admin credentials come from the ephemeral " +
 			"`kubewin_cluster_credentials`." + verifiedAzure,
 		Blocks: map[string]schema.Block{

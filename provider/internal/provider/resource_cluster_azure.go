@@ -593,7 +593,14 @@ func (a *clusterAzureModel) create(ctx context.Context, data *providerData, m *c
 		if ae := (*pool.ActionError)(nil); errors.As(err, &ae) {
 			summary, detail = ae.Summary, detail+ae.Remedy+"\n\n"
 		}
-		diags.AddError(summary, detail+"What was made is in the state: `terraform destroy` removes it, or the next apply replaces the cluster.")
+		next := "What was made is in the state: `terraform destroy` removes it, or the next apply replaces the cluster."
+		if state != nil {
+			// Terraform taints a resource whose create failed, and replaces it on the next apply.
+			next = "The cluster runs (its first control plane answered), but Terraform marks it tainted, so the next apply would destroy " +
+				"it and make a new one. To keep it, run `terraform untaint` with this resource's address: the next apply then makes " +
+				"what is missing (control planes, the cloud provider's objects, Linux agents) in place. `terraform destroy` removes it."
+		}
+		diags.AddError(summary, detail+next)
 	}
 	return diags
 }
