@@ -205,3 +205,28 @@ func TestIMDSTokenOnlyForCarriedIdentity(t *testing.T) {
 		t.Errorf("another identity's token: %d %s", code, msg)
 	}
 }
+
+// A PATCH's identity type applies as Compute's does: None removes the identity, a type without
+// UserAssigned removes the user-assigned ones, and a null removes one of them.
+func TestPatchIdentity(t *testing.T) {
+	const doc = `{"identity":{"type":"SystemAssigned, UserAssigned","userAssignedIdentities":{"/a":{},"/b":{}}},"location":"x"}`
+	for _, c := range []struct{ patch, want string }{
+		{`{"identity":{"type":"None"}}`, `{"location":"x"}`},
+		{`{"identity":{"type":"SystemAssigned"}}`, `{"identity":{"type":"SystemAssigned"},"location":"x"}`},
+		{`{"identity":{"type":"UserAssigned","userAssignedIdentities":{"/b":null}}}`,
+			`{"identity":{"type":"UserAssigned","userAssignedIdentities":{"/a":{}}},"location":"x"}`},
+		{`{"location":"x"}`, doc},
+	} {
+		var d, p any
+		if err := json.Unmarshal([]byte(doc), &d); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(c.patch), &p); err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(patchIdentity(p, mergePatch(d, p)))
+		if err != nil || string(got) != c.want {
+			t.Errorf("PATCH %s: %s, %v; want %s", c.patch, got, err, c.want)
+		}
+	}
+}

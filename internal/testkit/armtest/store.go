@@ -140,7 +140,7 @@ func (s *Server) patchResource(w http.ResponseWriter, q *armRequest) *apiError {
 			delete(d, "tags")
 		}
 	}
-	merged, err := json.Marshal(mergePatch(doc, p))
+	merged, err := json.Marshal(patchIdentity(p, mergePatch(doc, p)))
 	if err != nil {
 		return newError(http.StatusInternalServerError, "InternalServerError", "merging the PATCH body: %v", err)
 	}
@@ -154,6 +154,42 @@ func (s *Server) patchResource(w http.ResponseWriter, q *armRequest) *apiError {
 		}
 	}
 	return s.store(w, q, m, old)
+}
+
+// patchIdentity applies a PATCH's identity type as Compute does, on the merged document: a type
+// without UserAssigned drops the user-assigned identities the resource had, and None drops the
+// identity ("The type 'None' will remove any identities from the virtual machine scale set",
+// VirtualMachineScaleSetIdentity.type and VirtualMachineIdentity.type in the Compute REST API's
+// specification; removing the user-assigned identities of a machine with both kinds by sending
+// type SystemAssigned: https://learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-configure-managed-identities-scale-sets).
+// A JSON merge patch alone would keep them beside the new type.
+func patchIdentity(patch, merged any) any {
+	typ, ok := fieldAt(patch, "identity", "type").(string)
+	m, _ := merged.(map[string]any)
+	if !ok || m == nil {
+		return merged
+	}
+	identity, _ := m["identity"].(map[string]any)
+	switch {
+	case identity == nil:
+	case strings.EqualFold(typ, "None"):
+		delete(m, "identity")
+	case !strings.Contains(typ, "UserAssigned"):
+		delete(identity, "userAssignedIdentities")
+	}
+	return merged
+}
+
+// fieldAt is the value at a path of JSON objects, nil where there is none.
+func fieldAt(v any, path ...string) any {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
 }
 
 // store writes a checked model unless an operation is under way; s.mu is held.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 
 	"github.com/kubewin/kubewin/internal/routetable"
@@ -120,7 +121,49 @@ func TestScaleSetBodies(t *testing.T) {
 		},
 	}
 	assertBody(t, "pool/scale-set.json", s.body(2, "password-of-the-test", []byte("<powershell/>")))
-	assertBody(t, "pool/scale-set-add.json", s.update(5, []byte("<powershell/>")))
+	assertBody(t, "pool/scale-set-add.json", s.update(nil, 5, []byte("<powershell/>")))
+}
+
+// The identity a scale-out PATCH gives the scale set: the kubelet identity alone, the others it
+// carries named with null (which removes them), type None once there is none (a system-assigned
+// identity kept), and no identity at all when nothing changes.
+func TestIdentityUpdate(t *testing.T) {
+	const kubelet, other = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/kubelet",
+		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/other"
+	has := func(typ armcompute.ResourceIdentityType, ids ...string) *armcompute.VirtualMachineScaleSetIdentity {
+		i := &armcompute.VirtualMachineScaleSetIdentity{Type: to.Ptr(typ), UserAssignedIdentities: map[string]*armcompute.UserAssignedIdentitiesValue{}}
+		for _, id := range ids {
+			i.UserAssignedIdentities[id] = &armcompute.UserAssignedIdentitiesValue{PrincipalID: to.Ptr("p"), ClientID: to.Ptr("c")}
+		}
+		return i
+	}
+	for _, c := range []struct {
+		name, want string
+		has        *armcompute.VirtualMachineScaleSetIdentity
+		patch      string
+	}{
+		{"none stays none", "", nil, `null`},
+		{"none left as None", "", has(armcompute.ResourceIdentityTypeNone), `null`},
+		{"added", kubelet, nil, `{"type":"UserAssigned","userAssignedIdentities":{"` + kubelet + `":{}}}`},
+		{"kept", kubelet, has(armcompute.ResourceIdentityTypeUserAssigned, strings.ToUpper(kubelet)), `null`},
+		{"removed", "", has(armcompute.ResourceIdentityTypeUserAssigned, kubelet), `{"type":"None"}`},
+		{"removed, system-assigned kept", "", has(armcompute.ResourceIdentityTypeSystemAssignedUserAssigned, kubelet), `{"type":"SystemAssigned"}`},
+		{"replaced", kubelet, has(armcompute.ResourceIdentityTypeUserAssigned, other),
+			`{"type":"UserAssigned","userAssignedIdentities":{"` + kubelet + `":{},"` + other + `":null}}`},
+		{"added beside system-assigned", kubelet, has(armcompute.ResourceIdentityTypeSystemAssigned),
+			`{"type":"SystemAssigned, UserAssigned","userAssignedIdentities":{"` + kubelet + `":{}}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &ScaleSet{Machines: Machines{KubeletIdentityID: c.want}}
+			b, err := json.Marshal(s.identityUpdate(c.has))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != c.patch {
+				t.Errorf("PATCH identity %s, want %s", b, c.patch)
+			}
+		})
+	}
 }
 
 // The request body of a route table's write: the table as read, with a pod route put and another

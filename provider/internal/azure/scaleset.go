@@ -361,7 +361,7 @@ func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string,
 			capacity += *existing.SKU.Capacity
 		}
 		tflog.Info(ctx, "scaling out scale set", map[string]any{"scale_set": s.ID(), "capacity": capacity})
-		p, err := s.scaleSets().BeginUpdate(ctx, s.Machines.ResourceGroup, s.Name, s.update(capacity, customData), nil)
+		p, err := s.scaleSets().BeginUpdate(ctx, s.Machines.ResourceGroup, s.Name, s.update(existing.Identity, capacity, customData), nil)
 		res, err := wait(ctx, s.Client, p, err)
 		model = &res.VirtualMachineScaleSet
 		return err
@@ -489,9 +489,10 @@ func (s *ScaleSet) body(capacity int, password string, customData []byte) armcom
 }
 
 // update raises the scale set's capacity, with custom data and everything Machines.Digest covers
-// in its model (image, size, NICs, OS disk, spot price), so that the machines it adds, those of
-// a surge-first replacement among them, are made of the pool's current settings.
-func (s *ScaleSet) update(capacity int64, customData []byte) armcompute.VirtualMachineScaleSetUpdate {
+// in its model (image, size, NICs, OS disk, spot price, identity), so that the machines it adds,
+// those of a surge-first replacement among them, are made of the pool's current settings; has is
+// the identity the scale set carries.
+func (s *ScaleSet) update(has *armcompute.VirtualMachineScaleSetIdentity, capacity int64, customData []byte) armcompute.VirtualMachineScaleSetUpdate {
 	m := s.Machines
 	vp := &armcompute.VirtualMachineScaleSetUpdateVMProfile{
 		OSProfile: &armcompute.VirtualMachineScaleSetUpdateOSProfile{CustomData: to.Ptr(base64.StdEncoding.EncodeToString(customData))},
@@ -505,7 +506,7 @@ func (s *ScaleSet) update(capacity int64, customData []byte) armcompute.VirtualM
 		vp.BillingProfile = &armcompute.BillingProfile{MaxPrice: to.Ptr(m.MaxBidPrice)}
 	}
 	return armcompute.VirtualMachineScaleSetUpdate{
-		Identity: s.identity(),
+		Identity: s.identityUpdate(has),
 		SKU:      &armcompute.SKU{Name: to.Ptr(m.VMSize), Tier: to.Ptr("Standard"), Capacity: to.Ptr(capacity)},
 		Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
 			// Scale sets made with a single placement group leave it (never the other way round).
@@ -515,14 +516,54 @@ func (s *ScaleSet) update(capacity int64, customData []byte) armcompute.VirtualM
 	}
 }
 
-// identity is the scale set's identity: the kubelet's user-assigned identity, nil without one
-// (a PATCH without it leaves an identity the scale set has).
+// identity is the scale set's identity: the kubelet's user-assigned identity, nil without one.
 func (s *ScaleSet) identity() *armcompute.VirtualMachineScaleSetIdentity {
 	if s.Machines.KubeletIdentityID == "" {
 		return nil
 	}
 	return &armcompute.VirtualMachineScaleSetIdentity{Type: to.Ptr(armcompute.ResourceIdentityTypeUserAssigned),
 		UserAssignedIdentities: map[string]*armcompute.UserAssignedIdentitiesValue{s.Machines.KubeletIdentityID: {}}}
+}
+
+// identityUpdate is the PATCH that takes the scale set from the identity it has to carrying the
+// kubelet's user-assigned identity alone (a system-assigned one is kept), nil when nothing
+// changes. A PATCH leaves the identities it does not name, so each other user-assigned one is
+// named with null, which removes it, and with no user-assigned identity left the type goes to
+// None, which "will remove any identities from the virtual machine scale set"
+// (VirtualMachineScaleSetIdentity.type in the Compute REST API's specification).
+func (s *ScaleSet) identityUpdate(has *armcompute.VirtualMachineScaleSetIdentity) *armcompute.VirtualMachineScaleSetIdentity {
+	want := s.Machines.KubeletIdentityID
+	system := has != nil && strings.Contains(string(deref(has.Type)), string(armcompute.ResourceIdentityTypeSystemAssigned))
+	ids := map[string]*armcompute.UserAssignedIdentitiesValue{}
+	for id := range hasUserAssigned(has) {
+		if !strings.EqualFold(id, want) {
+			ids[id] = nil
+		}
+	}
+	switch {
+	case want == "" && len(ids) == 0:
+		return nil
+	case want == "" && system:
+		return &armcompute.VirtualMachineScaleSetIdentity{Type: to.Ptr(armcompute.ResourceIdentityTypeSystemAssigned)}
+	case want == "":
+		return &armcompute.VirtualMachineScaleSetIdentity{Type: to.Ptr(armcompute.ResourceIdentityTypeNone)}
+	case len(ids) == 0 && len(hasUserAssigned(has)) == 1:
+		return nil // it carries the kubelet identity alone
+	}
+	ids[want] = &armcompute.UserAssignedIdentitiesValue{}
+	typ := armcompute.ResourceIdentityTypeUserAssigned
+	if system {
+		typ = armcompute.ResourceIdentityTypeSystemAssignedUserAssigned
+	}
+	return &armcompute.VirtualMachineScaleSetIdentity{Type: to.Ptr(typ), UserAssignedIdentities: ids}
+}
+
+// hasUserAssigned are the user-assigned identities of an identity (nil: none).
+func hasUserAssigned(i *armcompute.VirtualMachineScaleSetIdentity) map[string]*armcompute.UserAssignedIdentitiesValue {
+	if i == nil || !strings.Contains(string(deref(i.Type)), string(armcompute.ResourceIdentityTypeUserAssigned)) {
+		return nil
+	}
+	return i.UserAssignedIdentities
 }
 
 // osDiskUpdate is the OS disk of update: the settings the pool sets, nil when it sets none. An

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v6"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -53,6 +54,10 @@ func TestAccWindowsNodePool_azureKubeletIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	identityID, clientID, tenantID := *created.ID, *created.Properties.ClientID, *created.Properties.TenantID
+	scaleSets, err := armcompute.NewVirtualMachineScaleSetsClient(armServer.SubscriptionID(), cred, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	missing := armServer.ResourceGroupID(f.group) + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/missing"
 
 	reader := armServer.RegisterApp(armtest.App{Secret: "reader-secret-of-the-test"})
@@ -129,6 +134,31 @@ func TestAccWindowsNodePool_azureKubeletIdentity(t *testing.T) {
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts", "nodes"},
 				Config:                  poolConfig(provider, with(identityID), image, 1),
+			},
+			{
+				// Without the attribute the scale set carries the identity no more, nor do the
+				// machines that replace the old ones.
+				Config: poolConfig(provider, be, image, 1),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("kubewin_windows_node_pool.win", tfjsonpath.New("azure").AtMapKey("kubelet_identity_id"), knownvalue.Null()),
+					checkFunc(func() error {
+						ss, err := scaleSets.Get(context.Background(), f.group, "win", nil)
+						if err != nil {
+							return err
+						}
+						if ss.Identity != nil {
+							return fmt.Errorf("the scale set still carries identity %s %v", deref(ss.Identity.Type), ss.Identity.UserAssignedIdentities)
+						}
+						ins := armServer.Instances(f.scaleSetID())
+						if len(ins) != 1 || len(ins[0].Identities) != 0 {
+							return fmt.Errorf("instances %+v, want 1 carrying no identity", ins)
+						}
+						if identityToken(ins[0], clientID) == nil {
+							return fmt.Errorf("the instance's metadata service gives a token of the removed kubelet identity")
+						}
+						return nil
+					}),
+				},
 			},
 		},
 	})

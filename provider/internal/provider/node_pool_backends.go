@@ -252,8 +252,9 @@ func azurePoolBlock() schema.Block {
 					"must carry the credential provider (the `kubewin-release` data source's `acr_credential_provider_version`, tag `" +
 					azureimage.TagACRCredentialProvider + "`), which the plan checks, and the plan reads the identity. Registries in " +
 					"Azure's public, government and China clouds are matched (`*.azurecr.io`, `*.azurecr.us`, `*.azurecr.cn`, `*.azurecr.de`). " +
-					"Removing it replaces the nodes, which then pull without it; the scale set keeps carrying the identity (`az vmss identity remove` " +
-					"takes it off)." + surgeNote,
+					"The scale set carries this identity alone: other user-assigned identities put on it are taken off by the pool's next scale-out or " +
+					"replacement (a system-assigned one is kept). Removing the attribute replaces the nodes, which then pull without it, and takes " +
+					"the identity off the scale set." + surgeNote,
 			},
 			"scale_set_id": schema.StringAttribute{
 				Computed:      true,
