@@ -112,20 +112,27 @@ func (s spec[B]) tags(ctx context.Context, c *Client) (map[string]*string, error
 }
 
 // put creates the resource. A write Compute preempted is sent again, and a failure to create
-// machines says what to do about it (computeerrors.go), as for a pool's.
+// machines says what to do about it (computeerrors.go), as for a pool's. A machine whose guest did
+// not report its provisioning in time (OSProvisioningTimedOut) runs, as for a pool's: its
+// bootstrap decides, which the cluster waits for.
 func (s spec[B]) put(ctx context.Context, c *Client) error {
 	b, err := s.body()
 	if err != nil {
 		return err
 	}
 	err = preemptible(ctx, "create "+s.id.String(), func() error { return s.kind.put(ctx, c, s.id.group, s.id.name, b) })
+	if provisioningTimedOut(err) {
+		tflog.Warn(ctx, "Azure gave up waiting for a machine's provisioning (OSProvisioningTimedOut); it runs, and its bootstrap decides",
+			map[string]any{"resource": s.id.String(), "error": err.Error()})
+		return nil
+	}
 	const again = "the next apply makes the machines again"
 	switch m := any(b).(type) {
-	case armcompute.VirtualMachine:
-		err = explainCreate(err, string(deref(m.Properties.HardwareProfile.VMSize)), deref(m.Location), derefAll(m.Zones), 1, again)
+	case armcompute.VirtualMachine: // a control plane, whose count only grows
+		err = explainCreate(err, string(deref(m.Properties.HardwareProfile.VMSize)), deref(m.Location), derefAll(m.Zones), 1, "", again)
 		err = c.explainLinkedImage(ctx, err, deref(m.Properties.StorageProfile.ImageReference.ID))
-	case armcompute.VirtualMachineScaleSet:
-		err = explainCreate(err, deref(m.SKU.Name), deref(m.Location), derefAll(m.Zones), int(deref(m.SKU.Capacity)), again)
+	case armcompute.VirtualMachineScaleSet: // the Linux agents
+		err = explainCreate(err, deref(m.SKU.Name), deref(m.Location), derefAll(m.Zones), int(deref(m.SKU.Capacity)), "azure.linux_pool.node_count", again)
 		err = c.explainLinkedImage(ctx, err, deref(m.Properties.VirtualMachineProfile.StorageProfile.ImageReference.ID))
 	}
 	return err

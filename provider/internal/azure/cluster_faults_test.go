@@ -3,7 +3,10 @@ package azure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +100,156 @@ func TestAzureClusterMachineFaults(t *testing.T) {
 				t.Fatalf("control plane %d after the repair: %v, %v", i, err, vm.Properties)
 			}
 		}
+	})
+
+	// repair is kubewin_cluster's repair of c, from the state its create returned.
+	repair := func(ctx context.Context, c *Cluster, state *ClusterState) error {
+		b := ClusterBackend{Cluster: c, Access: func(ctx context.Context) (*Access, error) { return c.Access(ctx, state.Endpoint, 1) }}
+		_, err := b.Repair(ctx, &cluster.State{Endpoint: "https://" + state.Endpoint, FQDN: state.FQDN, CACert: state.CACert, CAHash: state.CAHash})
+		return err
+	}
+	// controlPlane is control plane i's VM as ARM has it: its provisioningState and Compute's vmId
+	// ("" and "" when there is none), and whether its serial console reports its bootstrap done.
+	controlPlane := func(ctx context.Context, t *testing.T, c *Cluster, i int) (state, vmID string, booted bool) {
+		t.Helper()
+		vms := client.compute.NewVirtualMachinesClient()
+		vm, err := vms.Get(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
+		if notFound(err) {
+			return "", "", false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := vms.RetrieveBootDiagnosticsData(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log, err := client.readBlob(ctx, *r.SerialConsoleLogBlobURI)
+		return deref(vm.Properties.ProvisioningState), deref(vm.Properties.VMID), err == nil && kubeadmboot.ReadSerial(log).Ready
+	}
+	observe := func(ctx context.Context, t *testing.T, c *Cluster, controlPlanes, agents int, when string) {
+		t.Helper()
+		if o, err := c.Observe(ctx); err != nil || o.ControlPlanes != controlPlanes || o.Agents != agents {
+			t.Fatalf("Observe %s = %+v, %v: want %d control planes and %d agents", when, o, err, controlPlanes, agents)
+		}
+	}
+
+	// Compute gives up on a control plane whose guest did not report its provisioning in time
+	// (OSProvisioningTimedOut): the VM is Failed in ARM, but it runs and its bootstrap finishes. As
+	// for a pool's machine, its bootstrap decides: the create waits for it and goes on, the VM
+	// counts as a control plane, and a repair leaves it (deleting it would take a joined etcd
+	// member away).
+	t.Run("control plane provisioning timed out", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		fault := server.TimeOutProvisioning(armtest.Match{Method: http.MethodPut, Path: `/virtualMachines/acs-master-1$`, Times: 1})
+		defer fault.Remove()
+		server.AddResourceGroup("cluster-timed-out-master")
+		c := &Cluster{Client: client, Spec: testClusterSpec(t, "cluster-timed-out-master", "acs")}
+		c.Spec.ControlPlanes.Count = 2
+		t.Cleanup(func() { _ = c.Delete(context.Background()) })
+		state, err := c.Create(ctx)
+		if err != nil || fault.Hits() != 1 {
+			t.Fatalf("Create = %v (fault hit %d times): want the cluster made, its second control plane's bootstrap deciding", err, fault.Hits())
+		}
+		vmState, vmID, booted := controlPlane(ctx, t, c, 1)
+		if vmState != "Failed" || !booted {
+			t.Fatalf("control plane 1 is %s in ARM, bootstrap done %v: want Failed and booted", vmState, booted)
+		}
+		observe(ctx, t, c, 2, 1, "after the create")
+		if err := repair(ctx, c, state); err != nil {
+			t.Fatal(err)
+		}
+		if _, id, _ := controlPlane(ctx, t, c, 1); id != vmID {
+			t.Fatalf("the repair made control plane 1's VM again (vmId %s, then %s): it was a running control plane", vmID, id)
+		}
+		observe(ctx, t, c, 2, 1, "after the repair")
+	})
+
+	// The subscription's vCPU quota of the control planes' family holds the first control plane but
+	// not the second: Compute refuses its VM (409 OperationNotAllowed, nothing created), the create
+	// says so and what to do, and once the quota is raised the repair makes the missing control plane.
+	t.Run("core quota", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		const family = "standardDSv3Family" // Standard_D2s_v3's, 2 vCPUs (armtest's vmSizes)
+		t.Cleanup(func() { server.LimitCores(family, -1) })
+		server.AddResourceGroup("cluster-core-quota")
+		c := &Cluster{Client: client, Spec: testClusterSpec(t, "cluster-core-quota", "acs")}
+		c.Spec.ControlPlanes.Count = 2
+		t.Cleanup(func() { _ = c.Delete(context.Background()) })
+		// The family's usage counts every test's machines that still exist: the quota error of a
+		// VM refused under a limit of 0 tells it.
+		server.LimitCores(family, 0)
+		linux, err := c.linuxConfiguration()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.compute.NewVirtualMachinesClient().BeginCreateOrUpdate(ctx, c.Spec.ResourceGroup, "quota-probe",
+			c.controlPlaneVMBody(0, linux, nil), nil)
+		m := regexp.MustCompile(`Current Usage: (\d+),`).FindStringSubmatch(fmt.Sprint(err))
+		if m == nil {
+			t.Fatalf("a VM write under a quota of 0 cores = %v, want OperationNotAllowed with the current usage", err)
+		}
+		used, _ := strconv.Atoi(m[1])
+		server.LimitCores(family, used+2)
+		t.Logf("%s: %d cores in use, limit %d", family, used, used+2)
+
+		state, err := c.Create(ctx)
+		if state == nil {
+			t.Fatalf("Create = %v: want the first control plane running", err)
+		}
+		var ae *pool.ActionError
+		if !errors.As(err, &ae) {
+			t.Fatalf("Create = %v, want a pool.ActionError", err)
+		}
+		if ae.Summary != "Azure vCPU Quota Exceeded" ||
+			!strings.Contains(ae.Remedy, "quota in "+server.Location()+" is too small for 1 more Standard_D2s_v3") ||
+			!strings.Contains(ae.Remedy, "Request a quota increase") || !strings.Contains(ae.Remedy, "then apply again") ||
+			strings.Contains(ae.Remedy, "node_count") { // a control plane's count is not lowered
+			t.Fatalf("summary %q, remedy %q", ae.Summary, ae.Remedy)
+		}
+		// Compute's message, which the remedy points to, names the family, the limit and the new one.
+		for _, want := range []string{"create " + c.id(typeVirtualMachine, c.masterName(1)).String(), "OperationNotAllowed",
+			"exceeding approved " + family + " Cores quota", fmt.Sprintf("Current Limit: %d", used+2), fmt.Sprintf("New Limit Required: %d", used+4)} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("Create = %v: want it to name %q", err, want)
+			}
+		}
+		if st, _, _ := controlPlane(ctx, t, c, 1); st != "" {
+			t.Fatalf("control plane 1 is %s in ARM: the refused write made it", st)
+		}
+		observe(ctx, t, c, 1, 0, "after the create")
+
+		server.LimitCores(family, -1)
+		if err := repair(ctx, c, state); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			if st, _, booted := controlPlane(ctx, t, c, i); st != "Succeeded" || !booted {
+				t.Fatalf("control plane %d after the repair: %q in ARM, bootstrap done %v", i, st, booted)
+			}
+		}
+		observe(ctx, t, c, 2, 1, "after the repair")
+	})
+
+	// The same for the Linux agents' scale set: Compute gives up on its instance, which runs and
+	// joins; the create waits for it to be a Ready node, as a pool's scale-out does.
+	t.Run("agents provisioning timed out", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		fault := server.TimeOutProvisioning(armtest.Match{Method: http.MethodPut, Path: `/virtualMachineScaleSets/acs-agents$`, Times: 1})
+		defer fault.Remove()
+		server.AddResourceGroup("cluster-timed-out-agents")
+		c := &Cluster{Client: client, Spec: testClusterSpec(t, "cluster-timed-out-agents", "acs")}
+		t.Cleanup(func() { _ = c.Delete(context.Background()) })
+		if _, err := c.Create(ctx); err != nil || fault.Hits() != 1 {
+			t.Fatalf("Create = %v (fault hit %d times): want the cluster made, the agent's join deciding", err, fault.Hits())
+		}
+		ss, err := client.compute.NewVirtualMachineScaleSetsClient().Get(ctx, c.Spec.ResourceGroup, c.scaleSetName(), nil)
+		if err != nil || deref(ss.Properties.ProvisioningState) != "Failed" {
+			t.Fatalf("the agents' scale set after the create: %v, %v; want it Failed in ARM", err, ss.Properties)
+		}
+		observe(ctx, t, c, 1, 1, "after the create")
 	})
 }

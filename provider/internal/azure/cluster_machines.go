@@ -109,21 +109,35 @@ func (c *Cluster) controlPlaneVMBody(i int, linux *armcompute.LinuxConfiguration
 	return m
 }
 
-// ControlPlaneProvisioned reports whether control plane i's VM exists and Compute did not leave
-// it Failed. A create that ends AllocationFailed or OSProvisioningTimedOut leaves the VM in ARM
-// with provisioningState Failed ("Failed: represents a failed operation during provisioning",
+// ControlPlaneProvisioned reports whether control plane i's VM exists as a machine. A create that
+// ends AllocationFailed leaves the VM in ARM with provisioningState Failed and never started
+// ("Failed: represents a failed operation during provisioning",
 // https://learn.microsoft.com/azure/virtual-machines/states-billing#provisioning-states; the
-// allocation case: https://learn.microsoft.com/troubleshoot/azure/virtual-machines/windows/allocation-failure).
-// Such a VM is no control plane: Repair deletes it and makes it again.
+// allocation case: https://learn.microsoft.com/troubleshoot/azure/virtual-machines/windows/allocation-failure):
+// it is no control plane, and Repair deletes it and makes it again. One that ended
+// OSProvisioningTimedOut is Failed too but runs ("The VM may still finish provisioning
+// successfully"), and counts, as a pool's machine does: its bootstrap decides.
 func (c *Cluster) ControlPlaneProvisioned(ctx context.Context, i int) (bool, error) {
-	vm, err := c.Client.compute.NewVirtualMachinesClient().Get(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
+	vm, err := c.Client.compute.NewVirtualMachinesClient().Get(ctx, c.Spec.ResourceGroup, c.masterName(i),
+		&armcompute.VirtualMachinesClientGetOptions{Expand: to.Ptr(armcompute.InstanceViewTypesInstanceView)})
 	if notFound(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return vm.Properties == nil || deref(vm.Properties.ProvisioningState) != "Failed", nil
+	p := vm.Properties
+	if p == nil || deref(p.ProvisioningState) != "Failed" {
+		return true, nil
+	}
+	if p.InstanceView != nil {
+		for _, st := range p.InstanceView.Statuses {
+			if deref(st.Code) == "PowerState/running" {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // bootTimeout bounds a control plane's bootstrap, packages included.
@@ -296,6 +310,11 @@ func (c *Cluster) setAgents(ctx context.Context, capacity int, userData []byte) 
 	tflog.Info(ctx, "scaling the Linux agents' scale set", map[string]any{"scale_set": c.ScaleSetID(), "capacity": capacity})
 	p, err := client.BeginUpdate(ctx, c.Spec.ResourceGroup, c.scaleSetName(), c.agentScaleSetUpdate(capacity, userData), nil)
 	res, err := wait(ctx, c.Client, p, err)
+	if provisioningTimedOut(err) { // as for a pool's scale-out: the machine runs, and its join decides
+		tflog.Warn(ctx, "Azure gave up waiting for a machine's provisioning (OSProvisioningTimedOut); it runs, and its join decides",
+			map[string]any{"scale_set": c.ScaleSetID(), "error": err.Error()})
+		return nil
+	}
 	if err != nil || userData == nil {
 		return err
 	}

@@ -70,12 +70,13 @@ func (c *Client) explainLinkedImage(ctx context.Context, err error, imageID stri
 // explain gives a failure to create machines of m what the user does about it, as a
 // pool.ActionError; other errors are returned as they are.
 func explain(err error, m Machines, count int) error {
-	return explainCreate(err, m.VMSize, m.Location, m.Zones, count, "the next apply removes the machines that were not allocated and adds them again")
+	return explainCreate(err, m.VMSize, m.Location, m.Zones, count, "node_count",
+		"the next apply removes the machines that were not allocated and adds them again")
 }
 
 // explainCreate is explain for count machines of size vmSize in location and zones; again says
 // what the next apply does with what failed.
-func explainCreate(err error, vmSize, location string, zones []string, count int, again string) error {
+func explainCreate(err error, vmSize, location string, zones []string, count int, countAttr, again string) error {
 	if err == nil {
 		return nil
 	}
@@ -91,11 +92,15 @@ func explainCreate(err error, vmSize, location string, zones []string, count int
 				"other zones or another location (https://aka.ms/allocation-guidance).", vmSize, where, code, again)}
 	// https://learn.microsoft.com/azure/quotas/per-vm-quota-requests
 	case code == "OperationNotAllowed" && strings.Contains(strings.ToLower(err.Error()), "quota"):
+		fewer := ""
+		if countAttr != "" {
+			fewer = "lower " + countAttr + ", or "
+		}
 		return &pool.ActionError{Summary: "Azure vCPU Quota Exceeded", Err: err, Remedy: fmt.Sprintf(
 			"The subscription's vCPU quota in %s is too small for %d more %s machines (the message above names the quota, its "+
-				"limit and the new limit required), and nothing was created. Request a quota increase "+
-				"(https://learn.microsoft.com/azure/quotas/per-vm-quota-requests), or lower node_count, or choose a vm_size of "+
-				"another family; then apply again.", location, count, vmSize)}
+				"limit and the new limit required), and no machine was created. Request a quota increase "+
+				"(https://learn.microsoft.com/azure/quotas/per-vm-quota-requests), or %schoose a vm_size of "+
+				"another family; then apply again.", location, count, vmSize, fewer)}
 	}
 	return err
 }

@@ -405,9 +405,13 @@ func (s *ScaleSet) create(ctx context.Context, n int, customData []byte) error {
 // an older one that are made as the latest makes them. Under the Manual upgrade policy each Add's
 // custom data (a fresh join token) is a new model, and Compute refuses model changes once the
 // instances reference 10 models (kubernetes-sigs/cluster-api-provider-azure#4958). Custom data is
-// read at provisioning only: a running machine keeps what it booted with, a changed model reaches
-// it only when it is reimaged (hashicorp/terraform-provider-azurerm#61), and manualupgrade is not a
-// reimage (that is VirtualMachineScaleSets_Reimage). Instances made otherwise (another image, size,
+// read at provisioning only ("Custom data is made available to the VM during first startup or
+// setup, which is called provisioning", https://learn.microsoft.com/azure/virtual-machines/custom-data,
+// which contrasts it with user data, the kind that "can be updated without stopping or reimaging
+// the VM"): a running machine keeps what it booted with, a changed model reaches it only when it
+// is reimaged (hashicorp/terraform-provider-azurerm#61), and manualupgrade is not a reimage (that
+// is VirtualMachineScaleSets_Reimage, whose body carries the osProfile to provision again with,
+// https://learn.microsoft.com/rest/api/compute/virtualmachinescalesets/reimage). Instances made otherwise (another image, size,
 // OS disk or NIC), which a replacement is about to remove, are left as they are: upgrading them
 // would reimage, resize or reconfigure them.
 func (s *ScaleSet) upgradeCustomData(ctx context.Context, model armcompute.VirtualMachineScaleSet, ins []instance) error {
