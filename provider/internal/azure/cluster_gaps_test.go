@@ -54,24 +54,9 @@ func TestClusterRefusesSubnetWithoutOutbound(t *testing.T) {
 	refused(newCluster(false), agentsID)
 
 	// A NAT gateway on the agents' subnet: the masters' still has no outbound path.
-	ipPoller, err := client.network.NewPublicIPAddressesClient().BeginCreateOrUpdate(ctx, group, "nat-ip", armnetwork.PublicIPAddress{
-		Location: to.Ptr(server.Location()), SKU: &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard)},
-		Properties: &armnetwork.PublicIPAddressPropertiesFormat{PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic)},
-	}, nil)
-	ip, err := wait(ctx, client, ipPoller, err)
-	if err != nil {
-		t.Fatal(err)
-	}
-	natPoller, err := client.network.NewNatGatewaysClient().BeginCreateOrUpdate(ctx, group, "nat", armnetwork.NatGateway{
-		Location: to.Ptr(server.Location()), SKU: &armnetwork.NatGatewaySKU{Name: to.Ptr(armnetwork.NatGatewaySKUNameStandard)},
-		Properties: &armnetwork.NatGatewayPropertiesFormat{PublicIPAddresses: []*armnetwork.SubResource{{ID: ip.ID}}},
-	}, nil)
-	nat, err := wait(ctx, client, natPoller, err)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nat := testNATGateway(ctx, t, client, group)
 	subnetPoller, err := client.network.NewSubnetsClient().BeginCreateOrUpdate(ctx, group, "byo", "agents", armnetwork.Subnet{
-		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.60.0.0/20"), NatGateway: &armnetwork.SubResource{ID: nat.ID}},
+		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.60.0.0/20"), NatGateway: &armnetwork.SubResource{ID: nat}},
 	}, nil)
 	if _, err := wait(ctx, client, subnetPoller, err); err != nil {
 		t.Fatal(err)

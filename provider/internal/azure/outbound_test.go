@@ -63,6 +63,14 @@ func TestSubnetOutbound(t *testing.T) {
 
 	putSubnet(armnetwork.SubnetPropertiesFormat{})
 	check("the route table dissociated", false)
+	putSubnet(armnetwork.SubnetPropertiesFormat{NatGateway: &armnetwork.SubResource{ID: testNATGateway(ctx, t, c, group)}})
+	check("a NAT gateway", true)
+}
+
+// testNATGateway makes a NAT gateway "nat" with a public address in a group of the test server,
+// and returns its ID.
+func testNATGateway(ctx context.Context, t *testing.T, c *Client, group string) *string {
+	t.Helper()
 	ipPoller, err := c.network.NewPublicIPAddressesClient().BeginCreateOrUpdate(ctx, group, "nat-ip", armnetwork.PublicIPAddress{
 		Location: to.Ptr(server.Location()), SKU: &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard)},
 		Properties: &armnetwork.PublicIPAddressPropertiesFormat{PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic)},
@@ -79,6 +87,5 @@ func TestSubnetOutbound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	putSubnet(armnetwork.SubnetPropertiesFormat{NatGateway: &armnetwork.SubResource{ID: nat.ID}})
-	check("a NAT gateway", true)
+	return nat.ID
 }
