@@ -28,12 +28,49 @@ func TestAzureClusterMachineFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	create := func(group string) (*Cluster, error) {
+	// newCluster is a cluster of the given control planes in a new group, deleted when t ends.
+	newCluster := func(t *testing.T, group string, controlPlanes int) *Cluster {
 		server.AddResourceGroup(group)
 		c := &Cluster{Client: client, Spec: testClusterSpec(t, group, "acs")}
+		c.Spec.ControlPlanes.Count = controlPlanes
 		t.Cleanup(func() { _ = c.Delete(context.Background()) })
+		return c
+	}
+	create := func(group string) (*Cluster, error) {
+		c := newCluster(t, group, 1)
 		_, err := c.Create(ctx)
 		return c, err
+	}
+	// repair is kubewin_cluster's repair of c, from the state its create returned.
+	repair := func(ctx context.Context, c *Cluster, state *ClusterState) error {
+		b := ClusterBackend{Cluster: c, Access: func(ctx context.Context) (*Access, error) { return c.Access(ctx, state.Endpoint, 1) }}
+		_, err := b.Repair(ctx, &cluster.State{Endpoint: "https://" + state.Endpoint, FQDN: state.FQDN, CACert: state.CACert, CAHash: state.CAHash})
+		return err
+	}
+	// controlPlane is control plane i's VM as ARM has it: its provisioningState and Compute's vmId
+	// ("" and "" when there is none), and whether its serial console reports its bootstrap done.
+	controlPlane := func(ctx context.Context, t *testing.T, c *Cluster, i int) (state, vmID string, booted bool) {
+		t.Helper()
+		vms := client.compute.NewVirtualMachinesClient()
+		vm, err := vms.Get(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
+		if notFound(err) {
+			return "", "", false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := vms.RetrieveBootDiagnosticsData(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log, err := client.readBlob(ctx, *r.SerialConsoleLogBlobURI)
+		return deref(vm.Properties.ProvisioningState), deref(vm.Properties.VMID), err == nil && kubeadmboot.ReadSerial(log).Ready
+	}
+	observe := func(ctx context.Context, t *testing.T, c *Cluster, controlPlanes, agents int, when string) {
+		t.Helper()
+		if o, err := c.Observe(ctx); err != nil || o.ControlPlanes != controlPlanes || o.Agents != agents {
+			t.Fatalf("Observe %s = %+v, %v: want %d control planes and %d agents", when, o, err, controlPlanes, agents)
+		}
 	}
 
 	t.Run("preempted", func(t *testing.T) {
@@ -67,72 +104,26 @@ func TestAzureClusterMachineFaults(t *testing.T) {
 	t.Run("control plane left Failed", func(t *testing.T) {
 		fail := server.FailAllocation(armtest.Match{Method: http.MethodPut, Path: `/virtualMachines/acs-master-1$`, Times: 1})
 		defer fail.Remove()
-		server.AddResourceGroup("cluster-failed-master")
-		c := &Cluster{Client: client, Spec: testClusterSpec(t, "cluster-failed-master", "acs")}
-		c.Spec.ControlPlanes.Count = 3
-		t.Cleanup(func() { _ = c.Delete(context.Background()) })
+		c := newCluster(t, "cluster-failed-master", 3)
 		state, err := c.Create(ctx)
 		if err == nil || state == nil || fail.Hits() != 1 {
 			t.Fatalf("Create = %+v, %v (fault hit %d times): want the first control plane running and an error", state, err, fail.Hits())
 		}
-		booted := func(i int) bool {
-			r, err := client.compute.NewVirtualMachinesClient().RetrieveBootDiagnosticsData(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			log, err := client.readBlob(ctx, *r.SerialConsoleLogBlobURI)
-			return err == nil && kubeadmboot.ReadSerial(log).Ready
-		}
-		if !booted(2) {
+		if _, _, booted := controlPlane(ctx, t, c, 2); !booted {
 			t.Fatal("Create returned before control plane 2 finished its bootstrap")
 		}
 		if o, err := c.Observe(ctx); err != nil || o.ControlPlanes != 2 {
 			t.Fatalf("Observe = %+v, %v: want 2 control planes, the Failed VM not counted", o, err)
 		}
-		b := ClusterBackend{Cluster: c, Access: func(ctx context.Context) (*Access, error) { return c.Access(ctx, state.Endpoint, 1) }}
-		if _, err := b.Repair(ctx, &cluster.State{Endpoint: "https://" + state.Endpoint, FQDN: state.FQDN, CACert: state.CACert,
-			CAHash: state.CAHash}); err != nil {
+		if err := repair(ctx, c, state); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 3 {
-			vm, err := client.compute.NewVirtualMachinesClient().Get(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
-			if err != nil || deref(vm.Properties.ProvisioningState) != "Succeeded" || !booted(i) {
-				t.Fatalf("control plane %d after the repair: %v, %v", i, err, vm.Properties)
+			if st, _, booted := controlPlane(ctx, t, c, i); st != "Succeeded" || !booted {
+				t.Fatalf("control plane %d after the repair: %q in ARM, bootstrap done %v", i, st, booted)
 			}
 		}
 	})
-
-	// repair is kubewin_cluster's repair of c, from the state its create returned.
-	repair := func(ctx context.Context, c *Cluster, state *ClusterState) error {
-		b := ClusterBackend{Cluster: c, Access: func(ctx context.Context) (*Access, error) { return c.Access(ctx, state.Endpoint, 1) }}
-		_, err := b.Repair(ctx, &cluster.State{Endpoint: "https://" + state.Endpoint, FQDN: state.FQDN, CACert: state.CACert, CAHash: state.CAHash})
-		return err
-	}
-	// controlPlane is control plane i's VM as ARM has it: its provisioningState and Compute's vmId
-	// ("" and "" when there is none), and whether its serial console reports its bootstrap done.
-	controlPlane := func(ctx context.Context, t *testing.T, c *Cluster, i int) (state, vmID string, booted bool) {
-		t.Helper()
-		vms := client.compute.NewVirtualMachinesClient()
-		vm, err := vms.Get(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
-		if notFound(err) {
-			return "", "", false
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := vms.RetrieveBootDiagnosticsData(ctx, c.Spec.ResourceGroup, c.masterName(i), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		log, err := client.readBlob(ctx, *r.SerialConsoleLogBlobURI)
-		return deref(vm.Properties.ProvisioningState), deref(vm.Properties.VMID), err == nil && kubeadmboot.ReadSerial(log).Ready
-	}
-	observe := func(ctx context.Context, t *testing.T, c *Cluster, controlPlanes, agents int, when string) {
-		t.Helper()
-		if o, err := c.Observe(ctx); err != nil || o.ControlPlanes != controlPlanes || o.Agents != agents {
-			t.Fatalf("Observe %s = %+v, %v: want %d control planes and %d agents", when, o, err, controlPlanes, agents)
-		}
-	}
 
 	// Compute gives up on a control plane whose guest did not report its provisioning in time
 	// (OSProvisioningTimedOut): the VM is Failed in ARM, but it runs and its bootstrap finishes. As
@@ -144,10 +135,7 @@ func TestAzureClusterMachineFaults(t *testing.T) {
 		defer cancel()
 		fault := server.TimeOutProvisioning(armtest.Match{Method: http.MethodPut, Path: `/virtualMachines/acs-master-1$`, Times: 1})
 		defer fault.Remove()
-		server.AddResourceGroup("cluster-timed-out-master")
-		c := &Cluster{Client: client, Spec: testClusterSpec(t, "cluster-timed-out-master", "acs")}
-		c.Spec.ControlPlanes.Count = 2
-		t.Cleanup(func() { _ = c.Delete(context.Background()) })
+		c := newCluster(t, "cluster-timed-out-master", 2)
 		state, err := c.Create(ctx)
 		if err != nil || fault.Hits() != 1 {
 			t.Fatalf("Create = %v (fault hit %d times): want the cluster made, its second control plane's bootstrap deciding", err, fault.Hits())
@@ -174,10 +162,7 @@ func TestAzureClusterMachineFaults(t *testing.T) {
 		defer cancel()
 		const family = "standardDSv3Family" // Standard_D2s_v3's, 2 vCPUs (armtest's vmSizes)
 		t.Cleanup(func() { server.LimitCores(family, -1) })
-		server.AddResourceGroup("cluster-core-quota")
-		c := &Cluster{Client: client, Spec: testClusterSpec(t, "cluster-core-quota", "acs")}
-		c.Spec.ControlPlanes.Count = 2
-		t.Cleanup(func() { _ = c.Delete(context.Background()) })
+		c := newCluster(t, "cluster-core-quota", 2)
 		// The family's usage counts every test's machines that still exist: the quota error of a
 		// VM refused under a limit of 0 tells it.
 		server.LimitCores(family, 0)
@@ -240,9 +225,7 @@ func TestAzureClusterMachineFaults(t *testing.T) {
 		defer cancel()
 		fault := server.TimeOutProvisioning(armtest.Match{Method: http.MethodPut, Path: `/virtualMachineScaleSets/acs-agents$`, Times: 1})
 		defer fault.Remove()
-		server.AddResourceGroup("cluster-timed-out-agents")
-		c := &Cluster{Client: client, Spec: testClusterSpec(t, "cluster-timed-out-agents", "acs")}
-		t.Cleanup(func() { _ = c.Delete(context.Background()) })
+		c := newCluster(t, "cluster-timed-out-agents", 1)
 		if _, err := c.Create(ctx); err != nil || fault.Hits() != 1 {
 			t.Fatalf("Create = %v (fault hit %d times): want the cluster made, the agent's join deciding", err, fault.Hits())
 		}

@@ -140,7 +140,7 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.createControlPlanes(ctx, subnet, cluster, 0, 1, kubeadmboot.Machine{Role: kubeadmboot.RoleInit, Token: token, TokenTTL: joinTokenTTL,
+	if err := c.createControlPlane(ctx, subnet, cluster, 0, kubeadmboot.Machine{Role: kubeadmboot.RoleInit, Token: token, TokenTTL: joinTokenTTL,
 		CertificateKey: certKey}); err != nil {
 		return nil, err
 	}
@@ -153,7 +153,11 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 		return nil, fmt.Errorf("the CA certificate %s reported: %w", c.masterName(0), err)
 	}
 	state := &ClusterState{Endpoint: endpoint, FQDN: fqdn, CACert: ca, CAHash: pin}
-	if err := c.createControlPlanes(ctx, subnet, cluster, 1, c.Spec.ControlPlanes.Count, kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane,
+	var others []int
+	for i := 1; i < c.Spec.ControlPlanes.Count; i++ {
+		others = append(others, i)
+	}
+	if err := c.createControlPlanes(ctx, subnet, cluster, others, kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane,
 		Token: token, CertificateKey: certKey, CAHash: pin, JoinAddress: first.String()}); err != nil {
 		return state, err
 	}
@@ -175,16 +179,16 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 	return state, bootstraptoken.Delete(ctx, client, token)
 }
 
-// createControlPlanes creates control planes from..to-1 (NICs and VMs, in parallel) and waits for
-// each to report its bootstrap done. One that fails does not stop the others: Azure goes on
-// creating a VM whose client stopped waiting, and it would boot unwatched, after the caller has
-// deleted the join token it boots with.
-func (c *Cluster) createControlPlanes(ctx context.Context, subnet netip.Prefix, cluster kubeadmboot.Cluster, from, to int,
+// createControlPlanes creates the control planes of the given indexes (NICs and VMs, in parallel)
+// and waits for each to report its bootstrap done. One that fails does not stop the others: Azure
+// goes on creating a VM whose client stopped waiting, and it would boot unwatched, after the
+// caller has deleted the join token it boots with.
+func (c *Cluster) createControlPlanes(ctx context.Context, subnet netip.Prefix, cluster kubeadmboot.Cluster, indexes []int,
 	m kubeadmboot.Machine) error {
-	errs := make([]error, to-from)
+	errs := make([]error, len(indexes))
 	var wg sync.WaitGroup
-	for i := from; i < to; i++ {
-		wg.Go(func() { errs[i-from] = c.createControlPlane(ctx, subnet, cluster, i, m) })
+	for n, i := range indexes {
+		wg.Go(func() { errs[n] = c.createControlPlane(ctx, subnet, cluster, i, m) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -260,19 +264,13 @@ func (c *Cluster) AddControlPlanes(ctx context.Context, access *Access, state *C
 		return err
 	}
 	m := kubeadmboot.Machine{Role: kubeadmboot.RoleControlPlane, Token: token, CertificateKey: certKey, CAHash: state.CAHash, JoinAddress: via.String()}
-	// Each is made whatever becomes of the others (createControlPlanes).
-	failed := make([]error, len(indexes))
-	var wg sync.WaitGroup
-	for n, i := range indexes {
-		wg.Go(func() {
-			// A VM Compute left Failed is in the way of the new one (ControlPlaneProvisioned).
-			if failed[n] = c.remove(ctx, c.controlPlaneVM(i, nil)); failed[n] == nil {
-				failed[n] = c.createControlPlane(ctx, subnet, cluster, i, m)
-			}
-		})
+	// A VM Compute left Failed is in the way of the new one (ControlPlaneProvisioned).
+	for _, i := range indexes {
+		if err := c.remove(ctx, c.controlPlaneVM(i, nil)); err != nil {
+			return err
+		}
 	}
-	wg.Wait()
-	if err := errors.Join(failed...); err != nil {
+	if err := c.createControlPlanes(ctx, subnet, cluster, indexes, m); err != nil {
 		return err
 	}
 	return c.setControlPlaneCount(ctx, max(slices.Max(indexes)+1, c.Spec.ControlPlanes.Count))

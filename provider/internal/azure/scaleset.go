@@ -538,8 +538,9 @@ func (s *ScaleSet) identity() *armcompute.VirtualMachineScaleSetIdentity {
 func (s *ScaleSet) identityUpdate(has *armcompute.VirtualMachineScaleSetIdentity) *armcompute.VirtualMachineScaleSetIdentity {
 	want := s.Machines.KubeletIdentityID
 	system := has != nil && strings.Contains(string(deref(has.Type)), string(armcompute.ResourceIdentityTypeSystemAssigned))
+	carried := userAssigned(has)
 	ids := map[string]*armcompute.UserAssignedIdentitiesValue{}
-	for id := range hasUserAssigned(has) {
+	for id := range carried {
 		if !strings.EqualFold(id, want) {
 			ids[id] = nil
 		}
@@ -551,7 +552,7 @@ func (s *ScaleSet) identityUpdate(has *armcompute.VirtualMachineScaleSetIdentity
 		return &armcompute.VirtualMachineScaleSetIdentity{Type: to.Ptr(armcompute.ResourceIdentityTypeSystemAssigned)}
 	case want == "":
 		return &armcompute.VirtualMachineScaleSetIdentity{Type: to.Ptr(armcompute.ResourceIdentityTypeNone)}
-	case len(ids) == 0 && len(hasUserAssigned(has)) == 1:
+	case len(ids) == 0 && len(carried) == 1:
 		return nil // it carries the kubelet identity alone
 	}
 	ids[want] = &armcompute.UserAssignedIdentitiesValue{}
@@ -562,8 +563,8 @@ func (s *ScaleSet) identityUpdate(has *armcompute.VirtualMachineScaleSetIdentity
 	return &armcompute.VirtualMachineScaleSetIdentity{Type: to.Ptr(typ), UserAssignedIdentities: ids}
 }
 
-// hasUserAssigned are the user-assigned identities of an identity (nil: none).
-func hasUserAssigned(i *armcompute.VirtualMachineScaleSetIdentity) map[string]*armcompute.UserAssignedIdentitiesValue {
+// userAssigned are the user-assigned identities of an identity (nil: none).
+func userAssigned(i *armcompute.VirtualMachineScaleSetIdentity) map[string]*armcompute.UserAssignedIdentitiesValue {
 	if i == nil || !strings.Contains(string(deref(i.Type)), string(armcompute.ResourceIdentityTypeUserAssigned)) {
 		return nil
 	}
