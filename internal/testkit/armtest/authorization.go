@@ -37,6 +37,7 @@ var BuiltInRoles = map[string]string{
 	"b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
 	"4d97b98b-1d4f-4787-a291-c67834d212e7": "Network Contributor",
 	"9980e02c-c2be-4d73-94e8-173b1dc7cf3c": "Virtual Machine Contributor",
+	"17d1049b-9a84-46fb-8f53-869881c3d3ab": "Storage Account Contributor",
 }
 
 // userIdentity is a user-assigned managed identity: its service principal (client and object

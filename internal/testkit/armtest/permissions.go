@@ -29,10 +29,17 @@ var rolePermissions = map[string]struct{ actions, notActions []string }{
 		"Microsoft.Authorization/elevateAccess/Action"}},
 	"Reader":                    {actions: []string{"*/read"}},
 	"User Access Administrator": {actions: []string{"*/read", "Microsoft.Authorization/*"}},
+	// Disks read, write and delete only, not disks/* (built-in-roles/compute#virtual-machine-contributor):
+	// no snapshots, no beginGetAccess.
 	"Virtual Machine Contributor": {actions: []string{"Microsoft.Compute/virtualMachines/*", "Microsoft.Compute/virtualMachineScaleSets/*",
-		"Microsoft.Compute/locations/*", "Microsoft.Compute/disks/*", "Microsoft.Network/networkInterfaces/*", "Microsoft.Network/virtualNetworks/read",
+		"Microsoft.Compute/locations/*", "Microsoft.Compute/disks/read", "Microsoft.Compute/disks/write", "Microsoft.Compute/disks/delete",
+		"Microsoft.Network/networkInterfaces/*", "Microsoft.Network/virtualNetworks/read",
 		"Microsoft.Network/virtualNetworks/subnets/join/action", "Microsoft.Resources/subscriptions/resourceGroups/read",
-		"Microsoft.Authorization/*/read"}},
+		"Microsoft.Authorization/*/read", "Microsoft.Storage/storageAccounts/listKeys/action", "Microsoft.Storage/storageAccounts/read"}},
+	// built-in-roles/storage#storage-account-contributor.
+	"Storage Account Contributor": {actions: []string{"Microsoft.Storage/storageAccounts/*", "Microsoft.Authorization/*/read",
+		"Microsoft.Network/virtualNetworks/subnets/joinViaServiceEndpoint/action", "Microsoft.Resources/subscriptions/resourceGroups/read",
+		"Microsoft.Resources/deployments/*", "Microsoft.Insights/alertRules/*", "Microsoft.Insights/diagnosticSettings/*", "Microsoft.Support/*"}},
 	"Managed Identity Operator": {actions: []string{"Microsoft.ManagedIdentity/userAssignedIdentities/*/read",
 		"Microsoft.ManagedIdentity/userAssignedIdentities/*/assign/action", "Microsoft.Authorization/*/read",
 		"Microsoft.Resources/subscriptions/resourceGroups/read"}},

@@ -78,3 +78,27 @@ func TestCallerRoles(t *testing.T) {
 		t.Fatalf("the Owner's role assignment: %v", err)
 	}
 }
+
+// The built-in roles hold what Azure's built-in roles page lists for them: Virtual Machine
+// Contributor reads, writes and deletes disks but makes no snapshots and no storage accounts,
+// which Storage Account Contributor makes.
+func TestBuiltInRoleActions(t *testing.T) {
+	for _, tc := range []struct {
+		role, action string
+		want         bool
+	}{
+		{"Virtual Machine Contributor", "Microsoft.Compute/disks/write", true},
+		{"Virtual Machine Contributor", "Microsoft.Compute/disks/delete", true},
+		{"Virtual Machine Contributor", "Microsoft.Compute/disks/beginGetAccess/action", false},
+		{"Virtual Machine Contributor", "Microsoft.Compute/snapshots/write", false},
+		{"Virtual Machine Contributor", "Microsoft.Storage/storageAccounts/listKeys/action", true},
+		{"Virtual Machine Contributor", "Microsoft.Storage/storageAccounts/write", false},
+		{"Storage Account Contributor", "Microsoft.Storage/storageAccounts/write", true},
+		{"Storage Account Contributor", "Microsoft.Storage/storageAccounts/fileServices/shares/write", true},
+		{"Storage Account Contributor", "Microsoft.Compute/disks/write", false},
+	} {
+		if got := allows([]string{tc.role}, tc.action); got != tc.want {
+			t.Errorf("%s allows %s: %v, want %v", tc.role, tc.action, got, tc.want)
+		}
+	}
+}

@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kubewin/kubewin/internal/controlplane"
 )
 
@@ -132,4 +136,19 @@ func KubeletLoadsCredentialProviders(t testing.TB, config []byte, providers ...s
 		return fmt.Errorf("%w: %s", err, out)
 	}
 	return nil
+}
+
+// ServiceAccountMay asks the API server's real authorizer (a SubjectAccessReview) whether
+// service account account of namespace ns, with its groups, may do what a describes.
+func ServiceAccountMay(ctx context.Context, t testing.TB, cs kubernetes.Interface, ns, account string, a authorizationv1.ResourceAttributes) bool {
+	t.Helper()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "system:serviceaccount:" + ns + ":" + account, ResourceAttributes: &a,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+	}}
+	r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Status.Allowed
 }

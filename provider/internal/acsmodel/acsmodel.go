@@ -585,7 +585,8 @@ func (c *converter) kubernetesConfig(k *object, perPool bool) {
 		"etcdStorageLimitGB", "podSecurityPolicyConfig", "tags", "keyVaultSku"} {
 		c.ignore(k, key, "an acs-engine provisioning option kubewin does not set")
 	}
-	c.ignore(k, "addons", "acs-engine's addons are not installed (kubeadm's CoreDNS and kube-proxy are)")
+	c.ignore(k, "addons", "acs-engine's addons are not installed (kubeadm's CoreDNS and kube-proxy are, and the Azure Disk and File CSI "+
+		"drivers with the cluster's azure.storage)")
 	c.ignore(k, "components", "the control plane's components are kubeadm's")
 	c.unknown(k)
 }

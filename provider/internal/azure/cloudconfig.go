@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubewin/kubewin/provider/internal/azureccm"
+	"github.com/kubewin/kubewin/provider/internal/azurecsi"
 )
 
 // CloudProviderSpec turns on the out-of-tree Azure cloud provider (cloud-controller-manager and
@@ -172,13 +173,15 @@ func (c *Cluster) cloudProviderVersions() (azureccm.Versions, error) {
 	return azureccm.Versions{CloudControllerManager: v, CloudNodeManager: v}, nil
 }
 
-// ApplyCloudProvider applies the cloud provider's objects to the cluster (server-side: again
-// after a change of version or routes, and over drift); without the cloud provider, nothing.
+// ApplyCloudProvider applies the cloud provider's objects to the cluster, and the CSI drivers'
+// that are on, and removes those of the drivers that are off (server-side: again after a change
+// of version, routes or drivers, and over drift); without the cloud provider, nothing.
 func (c *Cluster) ApplyCloudProvider(ctx context.Context, client kubernetes.Interface, state *ClusterState) error {
 	if c.Spec.CloudProvider == nil {
 		return nil
 	}
-	cfg, err := c.cloudProviderConfig("https://"+state.Endpoint, state.CACert)
+	server := "https://" + state.Endpoint
+	cfg, err := c.cloudProviderConfig(server, state.CACert)
 	if err != nil {
 		return err
 	}
@@ -186,7 +189,21 @@ func (c *Cluster) ApplyCloudProvider(ctx context.Context, client kubernetes.Inte
 	if err != nil {
 		return err
 	}
-	return azureccm.Apply(ctx, client, objs)
+	if err := azureccm.Apply(ctx, client, objs); err != nil {
+		return err
+	}
+	if c.Spec.Storage == nil {
+		return nil
+	}
+	return azurecsi.Reconcile(ctx, client, c.storageConfig(server, state.CACert))
+}
+
+// storageConfig is the cluster's azurecsi configuration; windowsServer is the API server's URL
+// as the Windows nodes reach it.
+func (c *Cluster) storageConfig(windowsServer string, caCert []byte) azurecsi.Config {
+	s := c.Spec.Storage
+	return azurecsi.Config{Versions: s.Versions, AzureDisk: s.AzureDisk, AzureFile: s.AzureFile,
+		ControlPlanes: c.Spec.ControlPlanes.Count, WindowsServer: windowsServer, CACert: caCert}
 }
 
 // CloudProvider reads what the cluster's cloud provider runs as and with; nil without it, or

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 
 	"github.com/kubewin/kubewin/internal/ipam"
+	"github.com/kubewin/kubewin/provider/internal/azurecsi"
 )
 
 // An azure cluster is what acs-engine deployed, made with kubeadm: a virtual network with a
@@ -47,6 +48,16 @@ type ClusterSpec struct {
 	APIServerSourcePrefixes []string
 	// CloudProvider turns the out-of-tree Azure cloud provider on; nil: off.
 	CloudProvider *CloudProviderSpec
+	// Storage runs the Azure CSI drivers, with the cloud provider; nil: kubewin leaves them
+	// alone (a cluster whose state predates them).
+	Storage *StorageSpec
+}
+
+// StorageSpec says which Azure CSI drivers the cluster runs, at which releases; the drivers
+// that are off are removed.
+type StorageSpec struct {
+	AzureDisk, AzureFile bool
+	Versions             azurecsi.Versions
 }
 
 // ClusterNetwork is where the cluster's machines are.

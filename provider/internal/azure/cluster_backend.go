@@ -47,8 +47,9 @@ func (c ClusterBackend) Observe(ctx context.Context) (*cluster.State, error) {
 	}, nil
 }
 
-// Repair makes missing control planes again and adds new ones, applies the cloud provider's
-// objects again (a changed version or routes, drift), and scales the Linux agents.
+// Repair makes missing control planes again and adds new ones, gives the cloud provider's
+// identity the roles it needs now, applies the cloud provider's and the CSI drivers' objects
+// again (a changed version, routes or drivers, drift), and scales the Linux agents.
 func (c ClusterBackend) Repair(ctx context.Context, last *cluster.State) (*cluster.State, error) {
 	state := &ClusterState{
 		Endpoint: strings.TrimPrefix(last.Endpoint, "https://"),
@@ -78,6 +79,11 @@ func (c ClusterBackend) Repair(ctx context.Context, last *cluster.State) (*clust
 	client, err := kubernetes.NewForConfig(access.REST())
 	if err != nil {
 		return nil, &cluster.StepError{Step: cluster.StepConnect, Err: err}
+	}
+	if c.Spec.CloudProvider != nil {
+		if err := c.ensureIdentityRoles(ctx); err != nil {
+			return nil, &cluster.StepError{Step: cluster.StepCloudProvider, Err: err}
+		}
 	}
 	if err := c.ApplyCloudProvider(ctx, client, state); err != nil {
 		return nil, &cluster.StepError{Step: cluster.StepCloudProvider, Err: err}

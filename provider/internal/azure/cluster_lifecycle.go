@@ -107,7 +107,7 @@ func (c *Cluster) Create(ctx context.Context) (*ClusterState, error) {
 		return nil, err
 	}
 	if c.Spec.CloudProvider != nil {
-		if err := c.ensureAll(ctx, c.identity(ctx)); err != nil {
+		if err := c.ensureAll(ctx, c.identity(ctx, c.identityRoles())); err != nil {
 			return nil, fmt.Errorf("the Azure cloud provider's identity %s and its roles: %w. Assigning roles needs "+
 				"Microsoft.Authorization/roleAssignments/write on resource group %s (Owner, User Access Administrator or Role Based Access "+
 				"Control Administrator; Contributor is not enough) for the provider's credentials; or set azure.cloud_provider = "+
@@ -503,7 +503,7 @@ func (c *Cluster) Delete(ctx context.Context) error {
 		}
 	}
 	if c.Spec.CloudProvider != nil {
-		if err := c.removeAll(ctx, c.identity(ctx)); err != nil {
+		if err := c.removeAll(ctx, c.identity(ctx, append(slices.Clone(CloudProviderRoles), StorageAccountContributor))); err != nil {
 			return err
 		}
 		if err := c.removeServiceLoadBalancers(ctx); err != nil {

@@ -3,6 +3,7 @@ package azure
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
@@ -38,10 +39,28 @@ type role struct {
 	Name, DefinitionID string
 }
 
-// CloudProviderRoles are the roles of the cloud provider's identity.
+// CloudProviderRoles are the roles of the cloud provider's identity. Virtual Machine
+// Contributor also holds what the Azure Disk CSI driver does with it: disks read, write and
+// delete, and the machines' writes that attach and detach them (the driver's list in its
+// docs/driver-parameters.md, "required permissions for CSI driver controller"); not snapshots,
+// which kubewin's clusters do not enable.
 var CloudProviderRoles = []role{
 	{Name: "Network Contributor", DefinitionID: "4d97b98b-1d4f-4787-a291-c67834d212e7"},
 	{Name: "Virtual Machine Contributor", DefinitionID: "9980e02c-c2be-4d73-94e8-173b1dc7cf3c"},
+}
+
+// StorageAccountContributor is the identity's role with the Azure File CSI driver, which makes
+// storage accounts and reads their keys (Microsoft.Storage/storageAccounts/write, which neither
+// role above holds: the driver's docs/driver-parameters.md asks for this role).
+var StorageAccountContributor = role{Name: "Storage Account Contributor", DefinitionID: "17d1049b-9a84-46fb-8f53-869881c3d3ab"}
+
+// identityRoles are the roles the cluster's identity has: the cloud provider's, and with the
+// Azure File CSI driver StorageAccountContributor.
+func (c *Cluster) identityRoles() []role {
+	if c.Spec.Storage != nil && c.Spec.Storage.AzureFile {
+		return append(slices.Clone(CloudProviderRoles), StorageAccountContributor)
+	}
+	return CloudProviderRoles
 }
 
 // roleAssignmentDescription marks kubewin's role assignments, which have no tags: its cluster
@@ -130,21 +149,38 @@ func (c *Cluster) roleAssignmentBody(r role, principalID string) armauthorizatio
 	}}
 }
 
-// identity is the cloud provider's identity and its role assignments, as steps: the identity,
-// then its assignments (whose bodies read the identity's principal ID once it exists).
-func (c *Cluster) identity(ctx context.Context) [][]object {
-	assignments := make([]object, 0, len(CloudProviderRoles))
-	for _, r := range CloudProviderRoles {
-		assignments = append(assignments, newSpec(c, roleAssignments, c.roleAssignmentName(r),
-			func() (armauthorization.RoleAssignmentCreateParameters, error) {
-				id, err := c.readIdentity(ctx)
-				if err != nil {
-					return armauthorization.RoleAssignmentCreateParameters{}, err
-				}
-				return c.roleAssignmentBody(r, id.PrincipalID), nil
-			}))
+// identity is the cloud provider's identity and its assignments of roles, as steps: the
+// identity, then its assignments (whose bodies read the identity's principal ID once it exists).
+func (c *Cluster) identity(ctx context.Context, roles []role) [][]object {
+	assignments := make([]object, 0, len(roles))
+	for _, r := range roles {
+		assignments = append(assignments, c.roleAssignment(ctx, r))
 	}
 	return [][]object{{newSpec(c, identities, c.identityName(), pure(c.identityBody))}, assignments}
+}
+
+// roleAssignment is the identity's assignment of r.
+func (c *Cluster) roleAssignment(ctx context.Context, r role) object {
+	return newSpec(c, roleAssignments, c.roleAssignmentName(r), func() (armauthorization.RoleAssignmentCreateParameters, error) {
+		id, err := c.readIdentity(ctx)
+		if err != nil {
+			return armauthorization.RoleAssignmentCreateParameters{}, err
+		}
+		return c.roleAssignmentBody(r, id.PrincipalID), nil
+	})
+}
+
+// ensureIdentityRoles gives the identity the roles it needs now and takes away
+// StorageAccountContributor when the Azure File CSI driver is off: an update that turns the
+// driver on or off changes it.
+func (c *Cluster) ensureIdentityRoles(ctx context.Context) error {
+	if err := c.ensureAll(ctx, c.identity(ctx, c.identityRoles())); err != nil {
+		return err
+	}
+	if slices.Contains(c.identityRoles(), StorageAccountContributor) {
+		return nil
+	}
+	return c.remove(ctx, c.roleAssignment(ctx, StorageAccountContributor))
 }
 
 // IdentityIDs are a user-assigned identity's client ID (which a client names to get its tokens),

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -17,7 +18,7 @@ func TestCloudProviderIdentity(t *testing.T) {
 	c := &Cluster{Client: secretClient(ctx, t), Spec: testClusterSpec(t, group, "ccm")}
 	c.Spec.CloudProvider = &CloudProviderSpec{Version: "v1.37.5"}
 	for range 2 {
-		if err := c.ensureAll(ctx, c.identity(ctx)); err != nil {
+		if err := c.ensureAll(ctx, c.identity(ctx, c.identityRoles())); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,10 +45,28 @@ func TestCloudProviderIdentity(t *testing.T) {
 			t.Errorf("no %s assignment in %+v", r.Name, got)
 		}
 	}
+	// The Azure File CSI driver turned on adds Storage Account Contributor, turned off takes it
+	// away; with it on, the cluster's removal takes it too.
+	roles := func() (names []string) {
+		for _, a := range server.RoleAssignments(group) {
+			names = append(names, a.Role)
+		}
+		slices.Sort(names)
+		return names
+	}
+	for _, file := range []bool{true, false, true} {
+		c.Spec.Storage = &StorageSpec{AzureDisk: true, AzureFile: file}
+		if err := c.ensureIdentityRoles(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Contains(roles(), StorageAccountContributor.Name); got != file {
+			t.Errorf("Azure File %t: roles %q", file, roles())
+		}
+	}
 	if err := c.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if left := server.ResourceIDs(group); len(left) > 0 {
+	if left := server.ResourceIDs(group); len(left) > 0 || len(roles()) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }

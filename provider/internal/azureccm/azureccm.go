@@ -8,23 +8,19 @@ package azureccm
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/nodecmd"
+	"github.com/kubewin/kubewin/provider/internal/kubeobjects"
 )
 
 // Registry is where cloud-provider-azure publishes its images for Kubernetes 1.32 and later
@@ -54,7 +50,7 @@ func ForMinor(minor int) (Versions, error) {
 
 // Names of the objects, in kube-system.
 const (
-	Namespace              = "kube-system"
+	Namespace              = kubeobjects.Namespace
 	CloudControllerManager = "cloud-controller-manager"
 	CloudNodeManager       = "cloud-node-manager"
 	CloudNodeManagerWin    = "cloud-node-manager-windows"
@@ -88,34 +84,21 @@ func Objects(c Config) ([]runtime.Object, error) {
 		return nil, err
 	}
 	return []runtime.Object{
-		serviceAccount(CloudControllerManager), serviceAccount(CloudNodeManager),
-		clusterRole("system:"+CloudControllerManager, controllerManagerRules),
-		clusterRole("system:"+CloudNodeManager, nodeManagerRules),
-		clusterRoleBinding("system:"+CloudControllerManager, CloudControllerManager),
-		clusterRoleBinding("system:"+CloudNodeManager, CloudNodeManager),
+		kubeobjects.ServiceAccount(CloudControllerManager), kubeobjects.ServiceAccount(CloudNodeManager),
+		kubeobjects.ClusterRole("system:"+CloudControllerManager, controllerManagerRules),
+		kubeobjects.ClusterRole("system:"+CloudNodeManager, nodeManagerRules),
+		kubeobjects.ClusterRoleBinding("system:"+CloudControllerManager, "system:"+CloudControllerManager, CloudControllerManager),
+		kubeobjects.ClusterRoleBinding("system:"+CloudNodeManager, "system:"+CloudNodeManager, CloudNodeManager),
 		// cloud-controller-manager reads the API server's request-header authentication
 		// configuration from kube-system/extension-apiserver-authentication.
 		&rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-			ObjectMeta: meta(CloudControllerManager + ":apiserver-authentication-reader"),
+			ObjectMeta: kubeobjects.Meta(CloudControllerManager + ":apiserver-authentication-reader"),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: CloudControllerManager, Namespace: Namespace}},
 		},
 		controllerManager(c), linuxNodeManager(c), kubeconfig, windowsNodeManager(c),
 	}, nil
-}
-
-func meta(name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "kubewin"}}
-}
-
-func serviceAccount(name string) *corev1.ServiceAccount {
-	return &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(name)}
-}
-
-// rule is a policy rule of the core group or of group.
-func rule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
-	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
 }
 
 // controllerManagerRules are what cloud-controller-manager's controllers (service, route,
@@ -124,39 +107,23 @@ func rule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
 // --use-service-account-credentials, which it does not run with, and cloud-provider-azure's Helm
 // chart grants none (helm/cloud-provider-azure/templates/cloud-provider-azure.yaml).
 var controllerManagerRules = []rbacv1.PolicyRule{
-	rule("", []string{"events"}, "create", "patch", "update"),
-	rule("", []string{"nodes"}, "get", "list", "watch", "update", "patch", "delete"),
-	rule("", []string{"nodes/status"}, "patch"),
-	rule("", []string{"services"}, "get", "list", "watch", "patch", "update"),
-	rule("", []string{"services/status"}, "patch", "update"),
-	rule("", []string{"serviceaccounts"}, "create", "get", "list", "watch", "update"),
-	rule("", []string{"configmaps"}, "get", "list", "watch"),
-	rule("discovery.k8s.io", []string{"endpointslices"}, "get", "list", "watch"),
-	rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update"),
+	kubeobjects.Rule("", []string{"events"}, "create", "patch", "update"),
+	kubeobjects.Rule("", []string{"nodes"}, "get", "list", "watch", "update", "patch", "delete"),
+	kubeobjects.Rule("", []string{"nodes/status"}, "patch"),
+	kubeobjects.Rule("", []string{"services"}, "get", "list", "watch", "patch", "update"),
+	kubeobjects.Rule("", []string{"services/status"}, "patch", "update"),
+	kubeobjects.Rule("", []string{"serviceaccounts"}, "create", "get", "list", "watch", "update"),
+	kubeobjects.Rule("", []string{"configmaps"}, "get", "list", "watch"),
+	kubeobjects.Rule("discovery.k8s.io", []string{"endpointslices"}, "get", "list", "watch"),
+	kubeobjects.Rule("coordination.k8s.io", []string{"leases"}, "get", "create", "update"),
 }
 
 // nodeManagerRules are what cloud-node-manager needs to initialize its node: provider ID,
 // addresses, zone and instance-type labels, and the removal of the uninitialized taint.
 var nodeManagerRules = []rbacv1.PolicyRule{
-	rule("", []string{"nodes"}, "get", "list", "watch", "update", "patch"),
-	rule("", []string{"nodes/status"}, "patch"),
-	rule("", []string{"events"}, "create", "patch", "update"),
-}
-
-func clusterRole(name string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
-	m := meta(name)
-	m.Namespace = ""
-	return &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, ObjectMeta: m, Rules: rules}
-}
-
-func clusterRoleBinding(name, account string) *rbacv1.ClusterRoleBinding {
-	m := meta(name)
-	m.Namespace = ""
-	return &rbacv1.ClusterRoleBinding{
-		TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"}, ObjectMeta: m,
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: Namespace}},
-	}
+	kubeobjects.Rule("", []string{"nodes"}, "get", "list", "watch", "update", "patch"),
+	kubeobjects.Rule("", []string{"nodes/status"}, "patch"),
+	kubeobjects.Rule("", []string{"events"}, "create", "patch", "update"),
 }
 
 // UninitializedTaint is the taint kubelet --cloud-provider=external puts on a node until the
@@ -174,7 +141,7 @@ const UninitializedTaint = nodecmd.TaintExternalCloudProvider
 func controllerManager(c Config) *appsv1.Deployment {
 	labels := map[string]string{"component": CloudControllerManager}
 	return &appsv1.Deployment{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta(CloudControllerManager),
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: kubeobjects.Meta(CloudControllerManager),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -197,15 +164,15 @@ func controllerManager(c Config) *appsv1.Deployment {
 							"--cluster-cidr=" + c.ClusterCIDR, "--route-reconciliation-period=10s", "--allocate-node-cidrs=false",
 							"--leader-elect=true", "--bind-address=127.0.0.1", "--secure-port=10268", "--v=2",
 						},
-						Resources: corev1.ResourceRequirements{Requests: resources("100m", "128Mi")},
+						Resources: corev1.ResourceRequirements{Requests: kubeobjects.Resources("100m", "128Mi")},
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "cloud-config", MountPath: CloudConfigPath, ReadOnly: true},
 							{Name: "ssl", MountPath: "/etc/ssl", ReadOnly: true},
 						},
 					}},
 					Volumes: []corev1.Volume{
-						hostPath("cloud-config", CloudConfigPath, corev1.HostPathFile),
-						hostPath("ssl", "/etc/ssl", corev1.HostPathDirectory),
+						kubeobjects.HostPath("cloud-config", CloudConfigPath, corev1.HostPathFile),
+						kubeobjects.HostPath("ssl", "/etc/ssl", corev1.HostPathDirectory),
 					},
 				},
 			},
@@ -213,17 +180,13 @@ func controllerManager(c Config) *appsv1.Deployment {
 	}
 }
 
-func hostPath(name, path string, typ corev1.HostPathType) corev1.Volume {
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &typ}}}
-}
-
 // nodeManagerPod is cloud-node-manager's pod on one operating system: one per node, with the
 // host's network, tolerating every taint (it removes the uninitialized one), reading its node's
 // instance metadata (--use-instance-metadata is its default).
 func nodeManagerPod(os string, c corev1.Container) corev1.PodTemplateSpec {
 	labels := map[string]string{"component": CloudNodeManager, "kubernetes.io/os": os}
-	c.Env = []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}
-	c.Resources = corev1.ResourceRequirements{Requests: resources("50m", "50Mi")}
+	c.Env = []corev1.EnvVar{kubeobjects.NodeNameEnv("NODE_NAME")}
+	c.Resources = corev1.ResourceRequirements{Requests: kubeobjects.Resources("50m", "50Mi")}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec: corev1.PodSpec{
@@ -238,7 +201,7 @@ func nodeManagerPod(os string, c corev1.Container) corev1.PodTemplateSpec {
 func nodeManagerDaemonSet(name, os string, c corev1.Container) *appsv1.DaemonSet {
 	pod := nodeManagerPod(os, c)
 	return &appsv1.DaemonSet{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"}, ObjectMeta: meta(name),
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"}, ObjectMeta: kubeobjects.Meta(name),
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: pod.Labels}, Template: pod},
 	}
 }
@@ -261,31 +224,12 @@ const (
 	windowsKubeconfigDir = "/var/lib/cnm"
 )
 
-// windowsKubeconfig is the Windows cloud-node-manager's kubeconfig. A HostProcess container's
-// programs find the service account token under %CONTAINER_SANDBOX_MOUNT_POINT%, not at
-// /var/run/secrets, where client-go's in-cluster configuration looks
-// (kubernetes/kubernetes#104562): cloud-provider-azure's chart rewrites kube-proxy's kubeconfig
-// for it, whose server is the control-plane endpoint, which for an internal API server is a
-// name only the Linux machines resolve. This kubeconfig names the server the Windows nodes reach
-// and the token by a path relative to the kubeconfig's own directory, which client-go resolves
-// against it: <sandbox>/var/lib/cnm/../../run/secrets/... is <sandbox>/var/run/secrets/..., where
-// HostProcess containers have their service account token
-// (https://kubernetes.io/docs/tasks/configure-pod-container/create-hostprocess-pod/#volume-mounts).
+// windowsKubeconfig is the Windows cloud-node-manager's kubeconfig: cloud-provider-azure's
+// chart rewrites kube-proxy's kubeconfig for it, whose server is the control-plane endpoint,
+// which for an internal API server is a name only the Linux machines resolve; this one names the
+// server the Windows nodes reach (kubeobjects.HostProcessKubeconfig).
 func windowsKubeconfig(c Config) (*corev1.ConfigMap, error) {
-	cfg := clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"cluster": {Server: c.WindowsServer, CertificateAuthorityData: c.CACert}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{CloudNodeManager: {TokenFile: "../../run/secrets/kubernetes.io/serviceaccount/token"}},
-		Contexts:       map[string]*clientcmdapi.Context{"default": {Cluster: "cluster", AuthInfo: CloudNodeManager}},
-		CurrentContext: "default",
-	}
-	data, err := clientcmd.Write(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("the Windows cloud-node-manager's kubeconfig: %w", err)
-	}
-	return &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta(WindowsKubeconfig),
-		Data: map[string]string{"kubeconfig": string(data)},
-	}, nil
+	return kubeobjects.HostProcessKubeconfig(WindowsKubeconfig, CloudNodeManager, c.WindowsServer, c.CACert)
 }
 
 // windowsNodeManager is cloud-node-manager on Windows nodes as a HostProcess container (as
@@ -301,17 +245,9 @@ func windowsNodeManager(c Config) *appsv1.DaemonSet {
 		VolumeMounts: []corev1.VolumeMount{{Name: "kubeconfig", MountPath: windowsKubeconfigDir, ReadOnly: true}},
 	})
 	spec := &d.Spec.Template.Spec
-	spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
-		HostProcess: ptr.To(true), RunAsUserName: ptr.To(`NT AUTHORITY\SYSTEM`),
-	}}
-	spec.Volumes = []corev1.Volume{{Name: "kubeconfig", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: WindowsKubeconfig},
-	}}}}
+	kubeobjects.HostProcess(spec)
+	spec.Volumes = []corev1.Volume{kubeobjects.KubeconfigVolume("kubeconfig", WindowsKubeconfig)}
 	return d
-}
-
-func resources(cpu, memory string) corev1.ResourceList {
-	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
 }
 
 // Images are the components' image references by component.
@@ -322,40 +258,7 @@ func Images(v Versions) map[string]string {
 	}
 }
 
-// Apply applies the objects server-side in order, with field manager kubewin, taking over fields
-// others changed (drift is repaired).
+// Apply applies the objects server-side (kubeobjects.Apply).
 func Apply(ctx context.Context, cs kubernetes.Interface, objs []runtime.Object) error {
-	for _, o := range objs {
-		name := ""
-		if m, ok := o.(metav1.Object); ok {
-			name = m.GetName()
-		}
-		data, err := json.Marshal(o)
-		if err != nil {
-			return err
-		}
-		opts := metav1.PatchOptions{FieldManager: "kubewin", Force: ptr.To(true)}
-		switch o := o.(type) {
-		case *corev1.ServiceAccount:
-			_, err = cs.CoreV1().ServiceAccounts(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-		case *corev1.ConfigMap:
-			_, err = cs.CoreV1().ConfigMaps(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-		case *rbacv1.ClusterRole:
-			_, err = cs.RbacV1().ClusterRoles().Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-		case *rbacv1.ClusterRoleBinding:
-			_, err = cs.RbacV1().ClusterRoleBindings().Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-		case *rbacv1.RoleBinding:
-			_, err = cs.RbacV1().RoleBindings(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-		case *appsv1.Deployment:
-			_, err = cs.AppsV1().Deployments(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-		case *appsv1.DaemonSet:
-			_, err = cs.AppsV1().DaemonSets(o.Namespace).Patch(ctx, o.Name, types.ApplyPatchType, data, opts)
-		default:
-			return fmt.Errorf("azureccm: no apply for %T", o)
-		}
-		if err != nil {
-			return fmt.Errorf("apply the Azure cloud provider's %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, name, err)
-		}
-	}
-	return nil
+	return kubeobjects.Apply(ctx, cs, "the Azure cloud provider", objs)
 }

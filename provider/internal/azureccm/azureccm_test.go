@@ -134,16 +134,7 @@ func TestObjectsApplyAndAuthorize(t *testing.T) {
 	}
 
 	can := func(account string, a authorizationv1.ResourceAttributes) bool {
-		t.Helper()
-		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: "system:serviceaccount:" + Namespace + ":" + account, ResourceAttributes: &a,
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + Namespace, "system:authenticated"},
-		}}
-		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Status.Allowed
+		return testenv.ServiceAccountMay(ctx, t, cs, Namespace, account, a)
 	}
 	res := func(verb, group, resource, sub, ns string) authorizationv1.ResourceAttributes {
 		return authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Subresource: sub, Namespace: ns}

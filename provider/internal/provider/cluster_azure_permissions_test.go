@@ -12,7 +12,8 @@ import (
 
 // A credential that may not assign roles (a Contributor) is refused at plan time for a cluster
 // whose cloud provider's identity gets roles, naming the action, the scope and the fix, before
-// anything is made; without the cloud provider the same credential may plan the cluster.
+// anything is made; without the cloud provider the same credential may plan the cluster, and a
+// CSI driver without it, or of a version that is not a release, is refused.
 func TestAccClusterAzure_permissions(t *testing.T) {
 	state, provider := testAccLocal(t)
 	g := newClusterGroup(t, state)
@@ -46,6 +47,18 @@ func TestAccClusterAzure_permissions(t *testing.T) {
 				Config:             azureClusterConfig(provider, version, armServer.Location(), g.name, "    cloud_provider = { enabled = false }"),
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Without the cloud provider, a CSI driver is refused at plan time.
+				Config: azureClusterConfig(provider, version, armServer.Location(), g.name,
+					"    cloud_provider = { enabled = false }\n    storage = { azure_disk = true }"),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)CSI Driver Needs the Cloud Provider.*azure\.storage\.azure_disk is\s+true`),
+			},
+			{
+				Config:      azureClusterConfig(provider, version, armServer.Location(), g.name, `    storage = { azure_file_version = "1.35" }`),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Invalid CSI Driver Version.*azure_file_version "1\.35"`),
 			},
 		},
 	})

@@ -40,6 +40,7 @@ import (
 	"github.com/kubewin/kubewin/provider/internal/azure"
 	"github.com/kubewin/kubewin/provider/internal/azure/azureacc"
 	"github.com/kubewin/kubewin/provider/internal/azureccm"
+	"github.com/kubewin/kubewin/provider/internal/azurecsi"
 )
 
 // An azure cluster through the ARM test server: its control planes are simulated Linux machines
@@ -262,9 +263,13 @@ func TestAccClusterAzure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cloudProvider := func(s *terraform.State) error {
-		return checkCloudProvider(t, tg, s.RootModule().Resources["kubewin_cluster.test"].Primary.ID, group, pin.CloudControllerManager)
+	cloudProvider := func(azureFile bool) resource.TestCheckFunc {
+		return func(s *terraform.State) error {
+			return checkCloudProvider(t, tg, s.RootModule().Resources["kubewin_cluster.test"].Primary.ID, group, pin.CloudControllerManager,
+				azureFile)
+		}
 	}
+	storageAt := func(name string) tfjsonpath.Path { return tfjsonpath.New("azure").AtMapKey("storage").AtMapKey(name) }
 	at := func(name string) tfjsonpath.Path {
 		return tfjsonpath.New("azure").AtMapKey("cloud_provider").AtMapKey(name)
 	}
@@ -306,7 +311,7 @@ func TestAccClusterAzure(t *testing.T) {
 				// The tainted cluster is replaced.
 				PreConfig: clearFaults,
 				Config:    one,
-				Check:     resource.ComposeTestCheckFunc(nodes(1), cloudProvider, controlPlanes(1)),
+				Check:     resource.ComposeTestCheckFunc(nodes(1), cloudProvider(true), controlPlanes(1)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					// The cloud provider is on by default for a new cluster, at kubewin's pin.
 					statecheck.ExpectKnownValue("kubewin_cluster.test", at("enabled"), knownvalue.Bool(true)),
@@ -322,6 +327,12 @@ func TestAccClusterAzure(t *testing.T) {
 						knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f-]{36}$`))),
 					statecheck.ExpectKnownValue("kubewin_cluster.test", at("identity_principal_id"),
 						knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f-]{36}$`))),
+					// So are both CSI drivers, at kubewin's pins.
+					statecheck.ExpectKnownValue("kubewin_cluster.test", storageAt("azure_disk"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", storageAt("azure_file"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", storageAt("azure_disk_version"), knownvalue.StringExact(azurecsi.Pinned.AzureDisk)),
+					statecheck.ExpectKnownValue("kubewin_cluster.test", storageAt("images").AtMapKey("azurefile-windows"),
+						knownvalue.StringExact(azurecsi.Registry+"/azurefile-csi:"+azurecsi.Pinned.AzureFile+"-windows-hp")),
 					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("endpoint"), knownvalue.StringRegexp(endpoint)),
 					statecheck.ExpectKnownValue("kubewin_cluster.test", tfjsonpath.New("ca_cert_hash"),
 						knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{64}$`))),
@@ -402,6 +413,14 @@ func TestAccClusterAzure(t *testing.T) {
 				Check: resource.ComposeTestCheckFunc(nodes(2), controlPlanes(3)),
 			},
 			{
+				// Azure File turned off in place: its objects and the identity's storage role go.
+				Config: config("    linux_pool = { node_count = 2 }\n    masters = { count = 3 }\n    storage = { azure_file = false }"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("kubewin_cluster.test", plancheck.ResourceActionUpdate),
+				}},
+				Check: cloudProvider(false),
+			},
+			{
 				Config:      config("    linux_pool = { node_count = 2 }\n    masters = { count = 1 }"),
 				PlanOnly:    true,
 				ExpectError: regexp.MustCompile(`(?s)Control Planes Cannot Be Removed.*from 3 to 1`),
@@ -459,7 +478,7 @@ resource "kubewin_windows_node_pool" "win" {
 // the resource group (a check of the test server's records), the first control plane's
 // azure.json (read by a run command, as an operator would) names the identity, its tenant and
 // the cluster's load balancer, and the components run the version's images.
-func checkCloudProvider(t *testing.T, tg *azureacc.Target, id, group, version string) error {
+func checkCloudProvider(t *testing.T, tg *azureacc.Target, id, group, version string, azureFile bool) error {
 	t.Helper()
 	ctx := context.Background()
 	c := &azure.Cluster{Client: tg.Client, Spec: azure.ClusterSpec{Name: "acc", ResourceGroup: group,
@@ -469,8 +488,20 @@ func checkCloudProvider(t *testing.T, tg *azureacc.Target, id, group, version st
 		return err
 	}
 	if armServer != nil {
-		if got := armServer.RoleAssignments(group); len(got) != len(azure.CloudProviderRoles) || got[0].PrincipalID != cp.Identity.PrincipalID {
-			return fmt.Errorf("role assignments %+v, want %d of principal %s", got, len(azure.CloudProviderRoles), cp.Identity.PrincipalID)
+		want := slices.Clone(azure.CloudProviderRoles)
+		if azureFile {
+			want = append(want, azure.StorageAccountContributor)
+		}
+		got := armServer.RoleAssignments(group)
+		for _, r := range want {
+			if !slices.ContainsFunc(got, func(a armtest.RoleAssignment) bool {
+				return a.Role == r.Name && a.PrincipalID == cp.Identity.PrincipalID
+			}) {
+				return fmt.Errorf("role assignments %+v: no %s of principal %s", got, r.Name, cp.Identity.PrincipalID)
+			}
+		}
+		if len(got) != len(want) {
+			return fmt.Errorf("role assignments %+v, want %d", got, len(want))
 		}
 	}
 	out, err := c.RunScript(ctx, 0, "cat "+azure.CloudConfigPath)
@@ -502,6 +533,16 @@ func checkCloudProvider(t *testing.T, tg *azureacc.Target, id, group, version st
 	}
 	if img := d.Spec.Template.Spec.Containers[0].Image; img != cp.Images[azureccm.CloudControllerManager] {
 		return fmt.Errorf("cloud-controller-manager runs %s", img)
+	}
+	// The CSI drivers that are on, and managed-csi the default class.
+	for name, on := range map[string]bool{"disk.csi.azure.com": true, "file.csi.azure.com": azureFile} {
+		if _, err := kc.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{}); on != (err == nil) {
+			return fmt.Errorf("CSIDriver %s, want it %t: %v", name, on, err)
+		}
+	}
+	sc, err := kc.StorageV1().StorageClasses().Get(ctx, azurecsi.ManagedCSI, metav1.GetOptions{})
+	if err != nil || sc.Annotations[azurecsi.DefaultClassAnnotation] != "true" {
+		return fmt.Errorf("the default class %s: %v", azurecsi.ManagedCSI, err)
 	}
 	// The Linux agents' kubelets registered with the uninitialized taint (--cloud-provider=external
 	// from kubeadm's flags), and the cloud-node-manager initialized them from their instance

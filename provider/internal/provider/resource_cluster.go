@@ -316,6 +316,7 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	if m.Azure != nil && !resp.Diagnostics.HasError() {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, pathCloudProvider, m.Azure.CloudProvider)...)
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, pathStorage, m.Azure.Storage)...)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/kubewin/kubewin/internal/ipam"
 	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/provider/internal/azure"
+	"github.com/kubewin/kubewin/provider/internal/azurecsi"
 	"github.com/kubewin/kubewin/provider/internal/cluster"
 	"github.com/kubewin/kubewin/provider/internal/pool"
 )
@@ -49,6 +50,7 @@ type clusterAzureModel struct {
 	ControlPlanes               types.Object `tfsdk:"masters"`
 	LinuxPool                   types.Object `tfsdk:"linux_pool"`
 	CloudProvider               types.Object `tfsdk:"cloud_provider"`
+	Storage                     types.Object `tfsdk:"storage"`
 	Tags                        types.Map    `tfsdk:"tags"`
 	APIServerFQDN               types.String `tfsdk:"api_server_fqdn"`
 	VNetID                      types.String `tfsdk:"vnet_id"`
@@ -260,6 +262,7 @@ func clusterAzureBlock(context.Context) schema.Block {
 					[]validator.Int64{int64validator.Between(1, 100)}),
 			},
 			"cloud_provider": cloudProviderAttribute(),
+			"storage":        storageAttribute(),
 			"tags": schema.MapAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
@@ -292,6 +295,7 @@ func clusterAzureBlock(context.Context) schema.Block {
 // validate checks an azure cluster's configuration before anything is planned.
 func (a *clusterAzureModel) validate(ctx context.Context, m *clusterModel) diag.Diagnostics {
 	diags := validateCloudProvider(ctx, a.CloudProvider, m)
+	diags.Append(validateStorage(ctx, a.Storage)...)
 	for name, v := range map[string]types.String{"resource_group_name": a.ResourceGroupName, "location": a.Location} {
 		if v.IsNull() {
 			diags.AddAttributeError(pathClusterAzure.AtName(name), "Missing Azure Setting", "Set azure."+name+": the cluster's resources need it.")
@@ -365,6 +369,9 @@ func (*clusterAzureModel) modifyPlan(ctx context.Context, data *providerData, re
 		if plan.Azure != nil {
 			diags.Append(planCloudProvider(ctx, req, plan, nil)...)
 			if !diags.HasError() {
+				diags.Append(planStorage(ctx, req, plan, nil)...)
+			}
+			if !diags.HasError() {
 				diags.Append(checkClusterPermissions(ctx, data, plan.Azure)...)
 			}
 		}
@@ -382,6 +389,9 @@ func (*clusterAzureModel) modifyPlan(ctx context.Context, data *providerData, re
 		return diags
 	}
 	if diags.Append(planCloudProvider(ctx, req, plan, &state)...); diags.HasError() {
+		return diags
+	}
+	if diags.Append(planStorage(ctx, req, plan, &state)...); diags.HasError() {
 		return diags
 	}
 	refuse := func(at path.Path, name, from, to string) {
@@ -497,6 +507,8 @@ func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *
 	}
 	cloudProvider, d := cloudProviderSpec(ctx, a.CloudProvider, m.KubernetesVersion)
 	diags.Append(d...)
+	storage, d := storageSpec(ctx, a.Storage, cloudProvider)
+	diags.Append(d...)
 	if diags.HasError() {
 		return azure.ClusterBackend{}, diags
 	}
@@ -530,6 +542,7 @@ func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *
 		Tags:                    tags,
 		APIServerSourcePrefixes: ranges,
 		CloudProvider:           cloudProvider,
+		Storage:                 storage,
 	}
 	// Existing subnets: configured (before the cluster exists) or recorded by an empty vnet_id.
 	configured := a.VNetID.IsUnknown() && !a.ControlPlaneSubnetID.IsUnknown() && !a.ControlPlaneSubnetID.IsNull()
@@ -673,10 +686,17 @@ func (a *clusterAzureModel) update(ctx context.Context, data *providerData, m, p
 		case cluster.StepScale:
 			diags.AddAttributeError(pathClusterAzure.AtName("linux_pool"), "Cannot Scale the Linux Agents", step.Err.Error())
 		case cluster.StepCloudProvider:
-			diags.AddAttributeError(pathCloudProvider, "Cannot Apply the Azure Cloud Provider", fmt.Sprintf("kubewin applies the cloud "+
-				"provider's objects (kube-system: cloud-controller-manager, cloud-node-manager, their RBAC) to azure cluster %q on every "+
-				"apply, and this failed: %s.\n\nCheck the message; an object someone else owns under that name must go first. Then apply "+
-				"again.", m.Name.ValueString(), step.Err))
+			if errors.Is(step.Err, azurecsi.ErrOtherInstallation) {
+				diags.AddAttributeError(pathStorage, "CSI Driver Installed by Something Else", fmt.Sprintf("Azure cluster %q: %s.\n\n"+
+					"Nothing of that driver was applied. Set azure.storage.azure_disk or azure_file = false for it to keep the other "+
+					"installation, or uninstall that one and apply again.", m.Name.ValueString(), step.Err))
+				break
+			}
+			diags.AddAttributeError(pathCloudProvider, "Cannot Apply the Azure Cloud Provider", fmt.Sprintf("kubewin gives the cloud "+
+				"provider's identity its roles and applies the cloud provider's and the CSI drivers' objects (kube-system: "+
+				"cloud-controller-manager, cloud-node-manager, the drivers' controllers and node plugins, their RBAC, the StorageClasses) "+
+				"to azure cluster %q on every apply, and this failed: %s.\n\nCheck the message; an object someone else owns under that "+
+				"name must go first. Then apply again.", m.Name.ValueString(), step.Err))
 		}
 		return true, diags
 	}
@@ -686,17 +706,19 @@ func (a *clusterAzureModel) update(ctx context.Context, data *providerData, m, p
 }
 
 // setCloudProvider records the cloud provider's identity and images (empty IDs when the
-// identity does not exist: a creation that failed before it was made).
+// identity does not exist: a creation that failed before it was made), and the CSI drivers'
+// images.
 func (a *clusterAzureModel) setCloudProvider(ctx context.Context, c *azure.Cluster) diag.Diagnostics {
+	diags := setStorageState(ctx, a, c.Spec.Storage)
 	s, err := c.CloudProvider(ctx)
 	if err != nil {
-		var diags diag.Diagnostics
 		diags.AddAttributeError(pathCloudProvider, "Cannot Read the Cloud Provider's Identity", fmt.Sprintf("kubewin reads the "+
 			"identity %s of azure cluster %q for its IDs, and this failed: %s.\n\nCheck that the provider's credentials may read "+
 			"managed identities in the resource group, then apply again.", c.IdentityID(), c.Spec.Name, err))
 		return diags
 	}
-	return setCloudProviderState(ctx, a, c.Spec.CloudProvider, c.IdentityID(), s)
+	diags.Append(setCloudProviderState(ctx, a, c.Spec.CloudProvider, c.IdentityID(), s)...)
+	return diags
 }
 
 func (a *clusterAzureModel) delete(ctx context.Context, data *providerData, m *clusterModel) diag.Diagnostics {
