@@ -126,6 +126,20 @@ func (c *Cluster) RouteTableID() string {
 	return c.id(typeRouteTable, c.routeTableName()).String()
 }
 
+// ClusterRouteTableID is the route table of the azure cluster whose ID is id.
+func ClusterRouteTableID(id string) (string, error) {
+	group, name, err := ParseClusterID(id)
+	if err != nil {
+		return "", err
+	}
+	r, err := arm.ParseResourceID(id)
+	if err != nil {
+		return "", err
+	}
+	c := &Cluster{Client: &Client{SubscriptionID: r.SubscriptionID}, Spec: ClusterSpec{Name: name, ResourceGroup: group}}
+	return c.RouteTableID(), nil
+}
+
 // ScaleSetID is the Linux agents' scale set.
 func (c *Cluster) ScaleSetID() string {
 	return c.id(typeScaleSet, c.scaleSetName()).String()

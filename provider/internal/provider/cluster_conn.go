@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -149,6 +151,9 @@ func existingCluster(ctx context.Context, cfg *rest.Config, nets clusterNetworks
 	if conn.facts.ExternalCloudProvider, err = windowsCloudNodeManager(ctx, c); err != nil {
 		return nil, err
 	}
+	if conn.facts.CloudRoutes, err = cloudRoutes(ctx, c); err != nil {
+		return nil, err
+	}
 	if nets.ClusterCIDR != "" {
 		conn.facts.ClusterCIDR, conn.facts.ServiceCIDR = nets.ClusterCIDR, nets.ServiceCIDR
 		return conn, nil
@@ -233,4 +238,35 @@ func windowsCloudNodeManager(ctx context.Context, c kubernetes.Interface) (bool,
 	}
 	return false, fmt.Errorf("read %s/%s, the cloud provider's node manager for Windows nodes: %w", azureccm.Namespace,
 		azureccm.CloudNodeManagerWin, err)
+}
+
+// cloudRoutes reports whether the cluster's cloud-controller-manager (the Deployment
+// kube-system/cloud-controller-manager: kubewin's, or cloud-provider-azure's Helm chart's) runs
+// its route controller: --configure-cloud-routes, whose default is true (k8s.io/cloud-provider,
+// config/v1alpha1 defaults; cloud-provider-azure starts the controller on it alone:
+// cmd/cloud-controller-manager/app/core.go startRouteController). Like windowsCloudNodeManager,
+// a credential not allowed to read it is taken as no such Deployment.
+func cloudRoutes(ctx context.Context, c kubernetes.Interface) (bool, error) {
+	d, err := c.AppsV1().Deployments(azureccm.Namespace).Get(ctx, azureccm.CloudControllerManager, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s/%s: %w", azureccm.Namespace, azureccm.CloudControllerManager, err)
+	}
+	for _, ct := range d.Spec.Template.Spec.Containers {
+		if !slices.ContainsFunc(append(slices.Clone(ct.Command), ct.Args...), func(a string) bool {
+			return strings.HasPrefix(a, "--cloud-provider")
+		}) {
+			continue
+		}
+		on := true
+		for _, a := range append(slices.Clone(ct.Command), ct.Args...) {
+			if v, ok := strings.CutPrefix(a, "--configure-cloud-routes="); ok {
+				on, _ = strconv.ParseBool(v)
+			}
+		}
+		return on, nil
+	}
+	return false, nil
 }

@@ -39,7 +39,10 @@ func poolRoutesBlock() schema.Block {
 			"them.\n\nThe plan refuses a table it cannot read, a table that already holds a route named like the pool's when the pool " +
 			"does not keep its routes there yet (kubewin did not write it: delete it, or give the pool another name), a route of another " +
 			"writer whose destination overlaps a node's pod CIDR (if it is a `kubewin_pod_route`, remove the resource in one apply, then " +
-			"add this block), and a pool that would not fit: the table's other routes plus `node_count` plus `max_surge` (the nodes a " +
+			"add this block), the route table of a kubewin azure cluster whose cloud-controller-manager keeps the routes " +
+			"(`azure.cloud_provider.cloud_routes = true`: it writes this pool's nodes' routes too, and deletes the ones it did not " +
+			"write; another cluster's route controller gets a warning, as kubewin does not know its table), and a pool that would not " +
+			"fit: the table's other routes plus `node_count` plus `max_surge` (the nodes a " +
 			"replacement adds first) must stay within the " + fmt.Sprint(routetable.MaxRoutes) + " routes a route table holds. Use it " +
 			"for a pool joining a cluster kubewin did not create, or any pool whose routes kubewin keeps; use `kubewin_pod_route` for " +
 			"routers and tables the pool's nodes do not own. The block changes in place.",
@@ -87,6 +90,33 @@ func checkPodRoutes(m *nodePoolModel) diag.Diagnostics {
 			diags.AddAttributeError(pathPodRoutesTable, "Invalid Route Table", err.Error())
 		}
 	}
+	return diags
+}
+
+// checkCloudRoutes refuses pod_routes in the route table the cluster's cloud-controller-manager
+// keeps: its route controller writes every node's route there and deletes the routes in the
+// cluster CIDR it does not find a node for (k8s.io/cloud-provider's route controller,
+// reconcile), so the two would fight over this pool's nodes' routes. kubewin knows the table of
+// its own azure clusters; of another cluster's route controller it does not, and warns.
+func checkCloudRoutes(m *nodePoolModel, facts clusterFacts) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if m.PodRoutes == nil || m.PodRoutes.RouteTable.IsNull() || m.PodRoutes.RouteTable.IsUnknown() || !facts.CloudRoutes {
+		return diags
+	}
+	table := m.PodRoutes.RouteTable.ValueString()
+	if clusterTable, err := azure.ClusterRouteTableID(m.ClusterID.ValueString()); err == nil {
+		if strings.EqualFold(clusterTable, table) {
+			diags.AddAttributeError(pathPodRoutesTable, "Route Table Kept by the Cloud Provider", fmt.Sprintf("pod_routes.route_table %s is "+
+				"the route table of cluster %s, whose cloud-controller-manager keeps every node's route in it (azure.cloud_provider.cloud_routes "+
+				"= true), this pool's nodes' too, and deletes the routes it did not write: remove the pod_routes block.", table,
+				m.ClusterID.ValueString()))
+		}
+		return diags
+	}
+	diags.AddAttributeWarning(pathPodRoutesTable, "Cluster Keeps Its Own Routes", fmt.Sprintf("The cluster's cloud-controller-manager runs its "+
+		"route controller (--configure-cloud-routes), which keeps every node's route in its cloud configuration's route table and "+
+		"deletes the routes there it did not write. If pod_routes.route_table %s is that table, remove the pod_routes block: the route "+
+		"controller already writes this pool's nodes' routes.", table))
 	return diags
 }
 

@@ -351,6 +351,7 @@ func (r *nodePoolResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if conn != nil {
 		clusterVersion = conn.facts.Version
 		resp.Diagnostics.Append(checkPodCIDRRoom(ctx, conn, &m)...)
+		resp.Diagnostics.Append(checkCloudRoutes(&m, conn.facts)...)
 	} else {
 		clusterVersion = b.plannedVersion(r.data)
 	}
@@ -447,6 +448,9 @@ type clusterFacts struct {
 	// ExternalCloudProvider: the cluster runs an external cloud provider's node manager for
 	// Windows nodes, so their kubelets run with --cloud-provider=external.
 	ExternalCloudProvider bool
+	// CloudRoutes: the cluster's cloud-controller-manager runs its route controller, which keeps
+	// every node's pod route in its route table.
+	CloudRoutes bool
 }
 
 // placeholderCluster stands in for a cluster not created yet, to check the node settings.
