@@ -2,10 +2,12 @@ package azure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
@@ -81,8 +83,7 @@ var (
 		func(c *Client, group string) string {
 			return "/subscriptions/" + c.SubscriptionID + "/resourceGroups/" + group
 		},
-		(*armauthorization.RoleAssignmentsClient).Get, (*armauthorization.RoleAssignmentsClient).Create,
-		(*armauthorization.RoleAssignmentsClient).Delete,
+		(*armauthorization.RoleAssignmentsClient).Get, createRoleAssignment, (*armauthorization.RoleAssignmentsClient).Delete,
 		func(r armauthorization.RoleAssignmentsClientGetResponse) map[string]*string {
 			d := ""
 			if r.Properties != nil {
@@ -94,6 +95,23 @@ var (
 			return nil
 		})
 )
+
+// createRoleAssignment creates a role assignment; one of the same role to the same principal at
+// the same scope under another name (someone gave the identity the role already) is the role
+// given: ARM refuses a second one with 409 RoleAssignmentExists
+// (https://learn.microsoft.com/azure/role-based-access-control/troubleshooting#symptom---role-assignment-already-exists).
+// Removing kubewin's assignment by its name leaves that one alone.
+//
+//nolint:revive // context-as-argument: the shape of the client's method expression, which newSyncKind takes.
+func createRoleAssignment(c *armauthorization.RoleAssignmentsClient, ctx context.Context, scope, name string,
+	body armauthorization.RoleAssignmentCreateParameters, o *armauthorization.RoleAssignmentsClientCreateOptions) (
+	armauthorization.RoleAssignmentsClientCreateResponse, error) {
+	r, err := c.Create(ctx, scope, name, body, o)
+	if re := (*azcore.ResponseError)(nil); errors.As(err, &re) && re.ErrorCode == "RoleAssignmentExists" {
+		return r, nil
+	}
+	return r, err
+}
 
 // newSyncKind makes the kind of an SDK client whose create and delete answer at once (no
 // long-running operation): at turns a resource group into the first argument of its methods

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // The cloud provider's identity and its role assignments are made through ARM (the assignments
@@ -62,6 +64,31 @@ func TestCloudProviderIdentity(t *testing.T) {
 		if got := slices.Contains(roles(), StorageAccountContributor.Name); got != file {
 			t.Errorf("Azure File %t: roles %q", file, roles())
 		}
+	}
+	// The identity has Storage Account Contributor from someone else (another name): turning
+	// Azure File on is not refused (ARM answers RoleAssignmentExists), and turning it off
+	// leaves that assignment.
+	c.Spec.Storage = &StorageSpec{AzureDisk: true}
+	if err := c.ensureIdentityRoles(ctx); err != nil {
+		t.Fatal(err)
+	}
+	theirs := uuid.NewString()
+	assignments := c.Client.authorization.NewRoleAssignmentsClient()
+	if _, err := assignments.Create(ctx, server.ResourceGroupID(group), theirs,
+		c.roleAssignmentBody(StorageAccountContributor, ids.PrincipalID), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []bool{true, false} {
+		c.Spec.Storage = &StorageSpec{AzureDisk: true, AzureFile: file}
+		if err := c.ensureIdentityRoles(ctx); err != nil {
+			t.Fatalf("Azure File %t, with the identity's role given by someone else: %v", file, err)
+		}
+		if !slices.Contains(roles(), StorageAccountContributor.Name) {
+			t.Fatalf("Azure File %t: the role given by someone else was taken away: %q", file, roles())
+		}
+	}
+	if _, err := assignments.Delete(ctx, server.ResourceGroupID(group), theirs, nil); err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Delete(ctx); err != nil {
 		t.Fatal(err)

@@ -40,6 +40,12 @@ type Versions struct{ AzureDisk, AzureFile string }
 // versions page, "AKS components breaking changes by version").
 var Pinned = Versions{AzureDisk: "v1.34.5", AzureFile: "v1.35.7"}
 
+// OldestMinor is the oldest release line (v1.OldestMinor.x) of either driver whose flags and
+// images the objects use: every flag exists in Azure Disk v1.33.11 and Azure File v1.33.10
+// (their azuredisk_option.go and azurefile_options.go), the -windows-hp images since v1.28; an
+// unknown flag stops a driver (its flags exit on error).
+const OldestMinor = 33
+
 // sidecars are the kubernetes-csi sidecars' releases the pinned drivers deploy with (their
 // values.yaml at v1.34.5 and v1.35.7 agree on these).
 var sidecars = map[string]string{
@@ -72,6 +78,7 @@ type driver struct {
 	attach                                                                        bool
 	controllerArgs, nodeArgs, windowsArgs                                         []string
 	controllerSecrets                                                             []string
+	preStop                                                                       string
 	linuxVolumes                                                                  []corev1.Volume
 	linuxMounts                                                                   []corev1.VolumeMount
 	driverSpec                                                                    storagev1.CSIDriverSpec
@@ -86,6 +93,11 @@ const (
 	DefaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 )
 
+var (
+	devDir   = kubeobjects.HostPath("device-dir", "/dev", corev1.HostPathDirectory)
+	devMount = corev1.VolumeMount{Name: "device-dir", MountPath: "/dev"}
+)
+
 var diskNodeArgs = []string{"--allow-empty-cloud-config=true", "--support-zone=true", "--get-node-info-from-labels=true",
 	"--remove-not-ready-taint=true"}
 
@@ -98,21 +110,23 @@ func disk(v string) driver {
 		// the Windows plugin's node-info path reads through an uninitialized cloud (nodeserver.go
 		// NodeGetInfo at v1.34.5; upstream issue kubernetes-sigs/azuredisk-csi-driver#3400 shows
 		// the labels' path on nodes without one).
-		controllerArgs: []string{"--disable-avset-nodes=false", "--allow-empty-cloud-config=false", "--check-disk-lun-collision=true",
-			"--vmss-detach-timeout-seconds=200"},
+		controllerArgs:    []string{"--disable-avset-nodes=false", "--allow-empty-cloud-config=false", "--check-disk-lun-collision=true"},
 		nodeArgs:          diskNodeArgs,
 		windowsArgs:       diskNodeArgs,
 		controllerSecrets: []string{"get"},
-		linuxVolumes: []corev1.Volume{
-			kubeobjects.HostPath("device-dir", "/dev", corev1.HostPathDirectory),
+		// The disks' devices and the SCSI buses they appear on.
+		linuxVolumes: []corev1.Volume{devDir,
 			kubeobjects.HostPath("sys-devices-dir", "/sys/bus/scsi/devices", corev1.HostPathDirectory),
 			kubeobjects.HostPath("sys-class", "/sys/class/", corev1.HostPathDirectory),
 		},
-		linuxMounts: []corev1.VolumeMount{
-			{Name: "device-dir", MountPath: "/dev"},
+		linuxMounts: []corev1.VolumeMount{devMount,
 			{Name: "sys-devices-dir", MountPath: "/sys/bus/scsi/devices"},
 			{Name: "sys-class", MountPath: "/sys/class/"},
 		},
+		// The node plugin waits, when its pod stops, for the node's disks to be detached if
+		// the node is drained or going away (pkg/azurediskplugin/hooks/prestop.go), so that a
+		// deleted node's disks are not left to the force-detach timeout.
+		preStop: "--pre-stop-hook=true",
 		driverSpec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(true), PodInfoOnMount: ptr.To(false),
 			FSGroupPolicy: ptr.To(storagev1.FileFSGroupPolicy)},
 		class: storageClass(ManagedCSI, "disk.csi.azure.com", true, storagev1.VolumeBindingWaitForFirstConsumer,
@@ -125,6 +139,9 @@ func file(v string) driver {
 		name: "file.csi.azure.com", short: "azurefile", version: v,
 		controllerHealth: 29612, controllerMetrics: 29614, nodeHealth: 29613, nodeMetrics: 29615, registrarHealth: 29617,
 		controllerArgs: []string{"--allow-empty-cloud-config=false"},
+		// Loop devices of the VHD disks on file shares (--enable-vhd, on by default).
+		linuxVolumes: []corev1.Volume{devDir},
+		linuxMounts:  []corev1.VolumeMount{devMount},
 		// No azurefile-proxy: its init container rewrites the host's /etc/krb5.conf and installs
 		// packages from the internet on the host (pkg/azurefile-proxy/init.sh at v1.35.7); it
 		// serves aznfs mounts, and kubewin's classes mount SMB.

@@ -31,6 +31,20 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &cp)) }
 
 const testCA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
+// adminClient is a client of the test control plane as its administrator.
+func adminClient(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	cfg, err := cp.AdminRESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
 func config(disk, file bool) Config {
 	return Config{Versions: Pinned, AzureDisk: disk, AzureFile: file, ControlPlanes: 3,
 		WindowsServer: "https://10.240.255.4:6443", CACert: []byte(testCA)}
@@ -45,14 +59,7 @@ func config(disk, file bool) Config {
 func TestObjectsApplyAndAuthorize(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg, err := cp.AdminRESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := adminClient(t)
 	// Another installation of a driver kubewin does not run is left alone.
 	theirs := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "file.csi.azure.com"}}
 	if _, err := cs.StorageV1().CSIDrivers().Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
@@ -66,7 +73,7 @@ func TestObjectsApplyAndAuthorize(t *testing.T) {
 	}
 	// Turned on over it, the driver is refused by name (the API server would refuse the
 	// CSIDriver's immutable fields anyway), and nothing of it is applied.
-	err = Reconcile(ctx, cs, config(true, true))
+	err := Reconcile(ctx, cs, config(true, true))
 	if !errors.Is(err, ErrOtherInstallation) || !strings.Contains(err.Error(), "file.csi.azure.com") {
 		t.Fatalf("Reconcile over another installation = %v", err)
 	}
@@ -241,4 +248,66 @@ func TestImages(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The DaemonSet controller makes a node plugin's pod only on a node cloud-node-manager has
+// initialized (its zone and instance-type labels), so the plugin never tells the kubelet a
+// node has no zone: a node without the labels gets none until it has them.
+func TestNodePluginsWaitForCloudNodeManager(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cs := adminClient(t)
+	if err := Reconcile(ctx, cs, config(true, false)); err != nil {
+		t.Fatal(err)
+	}
+	initialized := map[string]string{corev1.LabelOSStable: "linux", corev1.LabelTopologyZone: "westeurope-1",
+		corev1.LabelInstanceTypeStable: "Standard_D2s_v5"}
+	for name, labels := range map[string]map[string]string{"initialized": initialized, "bare": {corev1.LabelOSStable: "linux"}} {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// podsOn lists the nodes the Azure Disk node plugin's pods are for (the DaemonSet controller
+	// names the node in the pod's affinity; these nodes have no capacity to be bound to).
+	podsOn := func() []string {
+		pods, err := cs.CoreV1().Pods(kubeobjects.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=csi-azuredisk-node"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nodes []string
+		for _, p := range pods.Items {
+			if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+				for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+					for _, f := range term.MatchFields {
+						nodes = append(nodes, f.Values...)
+					}
+				}
+			}
+		}
+		slices.Sort(nodes)
+		return nodes
+	}
+	waitFor := func(want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for got := podsOn(); !slices.Equal(got, want); got = podsOn() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the node plugin's pods are for %v, want %v", got, want)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitFor("initialized")
+	time.Sleep(2 * time.Second) // the controller has synced both nodes: still none for the bare one
+	waitFor("initialized")
+	bare, err := cs.CoreV1().Nodes().Get(ctx, "bare", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare.Labels = initialized
+	if _, err := cs.CoreV1().Nodes().Update(ctx, bare, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("bare", "initialized")
 }

@@ -116,6 +116,7 @@ func (d driver) controller(c Config) *appsv1.Deployment {
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
 			Selector: labelSelector(labels),
+			Strategy: kubeobjects.ReplaceInPlace(),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: objectMeta(labels),
 				Spec: corev1.PodSpec{
@@ -159,7 +160,7 @@ func (d driver) linuxNode() *appsv1.DaemonSet {
 	registrar.VolumeMounts = []corev1.VolumeMount{socketMount, {Name: "registration-dir", MountPath: "/registration"}}
 	registrar.LivenessProbe = probe(d.registrarHealth, 20)
 	plug := corev1.Container{
-		Name: d.short, Image: d.image(),
+		Name: d.short, Image: d.image(), Lifecycle: d.lifecycle("/" + d.short + "plugin"),
 		Args: append([]string{"--v=5", "--endpoint=$(CSI_ENDPOINT)", "--nodeid=$(KUBE_NODE_NAME)", "--drivername=" + d.name,
 			"--metrics-address=0.0.0.0:" + strconv.Itoa(d.nodeMetrics), "--user-agent-suffix=kubewin"}, d.nodeArgs...),
 		Env:             []corev1.EnvVar{{Name: "CSI_ENDPOINT", Value: socket}, kubeobjects.NodeNameEnv("KUBE_NODE_NAME")},
@@ -197,11 +198,17 @@ func (d driver) windowsNode() *appsv1.DaemonSet {
 	})
 	registrar.Command = []string{"csi-node-driver-registrar.exe"}
 	plug := corev1.Container{
-		Name: d.short, Image: d.windowsImage(), Command: []string{d.short + "plugin.exe"},
+		Name: d.short, Image: d.windowsImage(), Command: []string{d.short + "plugin.exe"}, Lifecycle: d.lifecycle(d.short + "plugin.exe"),
 		Args: append([]string{"--v=5", "--endpoint=$(CSI_ENDPOINT)", "--nodeid=$(KUBE_NODE_NAME)", "--drivername=" + d.name,
 			"--metrics-address=0.0.0.0:" + strconv.Itoa(d.nodeMetrics), "--user-agent-suffix=kubewin", "--enable-windows-host-process=true",
 			"--kubeconfig=%CONTAINER_SANDBOX_MOUNT_POINT%" + d.windowsKubeconfigDir() + "/kubeconfig"}, d.windowsArgs...),
-		Env:          []corev1.EnvVar{endpoint, kubeobjects.NodeNameEnv("KUBE_NODE_NAME")},
+		// No cloud configuration (a file that does not exist, which --allow-empty-cloud-config
+		// allows): a HostProcess plugin sees the host's C:\k\azure.json, the driver's default
+		// path, which a pool pulling from Azure Container Registry has for its credential
+		// provider alone (no subscription, group or machine type); every Windows plugin reads
+		// its node from the labels instead, as the Linux ones do.
+		Env: []corev1.EnvVar{endpoint, kubeobjects.NodeNameEnv("KUBE_NODE_NAME"),
+			{Name: "AZURE_CREDENTIAL_FILE", Value: plugin + "no-cloud-config.json"}},
 		VolumeMounts: []corev1.VolumeMount{{Name: "kubeconfig", MountPath: d.windowsKubeconfigDir(), ReadOnly: true}},
 		Resources:    corev1.ResourceRequirements{Requests: kubeobjects.Resources("10m", "40Mi")},
 	}
@@ -216,12 +223,33 @@ func (d driver) windowsNode() *appsv1.DaemonSet {
 	return d.nodeDaemonSet("csi-"+d.short+"-node-win", "windows", spec)
 }
 
-// nodeDaemonSet runs spec on every node of an operating system, one node at a time on update.
+// lifecycle is the node plugin's preStop hook running program, if the driver has one.
+func (d driver) lifecycle(program string) *corev1.Lifecycle {
+	if d.preStop == "" {
+		return nil
+	}
+	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{program, d.preStop}}}}
+}
+
+// nodeDaemonSet runs spec on every node of an operating system once cloud-node-manager has
+// initialized it, one node at a time on update. The plugins read a node's zone and size from
+// its labels once, when the kubelet registers them (NodeGetInfo), and the kubelet keeps what
+// they said in CSINode and the node's topology label: a plugin that started before the labels
+// would leave the node without a zone (zonal disks made elsewhere) until it restarts. The
+// DaemonSet controller creates a pod only on a node its required affinity matches, so the
+// plugin starts once cloud-node-manager set both labels (it sets a zone on every node: the
+// fault domain where there are no zones).
 func (d driver) nodeDaemonSet(name, os string, spec corev1.PodSpec) *appsv1.DaemonSet {
 	labels := map[string]string{"app": name}
 	spec.HostNetwork = true
 	spec.PriorityClassName = "system-node-critical"
 	spec.NodeSelector = map[string]string{"kubernetes.io/os": os}
+	spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpExists},
+				{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpExists},
+			}}}}}}
 	spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 	maxUnavailable := intstr.FromInt(1)
 	return &appsv1.DaemonSet{

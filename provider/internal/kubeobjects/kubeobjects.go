@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -83,6 +84,17 @@ func Resources(cpu, memory string) corev1.ResourceList {
 // NodeNameEnv is the environment variable name set to the pod's node.
 func NodeNameEnv(name string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}
+}
+
+// ReplaceInPlace is the update strategy of a Deployment whose pods use the host's network and
+// ports on a fixed set of nodes (the control planes): the default rolling update adds a new pod
+// before it removes an old one, and with a pod on every eligible node the new one has nowhere
+// to go (its host port is taken), so the rollout would never progress. Replacing one pod at a
+// time, old first, lets it.
+func ReplaceInPlace() appsv1.DeploymentStrategy {
+	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
+	return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &zero, MaxUnavailable: &one}}
 }
 
 // HostProcess makes a pod a Windows HostProcess pod, which runs on the host as SYSTEM with the

@@ -60,6 +60,11 @@ func TestAccClusterAzure_permissions(t *testing.T) {
 				PlanOnly:    true,
 				ExpectError: regexp.MustCompile(`(?s)Invalid CSI Driver Version.*azure_file_version "1\.35"`),
 			},
+			{
+				Config:      azureClusterConfig(provider, version, armServer.Location(), g.name, `    storage = { azure_disk_version = "v1.32.12" }`),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)CSI Driver Too Old.*azure_disk_version v1\.32\.12 is older than\s+v1\.33\.0`),
+			},
 		},
 	})
 	if left := g.leftovers(); len(left) > 0 {

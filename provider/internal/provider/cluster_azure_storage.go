@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -31,7 +32,7 @@ var (
 		"azure_file_version": types.StringType, "images": types.MapType{ElemType: types.StringType},
 	}
 	// csiVersionRE is a release of the drivers (their tags).
-	csiVersionRE = regexp.MustCompile(`^v1\.\d+\.\d+$`)
+	csiVersionRE = regexp.MustCompile(`^v1\.(\d+)\.\d+$`)
 )
 
 func storageAttribute() schema.Attribute {
@@ -47,9 +48,11 @@ func storageAttribute() schema.Attribute {
 			"Windows node. Both classes delete the disk or share with the claim and can be expanded. Not installed: VolumeSnapshots (no " +
 			"snapshot CRDs or controller, and no snapshot permissions), and Azure File's NFS and managed-identity mounts (its node proxy " +
 			"is off, as it installs packages on the host). On by default for new clusters with the cloud provider; a cluster made before " +
-			"this attribute existed keeps it off. Each driver can be turned on or off in place: off removes its controller, node plugins " +
-			"and class, and volumes it made can no longer be attached or mounted until it is on again. Destroying the cluster does not " +
-			"delete the disks and storage accounts the drivers made for claims still bound: delete those claims first.",
+			"this attribute existed keeps it off, and there a driver is on only if set to `true`. Each driver can be turned on or off in " +
+			"place: off removes its controller, node plugins " +
+			"and class, and volumes it made can no longer be attached or mounted until it is on again. Disks attach only to machines in " +
+			"the cluster's resource group. Destroying the cluster does not delete the disks the driver made for claims still bound " +
+			"(delete those claims first), nor the storage accounts Azure File made.",
 		Attributes: map[string]schema.Attribute{
 			"azure_disk": schema.BoolAttribute{
 				Optional: true, Computed: true,
@@ -61,7 +64,8 @@ func storageAttribute() schema.Attribute {
 			},
 			"azure_disk_version": schema.StringAttribute{
 				Optional: true, Computed: true,
-				Description: "The Azure Disk driver's release, `v1.<minor>.<patch>`; it supports every Kubernetes release kubewin does. " +
+				Description: "The Azure Disk driver's release, `v1.<minor>.<patch>`, v1.33 or later; it supports every Kubernetes release " +
+					"kubewin does. " +
 					"Changes in place. Default: kubewin's pin, `" + azurecsi.Pinned.AzureDisk + "`. Its sidecars are kubewin's pins for it.",
 			},
 			"azure_file_version": schema.StringAttribute{
@@ -88,10 +92,20 @@ func validateStorage(ctx context.Context, v types.Object) diag.Diagnostics {
 		return diags
 	}
 	for name, ver := range map[string]types.String{"azure_disk_version": s.AzureDiskVersion, "azure_file_version": s.AzureFileVersion} {
-		if !ver.IsNull() && !ver.IsUnknown() && !csiVersionRE.MatchString(ver.ValueString()) {
+		if ver.IsNull() || ver.IsUnknown() {
+			continue
+		}
+		pin := map[string]string{"azure_disk_version": azurecsi.Pinned.AzureDisk, "azure_file_version": azurecsi.Pinned.AzureFile}[name]
+		m := csiVersionRE.FindStringSubmatch(ver.ValueString())
+		if m == nil {
 			diags.AddAttributeError(pathStorage.AtName(name), "Invalid CSI Driver Version", fmt.Sprintf("azure.storage.%s %q is not a "+
-				"release of the driver: write v1.<minor>.<patch>, e.g. %q, or remove it for kubewin's pin.", name, ver.ValueString(),
-				map[string]string{"azure_disk_version": azurecsi.Pinned.AzureDisk, "azure_file_version": azurecsi.Pinned.AzureFile}[name]))
+				"release of the driver: write v1.<minor>.<patch>, e.g. %q, or remove it for kubewin's pin.", name, ver.ValueString(), pin))
+			continue
+		}
+		if minor, _ := strconv.Atoi(m[1]); minor < azurecsi.OldestMinor {
+			diags.AddAttributeError(pathStorage.AtName(name), "CSI Driver Too Old", fmt.Sprintf("azure.storage.%s %s is older than "+
+				"v1.%d.0, the oldest release whose flags and images kubewin's objects use: write a v1.%d or later release, e.g. %q, or "+
+				"remove it for kubewin's pin.", name, ver.ValueString(), azurecsi.OldestMinor, azurecsi.OldestMinor, pin))
 		}
 	}
 	return diags
@@ -134,7 +148,9 @@ func planStorage(ctx context.Context, req resource.ModifyPlanRequest, plan *clus
 		case v.IsUnknown():
 			return v
 		case v.IsNull():
-			return types.BoolValue(cloudProvider)
+			// On with the cloud provider, but on a cluster whose state predates the attribute
+			// only the drivers the configuration names: another installation may run the other.
+			return types.BoolValue(cloudProvider && !predates)
 		case v.ValueBool() && !cloudProvider:
 			diags.AddAttributeError(pathStorage.AtName(name), "CSI Driver Needs the Cloud Provider", fmt.Sprintf("azure.storage.%s is "+
 				"true, and azure.cloud_provider is off: the driver's controller authenticates as the cloud provider's identity with its "+
@@ -143,10 +159,10 @@ func planStorage(ctx context.Context, req resource.ModifyPlanRequest, plan *clus
 		return v
 	}
 	version := func(v types.String, pin string) types.String {
-		if v.IsNull() {
+		if v.IsNull() && cloudProvider {
 			return types.StringValue(pin)
 		}
-		return v
+		return v // null without the cloud provider: no pin to follow
 	}
 	s := storageModel{
 		AzureDisk: on(c.AzureDisk, "azure_disk"), AzureFile: on(c.AzureFile, "azure_file"),
@@ -168,8 +184,13 @@ func planStorage(ctx context.Context, req resource.ModifyPlanRequest, plan *clus
 
 // storageSpecOf is the backend's storage of a model whose values are known; nil otherwise.
 func storageSpecOf(s storageModel) *azure.StorageSpec {
-	for _, v := range []attr.Value{s.AzureDisk, s.AzureFile, s.AzureDiskVersion, s.AzureFileVersion} {
+	for _, v := range []attr.Value{s.AzureDisk, s.AzureFile} {
 		if v.IsNull() || v.IsUnknown() {
+			return nil
+		}
+	}
+	for _, v := range []attr.Value{s.AzureDiskVersion, s.AzureFileVersion} {
+		if v.IsUnknown() {
 			return nil
 		}
 	}
@@ -197,7 +218,7 @@ func setStorageState(ctx context.Context, a *clusterAzureModel, spec *azure.Stor
 		return diags
 	}
 	s := storageModel{AzureDisk: types.BoolValue(false), AzureFile: types.BoolValue(false),
-		AzureDiskVersion: types.StringValue(azurecsi.Pinned.AzureDisk), AzureFileVersion: types.StringValue(azurecsi.Pinned.AzureFile)}
+		AzureDiskVersion: types.StringNull(), AzureFileVersion: types.StringNull()}
 	if spec != nil {
 		s.AzureDisk, s.AzureFile = types.BoolValue(spec.AzureDisk), types.BoolValue(spec.AzureFile)
 		s.AzureDiskVersion, s.AzureFileVersion = types.StringValue(spec.Versions.AzureDisk), types.StringValue(spec.Versions.AzureFile)

@@ -27,6 +27,9 @@ func TestCloudRoutesFact(t *testing.T) {
 		{name: "kubewin's, routes off", args: []string{"--cloud-provider=azure", "--configure-cloud-routes=false"}},
 		{name: "kubewin's, routes on", args: []string{"--cloud-provider=azure", "--configure-cloud-routes=true"}, want: true},
 		{name: "the flag's default", args: []string{"--cloud-provider=azure", "--cluster-cidr=10.244.0.0/16"}, want: true},
+		{name: "kubewin's controllers", args: []string{"--cloud-provider=azure", "--controllers=*,-cloud-node"}, want: true},
+		{name: "route controller not run", args: []string{"--cloud-provider=azure", "--controllers=*,-route"}},
+		{name: "only the service controller", args: []string{"--cloud-provider=azure", "--controllers=service"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := fake.NewClientset()

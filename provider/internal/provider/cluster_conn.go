@@ -242,7 +242,7 @@ func windowsCloudNodeManager(ctx context.Context, c kubernetes.Interface) (bool,
 
 // cloudRoutes reports whether the cluster's cloud-controller-manager (the Deployment
 // kube-system/cloud-controller-manager: kubewin's, or cloud-provider-azure's Helm chart's) runs
-// its route controller: --configure-cloud-routes, whose default is true (k8s.io/cloud-provider,
+// its route controller: among --controllers (default *), and --configure-cloud-routes, whose default is true (k8s.io/cloud-provider,
 // config/v1alpha1 defaults; cloud-provider-azure starts the controller on it alone:
 // cmd/cloud-controller-manager/app/core.go startRouteController). Like windowsCloudNodeManager,
 // a credential not allowed to read it is taken as no such Deployment.
@@ -260,13 +260,19 @@ func cloudRoutes(ctx context.Context, c kubernetes.Interface) (bool, error) {
 		}) {
 			continue
 		}
-		on := true
+		on, listed := true, true
 		for _, a := range append(slices.Clone(ct.Command), ct.Args...) {
 			if v, ok := strings.CutPrefix(a, "--configure-cloud-routes="); ok {
 				on, _ = strconv.ParseBool(v)
 			}
+			// --controllers names the controllers that run: * is every one on by default,
+			// -route turns it off.
+			if v, ok := strings.CutPrefix(a, "--controllers="); ok {
+				names := strings.Split(v, ",")
+				listed = !slices.Contains(names, "-route") && (slices.Contains(names, "*") || slices.Contains(names, "route"))
+			}
 		}
-		return on, nil
+		return on && listed, nil
 	}
 	return false, nil
 }

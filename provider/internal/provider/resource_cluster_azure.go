@@ -673,6 +673,11 @@ func (a *clusterAzureModel) update(ctx context.Context, data *providerData, m, p
 	_, err := c.Repair(ctx, last)
 	var step *cluster.StepError
 	if errors.As(err, &step) {
+		if step.Step != cluster.StepScale && prior.Azure != nil {
+			// The cloud provider's and the drivers' objects and roles were not (all) applied:
+			// the state keeps what ran before, so the next plan shows the change again.
+			a.CloudProvider, a.Storage = prior.Azure.CloudProvider, prior.Azure.Storage
+		}
 		switch step.Step {
 		case cluster.StepConnect:
 			diags.AddError("Cannot Reach the Cluster", fmt.Sprintf("kubewin gets a credential for azure cluster %q by a run command on its "+
