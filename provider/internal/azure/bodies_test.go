@@ -3,6 +3,7 @@ package azure
 import (
 	"encoding/json"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -198,12 +199,13 @@ func TestRouteTableBody(t *testing.T) {
 	assertBody(t, "route-table.json", tableBody(read, routes))
 }
 
-// The request bodies of the cloud provider's identity and its role assignments.
+// The request bodies of the cloud provider's identity and its role assignments (Storage
+// Account Contributor with the Azure File CSI driver).
 func TestIdentityBodies(t *testing.T) {
 	c := bodyCluster(true)
 	assertBody(t, "cloud-provider/identity.json", c.identityBody())
 	names := map[string]bool{}
-	for _, r := range CloudProviderRoles {
+	for _, r := range append(slices.Clone(CloudProviderRoles), StorageAccountContributor) {
 		name := c.roleAssignmentName(r)
 		if names[name] {
 			t.Errorf("two assignments are named %s", name)
