@@ -172,8 +172,7 @@ func planStorage(ctx context.Context, req resource.ModifyPlanRequest, plan *clus
 	}
 	if spec := storageSpecOf(s); spec != nil {
 		var d diag.Diagnostics
-		s.Images, d = types.MapValueFrom(ctx, types.StringType, azurecsi.Images(azurecsi.Config{Versions: spec.Versions,
-			AzureDisk: spec.AzureDisk, AzureFile: spec.AzureFile}))
+		s.Images, d = storageImages(ctx, spec)
 		diags.Append(d...)
 	}
 	var d diag.Diagnostics
@@ -196,6 +195,12 @@ func storageSpecOf(s storageModel) *azure.StorageSpec {
 	}
 	return &azure.StorageSpec{AzureDisk: s.AzureDisk.ValueBool(), AzureFile: s.AzureFile.ValueBool(),
 		Versions: azurecsi.Versions{AzureDisk: s.AzureDiskVersion.ValueString(), AzureFile: s.AzureFileVersion.ValueString()}}
+}
+
+// storageImages are the images of the drivers of spec that are on.
+func storageImages(ctx context.Context, spec *azure.StorageSpec) (types.Map, diag.Diagnostics) {
+	return types.MapValueFrom(ctx, types.StringType, azurecsi.Images(azurecsi.Config{Versions: spec.Versions,
+		AzureDisk: spec.AzureDisk, AzureFile: spec.AzureFile}))
 }
 
 // storageSpec is the backend's storage of the block; nil when it is null (the state predates
@@ -224,9 +229,7 @@ func setStorageState(ctx context.Context, a *clusterAzureModel, spec *azure.Stor
 		s.AzureDiskVersion, s.AzureFileVersion = types.StringValue(spec.Versions.AzureDisk), types.StringValue(spec.Versions.AzureFile)
 	}
 	var d diag.Diagnostics
-	s.Images, d = types.MapValueFrom(ctx, types.StringType, azurecsi.Images(azurecsi.Config{
-		Versions:  azurecsi.Versions{AzureDisk: s.AzureDiskVersion.ValueString(), AzureFile: s.AzureFileVersion.ValueString()},
-		AzureDisk: s.AzureDisk.ValueBool(), AzureFile: s.AzureFile.ValueBool()}))
+	s.Images, d = storageImages(ctx, storageSpecOf(s))
 	diags.Append(d...)
 	a.Storage, d = types.ObjectValueFrom(ctx, storageAttrTypes, s)
 	diags.Append(d...)

@@ -255,13 +255,12 @@ func cloudRoutes(ctx context.Context, c kubernetes.Interface) (bool, error) {
 		return false, fmt.Errorf("read %s/%s: %w", azureccm.Namespace, azureccm.CloudControllerManager, err)
 	}
 	for _, ct := range d.Spec.Template.Spec.Containers {
-		if !slices.ContainsFunc(append(slices.Clone(ct.Command), ct.Args...), func(a string) bool {
-			return strings.HasPrefix(a, "--cloud-provider")
-		}) {
+		args := append(slices.Clone(ct.Command), ct.Args...)
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--cloud-provider") }) {
 			continue
 		}
 		on, listed := true, true
-		for _, a := range append(slices.Clone(ct.Command), ct.Args...) {
+		for _, a := range args {
 			if v, ok := strings.CutPrefix(a, "--configure-cloud-routes="); ok {
 				on, _ = strconv.ParseBool(v)
 			}
