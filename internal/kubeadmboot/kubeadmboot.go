@@ -14,6 +14,7 @@ import (
 	_ "embed"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"text/template"
@@ -21,6 +22,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubewin/kubewin/internal/acrcredential"
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 )
 
 // Role is what a machine becomes.
@@ -86,7 +90,38 @@ type Cluster struct {
 	// CloudConfigPath on the control planes only (cloud-controller-manager runs there; the node
 	// managers read the instance metadata).
 	CloudConfig []byte
+	// Registry, when set, makes the workers' kubelets pull from Azure Container Registry as the
+	// user-assigned identity the machines carry.
+	Registry *Registry
 }
+
+// Registry is how the workers' kubelets pull from Azure Container Registry: the image credential
+// provider acr-credential-provider (internal/acrcredential), as the identity Credentials names.
+// The bootstrap script downloads the provider from ProviderURL unless the image has it in
+// CredentialProviderBinDir, as it installs kubeadm unless the image has it.
+type Registry struct {
+	Credentials v1alpha1.AzureContainerRegistry
+	// ProviderURL is the provider's HTTPS download; ArchPlaceholder in it stands for the
+	// machine's architecture as dpkg names it (amd64, arm64).
+	ProviderURL string
+}
+
+// ArchPlaceholder, in a download's URL, is the machine's architecture.
+const ArchPlaceholder = "@ARCH@"
+
+// The Linux workers' image credential provider, where AKS's Linux nodes keep it (AgentBaker's
+// --image-credential-provider-config and --image-credential-provider-bin-dir), and the Azure
+// configuration it reads, beside kubewin's kubeadm configuration: not /etc/kubernetes/azure.json,
+// which the CSI drivers' node plugins would read as the cloud provider's.
+const (
+	CredentialProviderConfigPath = "/var/lib/kubelet/credential-provider-config.yaml"
+	CredentialProviderBinDir     = "/var/lib/kubelet/credential-provider"
+	RegistryConfigPath           = "/etc/kubernetes/kubewin/acr-credential-provider.json"
+)
+
+// DownloadsPath lists the programs the bootstrap script downloads when the image lacks them, a
+// "<URL> <path>" line each.
+const DownloadsPath = "/etc/kubewin/downloads"
 
 // CloudConfigPath is where the control planes keep the cloud provider's configuration.
 const CloudConfigPath = "/etc/kubernetes/azure.json"
@@ -131,6 +166,14 @@ func Check(c Cluster, m Machine) error {
 	}
 	if c.ExternalCloudProvider != (len(c.CloudConfig) > 0) {
 		return fmt.Errorf("an external cloud provider needs its configuration, and a configuration the external cloud provider")
+	}
+	if r := c.Registry; r != nil {
+		if u, err := url.Parse(r.ProviderURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("the credential provider's download %q is not an HTTPS URL", r.ProviderURL)
+		}
+		if r.Credentials.Cloud == "" || r.Credentials.TenantID == "" || r.Credentials.IdentityClientID == "" {
+			return fmt.Errorf("pulls from Azure Container Registry need the cloud, the tenant and the identity's client ID: %+v", r.Credentials)
+		}
 	}
 	switch m.Role {
 	case RoleInit:
@@ -242,6 +285,12 @@ func KubeadmConfig(c Cluster, m Machine) ([]byte, error) {
 	reg := nodeRegistration{CRISocket: CRISocket}
 	if c.ExternalCloudProvider {
 		reg.KubeletExtraArgs = []arg{{Name: "cloud-provider", Value: "external"}}
+	}
+	if c.Registry != nil && m.Role == RoleWorker {
+		for _, a := range acrcredential.KubeletArgs(CredentialProviderConfigPath, CredentialProviderBinDir) {
+			name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			reg.KubeletExtraArgs = append(reg.KubeletExtraArgs, arg{Name: name, Value: value})
+		}
 	}
 	var docs []any
 	if m.Role == RoleInit {
@@ -366,7 +415,8 @@ func UserData(c Cluster, m Machine) ([]byte, error) {
 	var sh bytes.Buffer
 	if err := script.Execute(&sh, map[string]any{
 		"Role": m.Role, "Minor": fmt.Sprintf("%d.%d", v.Major(), v.Minor()), "Version": fmt.Sprintf("%d.%d.%d", v.Major(), v.Minor(), v.Patch()),
-		"Config": ConfigPath, "CNITemplate": CNITemplatePath, "OwnEndpoint": ownEndpoint,
+		"Config": ConfigPath, "CNITemplate": CNITemplatePath, "OwnEndpoint": ownEndpoint, "Downloads": downloadsOf(c, m) != nil,
+		"DownloadsPath": DownloadsPath, "Arch": ArchPlaceholder,
 	}); err != nil {
 		return nil, err
 	}
@@ -383,6 +433,21 @@ func UserData(c Cluster, m Machine) ([]byte, error) {
 		// The script's output goes to the log file and the console, as cloud-init's own does.
 		Output: &outputSpec{All: "| tee -a /var/log/cloud-init-output.log"},
 	}
+	if downloads := downloadsOf(c, m); downloads != nil {
+		var list strings.Builder
+		for _, d := range downloads {
+			fmt.Fprintf(&list, "%s %s\n", d.URL, d.Path)
+		}
+		doc.WriteFiles = append(doc.WriteFiles, File{Path: DownloadsPath, Content: list.String(), Permissions: "0644"})
+	}
+	if c.Registry != nil && m.Role == RoleWorker {
+		conf, azure, err := acrcredential.Files(&c.Registry.Credentials, RegistryConfigPath)
+		if err != nil {
+			return nil, err
+		}
+		doc.WriteFiles = append(doc.WriteFiles, File{Path: CredentialProviderConfigPath, Content: string(conf), Permissions: "0644"},
+			File{Path: RegistryConfigPath, Content: string(azure), Permissions: "0644"})
+	}
 	if c.ExternalCloudProvider && m.Role != RoleWorker {
 		// Its client ID and tenant are no secret, but nothing but cloud-controller-manager reads it.
 		doc.WriteFiles = append(doc.WriteFiles, File{Path: CloudConfigPath, Content: string(c.CloudConfig), Permissions: "0600", Owner: "root:root"})
@@ -392,6 +457,33 @@ func UserData(c Cluster, m Machine) ([]byte, error) {
 		return nil, err
 	}
 	return append([]byte("#cloud-config\n"), body...), nil
+}
+
+// Download is a program the bootstrap script downloads when the image lacks it.
+type Download struct{ URL, Path string }
+
+// downloadsOf are the programs the machine's script downloads when the image lacks them.
+func downloadsOf(c Cluster, m Machine) []Download {
+	if c.Registry == nil || m.Role != RoleWorker {
+		return nil
+	}
+	return []Download{{URL: c.Registry.ProviderURL, Path: CredentialProviderBinDir + "/" + acrcredential.ProviderName}}
+}
+
+// Downloads reads the programs the machine's script downloads when the image lacks them.
+func (d *Document) Downloads() ([]Download, error) {
+	var out []Download
+	for _, line := range strings.Split(strings.TrimSpace(d.Files[DownloadsPath].Content), "\n") {
+		if line == "" {
+			continue
+		}
+		u, p, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(p, "/") {
+			return nil, fmt.Errorf("%s: %q is not \"<URL> <path>\"", DownloadsPath, line)
+		}
+		out = append(out, Download{URL: u, Path: p})
+	}
+	return out, nil
 }
 
 // HostsCommand is the shell command that maps name to addr in /etc/hosts, replacing the name's

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubewin/kubewin/internal/acrcredential"
+	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
 
@@ -49,11 +52,25 @@ var cloudCluster = func() Cluster {
 	return c
 }()
 
+// registryCluster's workers pull from Azure Container Registry as an identity.
+var registryCluster = func() Cluster {
+	c := cloudCluster
+	c.Registry = &Registry{
+		Credentials: v1alpha1.AzureContainerRegistry{Cloud: "AzurePublicCloud", TenantID: "99999999-0000-0000-0000-000000000000",
+			IdentityClientID: "11111111-2222-3333-4444-555555555555"},
+		ProviderURL: "https://github.com/kubernetes-sigs/cloud-provider-azure/releases/download/v1.35.5/azure-acr-credential-provider-linux-" +
+			ArchPlaceholder,
+	}
+	return c
+}()
+
 // Every role's user data passes cloud-init's own schema check, its kubeadm configuration passes
 // `kubeadm config validate` of the test environment's kubeadm, and its bootstrap script parses,
-// with a public endpoint and an internal one, and with the external cloud provider.
+// with a public endpoint and an internal one, with the external cloud provider, and with pulls
+// from Azure Container Registry by identity.
 func TestUserDataValidates(t *testing.T) {
-	for name, c := range map[string]Cluster{"public": testCluster, "internal": internalCluster, "cloud provider": cloudCluster} {
+	for name, c := range map[string]Cluster{"public": testCluster, "internal": internalCluster, "cloud provider": cloudCluster,
+		"registry": registryCluster} {
 		t.Run(name, func(t *testing.T) { userDataValidates(t, c) })
 	}
 }
@@ -97,6 +114,62 @@ func TestUserDataCloudProvider(t *testing.T) {
 	half.ExternalCloudProvider = true
 	if _, err := UserData(half, machines[RoleWorker]); err == nil {
 		t.Error("an external cloud provider without its configuration was accepted")
+	}
+}
+
+// With pulls from Azure Container Registry by identity, a worker's kubelet starts with the
+// credential provider (kubeadm's kubeletExtraArgs), whose configuration the kubelet's own loader
+// accepts with the provider in the bin dir the script downloads it to, and which passes the
+// provider the Azure configuration naming the identity; the control planes get none of it.
+func TestUserDataRegistry(t *testing.T) {
+	for _, role := range []Role{RoleInit, RoleControlPlane, RoleWorker} {
+		ud, err := UserData(registryCluster, machines[role])
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := Parse(ud)
+		if err != nil {
+			t.Fatal(err)
+		}
+		downloads, err := doc.Downloads()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := doc.Files[ConfigPath].Content
+		flags := strings.Contains(cfg, "name: image-credential-provider-config\n    value: "+CredentialProviderConfigPath+"\n") &&
+			strings.Contains(cfg, "name: image-credential-provider-bin-dir\n    value: "+CredentialProviderBinDir+"\n")
+		_, hasConfig := doc.Files[CredentialProviderConfigPath]
+		if worker := role == RoleWorker; flags != worker || hasConfig != worker || (len(downloads) == 1) != worker {
+			t.Errorf("%s: credential provider flags %v, configuration %v, downloads %v:\n%s", role, flags, hasConfig, downloads, cfg)
+			continue
+		}
+		if role != RoleWorker {
+			continue
+		}
+		want := Download{URL: registryCluster.Registry.ProviderURL, Path: CredentialProviderBinDir + "/" + acrcredential.ProviderName}
+		if downloads[0] != want {
+			t.Errorf("downloads %+v, want %+v", downloads, want)
+		}
+		if !strings.Contains(doc.Files[ScriptPath].Content, DownloadsPath) {
+			t.Errorf("the script does not read %s:\n%s", DownloadsPath, doc.Files[ScriptPath].Content)
+		}
+		conf := []byte(doc.Files[CredentialProviderConfigPath].Content)
+		if err := testenv.KubeletLoadsCredentialProviders(t, conf, acrcredential.ProviderName); err != nil {
+			t.Errorf("the kubelet refuses the credential provider configuration: %v\n%s", err, conf)
+		}
+		if !strings.Contains(string(conf), "- "+RegistryConfigPath+"\n") {
+			t.Errorf("the provider is not given %s:\n%s", RegistryConfigPath, conf)
+		}
+		var azure map[string]any
+		if err := json.Unmarshal([]byte(doc.Files[RegistryConfigPath].Content), &azure); err != nil ||
+			azure["userAssignedIdentityID"] != registryCluster.Registry.Credentials.IdentityClientID || azure["useManagedIdentityExtension"] != true {
+			t.Errorf("Azure configuration (%v):\n%s", err, doc.Files[RegistryConfigPath].Content)
+		}
+	}
+	plain := registryCluster
+	plain.Registry = &Registry{Credentials: registryCluster.Registry.Credentials, ProviderURL: "http://example.test/acr-credential-provider"}
+	if _, err := UserData(plain, machines[RoleWorker]); err == nil || !strings.Contains(err.Error(), "not an HTTPS URL") {
+		t.Errorf("a download over plain HTTP: %v", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/cloud-provider-azure/pkg/azclient"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubewin/kubewin/internal/acrcredential"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/internal/testkit/testenv"
@@ -49,7 +50,7 @@ func TestKubeletCredentialProvider(t *testing.T) {
 			}
 		}
 		conf := k.Files[in.Paths.CredentialProviderConfig]
-		if err := testenv.KubeletLoadsCredentialProviders(t, conf, acrProviderName); err != nil {
+		if err := testenv.KubeletLoadsCredentialProviders(t, conf, acrcredential.ProviderName); err != nil {
 			t.Errorf("1.%d: the kubelet refuses the configuration: %v\n%s", minor, err, conf)
 		}
 		if err := testenv.KubeletLoadsCredentialProviders(t, conf); err == nil {
@@ -85,7 +86,7 @@ func TestKubeletCredentialProvider(t *testing.T) {
 	}
 	// The image carries the provider in the bin dir, under the name the configuration gives.
 	p := DefaultPaths()
-	if got, want := p.Payload(v1alpha1.ACRCredentialProviderPath), p.CredentialProviderBinDir+`\`+acrProviderName+".exe"; got != want {
+	if got, want := p.Payload(v1alpha1.ACRCredentialProviderPath), p.CredentialProviderBinDir+`\`+acrcredential.ProviderName+".exe"; got != want {
 		t.Errorf("the image carries the provider at %s; the kubelet looks for %s", got, want)
 	}
 }
@@ -106,7 +107,8 @@ func TestKubeletLoaderRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testenv.KubeletLoadsCredentialProviders(t, broken, acrProviderName); err == nil || !strings.Contains(err.Error(), "defaultCacheDuration") {
+	err = testenv.KubeletLoadsCredentialProviders(t, broken, acrcredential.ProviderName)
+	if err == nil || !strings.Contains(err.Error(), "defaultCacheDuration") {
 		t.Errorf("the loader accepted a provider without defaultCacheDuration: %v", err)
 	}
 }

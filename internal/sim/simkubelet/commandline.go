@@ -42,7 +42,7 @@ type Machine struct {
 // kubelet.exe, reading the files it names as the real kubelet would: the kubeconfig (and the
 // client certificate it points at), the KubeletConfiguration (maxPods, registerWithTaints),
 // --hostname-override, --node-ip, --node-labels and --cloud-provider; and it refuses to start
-// on image credential providers the kubelet would not load (checkCredentialProviders).
+// on image credential providers the kubelet would not load (CheckCredentialProviders).
 func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
 	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -74,7 +74,7 @@ func FromCommandLine(args []string, m Machine) (*Kubelet, error) {
 		return nil, fmt.Errorf("kubelet command line %q lacks --kubeconfig, --config, --hostname-override or --node-ip", args)
 	}
 	if credentialConfig != "" || credentialBinDir != "" {
-		if err := checkCredentialProviders(credentialConfig, credentialBinDir, m.ReadFile); err != nil {
+		if err := CheckCredentialProviders("windows", credentialConfig, credentialBinDir, m.ReadFile); err != nil {
 			return nil, err
 		}
 	}

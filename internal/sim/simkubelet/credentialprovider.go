@@ -15,16 +15,17 @@ var credentialProviderAPIVersions = []string{
 	"credentialprovider.kubelet.k8s.io/v1", "credentialprovider.kubelet.k8s.io/v1beta1", "credentialprovider.kubelet.k8s.io/v1alpha1",
 }
 
-// checkCredentialProviders refuses what the kubelet refuses at start when either of
+// CheckCredentialProviders refuses what the kubelet refuses at start when either of
 // --image-credential-provider-config and --image-credential-provider-bin-dir is set: it loads
 // the configuration and exits when that fails (kubernetes pkg/kubelet/kuberuntime/
 // kuberuntime_manager.go, plugin.RegisterCredentialProviderPlugins). The configuration must be
 // a CredentialProviderConfig, decoded strictly (an unknown field fails, as the kubelet's decoder
 // fails it); each provider needs a name usable as a file name, an exec API
 // version the kubelet speaks, at least one image pattern and a default cache duration, and its
-// program in the bin dir, where the Windows kubelet finds <name>.exe (exec.LookPath). This
-// checks only kubelet.config.k8s.io/v1, the version kubewin writes.
-func checkCredentialProviders(config, binDir string, read func(string) ([]byte, error)) error {
+// program in the bin dir, where the Windows kubelet finds <name>.exe (exec.LookPath) and a
+// Linux one <name>. This checks only kubelet.config.k8s.io/v1, the version kubewin writes.
+// goos is the machine's: "windows" or "linux".
+func CheckCredentialProviders(goos, config, binDir string, read func(string) ([]byte, error)) error {
 	if config == "" || binDir == "" {
 		return fmt.Errorf("--image-credential-provider-config=%q and --image-credential-provider-bin-dir=%q: the kubelet needs both", config, binDir)
 	}
@@ -60,8 +61,12 @@ func checkCredentialProviders(config, binDir string, read func(string) ([]byte, 
 		if len(problems) > 0 {
 			return fmt.Errorf("credential provider configuration %s, provider %q: %s", config, p.Name, strings.Join(problems, "; "))
 		}
-		if _, err := read(strings.TrimSuffix(binDir, `\`) + `\` + p.Name + ".exe"); err != nil {
-			return fmt.Errorf("credential provider %s: no %s.exe in %s: %w", p.Name, p.Name, binDir, err)
+		program := strings.TrimSuffix(binDir, "/") + "/" + p.Name
+		if goos == "windows" {
+			program = strings.TrimSuffix(binDir, `\`) + `\` + p.Name + ".exe"
+		}
+		if _, err := read(program); err != nil {
+			return fmt.Errorf("credential provider %s: no %s in %s: %w", p.Name, program, binDir, err)
 		}
 	}
 	return nil

@@ -22,9 +22,14 @@ providers:
 
 // The simulated kubelet refuses the credential provider configurations the kubelet's own loader
 // refuses (kubernetes pkg/credentialprovider/plugin, built by make testenv), and starts with the
-// ones it loads: each case goes to both.
+// ones it loads: each case goes to both, with Windows' paths and Linux's.
 func TestCredentialProvidersAsTheKubelet(t *testing.T) {
-	const cfgPath, binDir = `C:\k\credential-provider-config.yaml`, `C:\var\lib\kubelet\credential-provider`
+	layouts := []struct{ goos, cfgPath, binDir, program string }{
+		{"windows", `C:\k\credential-provider-config.yaml`, `C:\var\lib\kubelet\credential-provider`,
+			`C:\var\lib\kubelet\credential-provider\acr-credential-provider.exe`},
+		{"linux", "/var/lib/kubelet/credential-provider-config.yaml", "/var/lib/kubelet/credential-provider",
+			"/var/lib/kubelet/credential-provider/acr-credential-provider"},
+	}
 	for _, tc := range []struct {
 		name    string
 		config  string
@@ -40,30 +45,33 @@ func TestCredentialProvidersAsTheKubelet(t *testing.T) {
 		{"not the kind", strings.Replace(acrProviders, "kind: CredentialProviderConfig", "kind: KubeletConfiguration", 1), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			files := map[string][]byte{cfgPath: []byte(tc.config)}
-			if tc.program {
-				files[binDir+`\acr-credential-provider.exe`] = []byte("MZ")
-			}
-			read := func(p string) ([]byte, error) {
-				if b, ok := files[p]; ok {
-					return b, nil
-				}
-				return nil, os.ErrNotExist
-			}
-			simErr := checkCredentialProviders(cfgPath, binDir, read)
-
 			var program []string
 			if tc.program {
 				program = []string{"acr-credential-provider"}
 			}
 			realErr := testenv.KubeletLoadsCredentialProviders(t, []byte(tc.config), program...)
-			if (simErr == nil) != (realErr == nil) {
-				t.Errorf("the simulated kubelet says %v; the kubelet's loader says %v", simErr, realErr)
+			for _, l := range layouts {
+				files := map[string][]byte{l.cfgPath: []byte(tc.config)}
+				if tc.program {
+					files[l.program] = []byte("program")
+				}
+				read := func(p string) ([]byte, error) {
+					if b, ok := files[p]; ok {
+						return b, nil
+					}
+					return nil, os.ErrNotExist
+				}
+				simErr := CheckCredentialProviders(l.goos, l.cfgPath, l.binDir, read)
+				if (simErr == nil) != (realErr == nil) {
+					t.Errorf("%s: the simulated kubelet says %v; the kubelet's loader says %v", l.goos, simErr, realErr)
+				}
 			}
 		})
 	}
 	// Only one of the two flags: the kubelet's loader fails on the empty one.
-	if err := checkCredentialProviders(cfgPath, "", func(string) ([]byte, error) { return []byte(acrProviders), nil }); err == nil {
-		t.Error("a configuration without a bin dir was accepted")
+	for _, l := range layouts {
+		if err := CheckCredentialProviders(l.goos, l.cfgPath, "", func(string) ([]byte, error) { return []byte(acrProviders), nil }); err == nil {
+			t.Errorf("%s: a configuration without a bin dir was accepted", l.goos)
+		}
 	}
 }

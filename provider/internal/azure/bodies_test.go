@@ -44,6 +44,8 @@ func bodyCluster(public bool) *Cluster {
 	}
 	if public {
 		spec.CloudProvider = &CloudProviderSpec{Routes: true, Version: "v1.37.5"}
+		spec.AgentRegistry = &AgentRegistrySpec{IdentityID: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ids/providers/" +
+			"Microsoft.ManagedIdentity/userAssignedIdentities/kubelet", ProviderVersion: "v1.37.5"}
 	} else {
 		spec.Network = ClusterNetwork{
 			ControlPlaneSubnetID: testVNet + "/subnets/m", AgentSubnetID: testVNet + "/subnets/a",
@@ -54,9 +56,9 @@ func bodyCluster(public bool) *Cluster {
 		Spec: spec}
 }
 
-// The request bodies of a cluster's resources: with its own network, a public API server and the
-// cloud provider (its control planes carry its identity), and in existing subnets with an
-// internal one.
+// The request bodies of a cluster's resources: with its own network, a public API server, the
+// cloud provider (its control planes carry its identity) and agents pulling from Azure Container
+// Registry as a kubelet identity (they carry it), and in existing subnets with an internal one.
 func TestClusterBodies(t *testing.T) {
 	subnet := netip.MustParsePrefix("10.240.255.0/24")
 	for _, tc := range []struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 
 	"github.com/kubewin/kubewin/internal/ipam"
+	"github.com/kubewin/kubewin/internal/kubeadmboot"
 	"github.com/kubewin/kubewin/provider/internal/azurecsi"
 )
 
@@ -51,6 +52,27 @@ type ClusterSpec struct {
 	// Storage runs the Azure CSI drivers, with the cloud provider; nil: kubewin leaves them
 	// alone (a cluster whose state predates them).
 	Storage *StorageSpec
+	// AgentRegistry makes the Linux agents' kubelets pull from Azure Container Registry as a
+	// user-assigned identity the agents carry; nil: without it.
+	AgentRegistry *AgentRegistrySpec
+}
+
+// AgentRegistrySpec is how the Linux agents' kubelets pull from Azure Container Registry.
+type AgentRegistrySpec struct {
+	// IdentityID is the user-assigned identity's resource ID, which holds AcrPull.
+	IdentityID string
+	// ProviderVersion is the cloud-provider-azure release whose acr-credential-provider the
+	// agents download at boot, "v1.37.1".
+	ProviderVersion string
+}
+
+// ACRCredentialProviderURL is the download of cloud-provider-azure's acr-credential-provider
+// for Linux at a release, kubeadmboot.ArchPlaceholder standing for the architecture: the release
+// workflow publishes azure-acr-credential-provider-linux-<amd64|arm|arm64>
+// (kubernetes-sigs/cloud-provider-azure .github/workflows/release.yaml).
+func ACRCredentialProviderURL(version string) string {
+	return "https://github.com/kubernetes-sigs/cloud-provider-azure/releases/download/" + version +
+		"/azure-acr-credential-provider-linux-" + kubeadmboot.ArchPlaceholder
 }
 
 // StorageSpec says which Azure CSI drivers the cluster runs, at which releases; the drivers

@@ -51,6 +51,8 @@ const joinTokenTTL = 2 * time.Hour
 //
 // With the cloud provider, every kubelet runs with --cloud-provider=external and the control
 // planes get its configuration, which names the identity (read from ARM: it exists by then).
+// With AgentRegistry, the agents' kubelets get the ACR credential provider, for the kubelet
+// identity's client ID (read from ARM, so that one that does not exist fails here).
 func (c *Cluster) kubeadmCluster(ctx context.Context, endpoint, fqdn string) (kubeadmboot.Cluster, error) {
 	k := kubeadmboot.Cluster{
 		Name: c.Spec.Name, KubernetesVersion: c.Spec.KubernetesVersion, Endpoint: endpoint,
@@ -62,6 +64,13 @@ func (c *Cluster) kubeadmCluster(ctx context.Context, endpoint, fqdn string) (ku
 	if host, port, err := net.SplitHostPort(endpoint); err == nil && !c.Spec.Network.PublicAPIServer {
 		k.Endpoint, k.EndpointAddress = net.JoinHostPort(c.EndpointName(), port), host
 		k.CertSANs = []string{c.EndpointName(), host}
+	}
+	if r := c.Spec.AgentRegistry; r != nil {
+		creds, err := c.Client.RegistryCredentials(ctx, r.IdentityID)
+		if err != nil {
+			return k, fmt.Errorf("the Linux agents' kubelet identity: %w", err)
+		}
+		k.Registry = &kubeadmboot.Registry{Credentials: *creds, ProviderURL: ACRCredentialProviderURL(r.ProviderVersion)}
 	}
 	if c.Spec.CloudProvider == nil {
 		return k, nil

@@ -257,6 +257,7 @@ func (c *Cluster) agentScaleSetBody(capacity int, linux *armcompute.LinuxConfigu
 	if z := c.Spec.Agents.Zones; len(z) > 0 {
 		ss.Zones = to.SliceOfPtrs(z...)
 	}
+	ss.Identity = c.agents().identity()
 	return ss
 }
 
@@ -264,8 +265,17 @@ func (c *Cluster) agentScaleSetBody(capacity int, linux *armcompute.LinuxConfigu
 func (c *Cluster) agents() *ScaleSet {
 	return &ScaleSet{
 		Client: c.Client, Name: c.scaleSetName(), Pool: c.scaleSetName(), ComputerNamePrefix: c.AgentNamePrefix(),
-		Machines: Machines{ResourceGroup: c.Spec.ResourceGroup, Location: c.Spec.Location, VMSize: c.Spec.Agents.VMSize, SubnetID: c.AgentSubnetID()},
+		Machines: Machines{ResourceGroup: c.Spec.ResourceGroup, Location: c.Spec.Location, VMSize: c.Spec.Agents.VMSize, SubnetID: c.AgentSubnetID(),
+			KubeletIdentityID: c.agentIdentityID()},
 	}
+}
+
+// agentIdentityID is the user-assigned identity the agents carry, "" for none.
+func (c *Cluster) agentIdentityID() string {
+	if c.Spec.AgentRegistry == nil {
+		return ""
+	}
+	return c.Spec.AgentRegistry.IdentityID
 }
 
 // agentScaleSet is the Linux agents' scale set, with capacity machines and user data (on create).

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -81,11 +80,7 @@ var (
 	pathAzure       = path.Root("azure")
 	scaleSetNameRE  = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,62}[A-Za-z0-9_])?$`)
 	adminUsernameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,19}$`)
-	// userAssignedIdentityRE is a user-assigned identity's resource ID; ARM matches the segment
-	// names case-insensitively.
-	userAssignedIdentityRE = regexp.MustCompile(`(?i)^/subscriptions/[0-9a-f-]{36}/resourceGroups/[^/]+/providers/` +
-		`Microsoft\.ManagedIdentity/userAssignedIdentities/[^/]+$`)
-	reservedAdmins = []string{"administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1", "1", "123", "a", "actuser",
+	reservedAdmins  = []string{"administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1", "1", "123", "a", "actuser",
 		"adm", "admin2", "aspnet", "backup", "console", "david", "guest", "john", "owner", "root", "server", "sql", "support", "support_388945a0",
 		"sys", "test2", "test3", "user4", "user5"}
 	backendReplaceIf = []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(backendChanged, "Moving a pool to another backend replaces it.", "")}
@@ -239,23 +234,11 @@ func azurePoolBlock() schema.Block {
 				Description: "Tags of the scale set (besides kubewin's `" + azure.TagPool + "` and `" + azure.TagManagedBy + "`). A change " +
 					"takes effect in place: the scale set's tags are replaced, no node changes.",
 			},
-			"kubelet_identity_id": schema.StringAttribute{
-				Optional: true,
-				Validators: []validator.String{stringvalidator.RegexMatches(userAssignedIdentityRE,
-					"must be a user-assigned managed identity's resource ID: /subscriptions/<id>/resourceGroups/<group>/providers/"+
-						"Microsoft.ManagedIdentity/userAssignedIdentities/<name>")},
-				Description: "Resource ID of a user-assigned managed identity (e.g. `azurerm_user_assigned_identity`'s `id`) the pool's machines " +
-					"carry, as which their kubelets pull images from Azure Container Registry through cloud-provider-azure's " +
-					"acr-credential-provider: pods need no image pull secret. Give the identity the `AcrPull` role on the registries " +
-					"(`azurerm_role_assignment`); the provider's credential needs the Managed Identity Operator role on it (or Contributor) to " +
-					"assign it, which the plan checks. The image " +
-					"must carry the credential provider (the `kubewin-release` data source's `acr_credential_provider_version`, tag `" +
-					azureimage.TagACRCredentialProvider + "`), which the plan checks, and the plan reads the identity. Registries in " +
-					"Azure's public, government and China clouds are matched (`*.azurecr.io`, `*.azurecr.us`, `*.azurecr.cn`, `*.azurecr.de`). " +
-					"The scale set carries this identity alone: other user-assigned identities put on it are taken off by the pool's next scale-out or " +
-					"replacement (a system-assigned one is kept). Removing the attribute replaces the nodes, which then pull without it, and takes " +
-					"the identity off the scale set." + surgeNote,
-			},
+			"kubelet_identity_id": kubeletIdentityAttribute("the pool's machines", "The image must carry the credential provider (the "+
+				"`kubewin-release` data source's `acr_credential_provider_version`, tag `"+azureimage.TagACRCredentialProvider+"`), which the "+
+				"plan checks. The scale set carries this identity alone: other user-assigned identities put on it are taken off by the pool's "+
+				"next scale-out or replacement (a system-assigned one is kept). Removing the attribute replaces the nodes, which then pull "+
+				"without it, and takes the identity off the scale set."+surgeNote),
 			"scale_set_id": schema.StringAttribute{
 				Computed:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
@@ -673,8 +656,7 @@ func (a *azurePoolModel) image(ctx context.Context, data *providerData, m *nodeP
 
 // checkKubeletIdentity checks, when the pool's kubelets pull from Azure Container Registry as
 // an identity, that the image carries the credential provider, that the identity exists and
-// that the provider's credential may assign it (Azure refuses the scale set otherwise:
-// LinkedAuthorizationFailed).
+// that the provider's credential may assign it.
 func (a *azurePoolModel) checkKubeletIdentity(ctx context.Context, data *providerData, manifest *v1alpha1.ImageManifest) diag.Diagnostics {
 	var diags diag.Diagnostics
 	at := pathAzure.AtName("kubelet_identity_id")
@@ -689,46 +671,7 @@ func (a *azurePoolModel) checkKubeletIdentity(ctx context.Context, data *provide
 			a.ImageID.ValueString(), azureimage.TagACRCredentialProvider))
 		return diags
 	}
-	if _, diags = a.registryCredentials(ctx, data); diags.HasError() {
-		return diags
-	}
-	c, err := data.azure(ctx)
-	if err != nil {
-		diags.AddAttributeError(pathAzure, "Cannot Reach Azure", err.Error())
-		return diags
-	}
-	id, _ := arm.ParseResourceID(a.KubeletIdentityID.ValueString()) // read above: a valid ID
-	const assign = "Microsoft.ManagedIdentity/userAssignedIdentities/assign/action"
-	missing, scope, err := c.MissingActions(ctx, id.SubscriptionID, id.ResourceGroupName, assign)
-	switch {
-	case err != nil:
-		diags.AddAttributeWarning(at, "Permissions Not Checked", err.Error())
-	case len(missing) > 0:
-		diags.AddAttributeError(at, "Cannot Assign the Kubelet Identity", fmt.Sprintf("The provider's credential may not perform %s at %s, "+
-			"which making the pool's scale set carry the identity needs (Azure refuses it with LinkedAuthorizationFailed). Give the "+
-			"credential the Managed Identity Operator role on the identity (or a role that allows the action, such as Contributor), or "+
-			"remove kubelet_identity_id.", assign, scope))
-	}
-	return diags
-}
-
-// registryCredentials reads the kubelet identity: how the pool's kubelets authenticate to Azure
-// Container Registry.
-func (a *azurePoolModel) registryCredentials(ctx context.Context, data *providerData) (*v1alpha1.AzureContainerRegistry, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	c, err := data.azure(ctx)
-	if err != nil {
-		diags.AddAttributeError(pathAzure, "Cannot Reach Azure", err.Error())
-		return nil, diags
-	}
-	creds, err := c.RegistryCredentials(ctx, a.KubeletIdentityID.ValueString())
-	if err != nil {
-		diags.AddAttributeError(pathAzure.AtName("kubelet_identity_id"), "Cannot Read the Kubelet Identity", fmt.Sprintf(
-			"%s.\n\nCreate the identity first (azurerm_user_assigned_identity, referenced by its id so that Terraform orders the two), "+
-				"and make sure the provider's credentials may read it.", err))
-		return nil, diags
-	}
-	return creds, diags
+	return checkKubeletIdentity(ctx, data, at, a.KubeletIdentityID.ValueString())
 }
 
 // checkNestedVirtualization checks, for an image baked with Hyper-V isolation, that Azure

@@ -67,11 +67,12 @@ type controlPlanesModel struct {
 }
 
 type linuxPoolModel struct {
-	NodeCount    types.Int64  `tfsdk:"node_count"`
-	VMSize       types.String `tfsdk:"vm_size"`
-	ImageID      types.String `tfsdk:"image_id"`
-	Zones        types.List   `tfsdk:"zones"`
-	OSDiskSizeGB types.Int64  `tfsdk:"os_disk_size_gb"`
+	NodeCount         types.Int64  `tfsdk:"node_count"`
+	VMSize            types.String `tfsdk:"vm_size"`
+	ImageID           types.String `tfsdk:"image_id"`
+	Zones             types.List   `tfsdk:"zones"`
+	OSDiskSizeGB      types.Int64  `tfsdk:"os_disk_size_gb"`
+	KubeletIdentityID types.String `tfsdk:"kubelet_identity_id"`
 }
 
 // Defaults of an azure cluster.
@@ -88,7 +89,7 @@ var (
 	controlPlanesAttrTypes = map[string]attr.Type{"count": types.Int64Type, "vm_size": types.StringType, "image_id": types.StringType,
 		"zones": types.ListType{ElemType: types.StringType}, "os_disk_size_gb": types.Int64Type}
 	linuxPoolAttrType = map[string]attr.Type{"node_count": types.Int64Type, "vm_size": types.StringType, "image_id": types.StringType,
-		"zones": types.ListType{ElemType: types.StringType}, "os_disk_size_gb": types.Int64Type}
+		"zones": types.ListType{ElemType: types.StringType}, "os_disk_size_gb": types.Int64Type, "kubelet_identity_id": types.StringType}
 	dnsLabelRE = regexp.MustCompile(`^[a-z][a-z0-9-]{1,61}[a-z0-9]$`)
 )
 
@@ -125,11 +126,23 @@ func clusterAzureBlock(context.Context) schema.Block {
 		}
 	}
 	machinesDefault := func(attrTypes map[string]attr.Type, countName string, count int64) defaults.Object {
-		return objectdefault.StaticValue(types.ObjectValueMust(attrTypes, map[string]attr.Value{
+		values := map[string]attr.Value{
 			countName: types.Int64Value(count), "vm_size": types.StringValue(defaultVMSize), "image_id": types.StringNull(),
 			"zones": types.ListNull(types.StringType), "os_disk_size_gb": types.Int64Null(),
-		}))
+		}
+		if _, ok := attrTypes["kubelet_identity_id"]; ok {
+			values["kubelet_identity_id"] = types.StringNull()
+		}
+		return objectdefault.StaticValue(types.ObjectValueMust(attrTypes, values))
 	}
+	linuxPool := machine("node_count", fmt.Sprintf("Number of Linux agents; it changes in place (new ones join with a fresh bootstrap token; "+
+		"removed ones are drained first). Default `%d`.", defaultLinuxNodes),
+		"the agents' scale set spans them, and Azure spreads its instances across them (best effort).", defaultLinuxNodes,
+		[]validator.Int64{int64validator.Between(1, 100)})
+	linuxPool["kubelet_identity_id"] = kubeletIdentityAttribute("the Linux agents", "At boot the agents download the "+
+		"credential provider of `cloud_provider.version`'s cloud-provider-azure release (or of kubewin's pin for the Kubernetes minor "+
+		"when the cloud provider is off), `azure-acr-credential-provider-linux-<arch>` from its GitHub release, unless the image has it at "+
+		"`/var/lib/kubelet/credential-provider/acr-credential-provider`. It cannot change once the cluster exists.")
 	return schema.SingleNestedBlock{
 		Description: "The cluster is made in Azure, with the provider's `azure` credentials, as acs-engine made it from an api model " +
 			"(`provider::kubewin::acs_apimodel` reads one): a virtual network with a subnet for the control planes and one for the agents " +
@@ -256,10 +269,7 @@ func clusterAzureBlock(context.Context) schema.Block {
 				Computed:    true,
 				Default:     machinesDefault(linuxPoolAttrType, "node_count", defaultLinuxNodes),
 				Description: "The Linux agents, a scale set: CoreDNS and kube-proxy's Linux pods (and other Linux-only system pods) run there.",
-				Attributes: machine("node_count", fmt.Sprintf("Number of Linux agents; it changes in place (new ones join with a fresh bootstrap token; "+
-					"removed ones are drained first). Default `%d`.", defaultLinuxNodes),
-					"the agents' scale set spans them, and Azure spreads its instances across them (best effort).", defaultLinuxNodes,
-					[]validator.Int64{int64validator.Between(1, 100)}),
+				Attributes:  linuxPool,
 			},
 			"cloud_provider": cloudProviderAttribute(),
 			"storage":        storageAttribute(),
@@ -374,6 +384,9 @@ func (*clusterAzureModel) modifyPlan(ctx context.Context, data *providerData, re
 			if !diags.HasError() {
 				diags.Append(checkClusterPermissions(ctx, data, plan.Azure)...)
 			}
+			if !diags.HasError() {
+				diags.Append(checkAgentKubeletIdentity(ctx, data, plan.Azure)...)
+			}
 		}
 		return diags
 	}
@@ -454,6 +467,7 @@ func (*clusterAzureModel) modifyPlan(ctx context.Context, data *providerData, re
 		{pool.AtName("image_id"), "azure.linux_pool.image_id", sl.ImageID, pl.ImageID},
 		{pool.AtName("zones"), "azure.linux_pool.zones", sl.Zones, pl.Zones},
 		{pool.AtName("os_disk_size_gb"), "azure.linux_pool.os_disk_size_gb", sl.OSDiskSizeGB, pl.OSDiskSizeGB},
+		{pool.AtName("kubelet_identity_id"), "azure.linux_pool.kubelet_identity_id", sl.KubeletIdentityID, pl.KubeletIdentityID},
 	} {
 		if !same(f.old, f.new) {
 			refuse(f.at, f.name, valueText(f.old), valueText(f.new))
@@ -543,6 +557,19 @@ func (a *clusterAzureModel) cluster(ctx context.Context, data *providerData, m *
 		APIServerSourcePrefixes: ranges,
 		CloudProvider:           cloudProvider,
 		Storage:                 storage,
+	}
+	if !lp.KubeletIdentityID.IsNull() {
+		version := pinnedCloudProviderVersion(m.KubernetesVersion).ValueString()
+		if cloudProvider != nil {
+			version = cloudProvider.Version
+		}
+		if version == "" {
+			diags.AddAttributeError(pathCloudProvider.AtName("version"), "No Credential Provider Release", fmt.Sprintf("kubewin pins no "+
+				"cloud-provider-azure release for Kubernetes %s, whose acr-credential-provider the Linux agents would run. Set "+
+				"azure.cloud_provider.version to a release of that minor.", m.KubernetesVersion.ValueString()))
+			return azure.ClusterBackend{}, diags
+		}
+		spec.AgentRegistry = &azure.AgentRegistrySpec{IdentityID: lp.KubeletIdentityID.ValueString(), ProviderVersion: version}
 	}
 	// Existing subnets: configured (before the cluster exists) or recorded by an empty vnet_id.
 	configured := a.VNetID.IsUnknown() && !a.ControlPlaneSubnetID.IsUnknown() && !a.ControlPlaneSubnetID.IsNull()
@@ -736,6 +763,17 @@ func (a *clusterAzureModel) delete(ctx context.Context, data *providerData, m *c
 	}
 	data.forgetAzureAccess(m.ID.ValueString())
 	return diags
+}
+
+// checkAgentKubeletIdentity checks, before a new cluster is made, the Linux agents' kubelet
+// identity: that it exists and that the provider's credential may assign it.
+func checkAgentKubeletIdentity(ctx context.Context, data *providerData, a *clusterAzureModel) diag.Diagnostics {
+	var lp linuxPoolModel
+	diags := a.LinuxPool.As(ctx, &lp, objectAsOptions)
+	if diags.HasError() || lp.KubeletIdentityID.IsNull() || lp.KubeletIdentityID.IsUnknown() {
+		return diags
+	}
+	return checkKubeletIdentity(ctx, data, pathClusterAzure.AtName("linux_pool").AtName("kubelet_identity_id"), lp.KubeletIdentityID.ValueString())
 }
 
 // checkClusterPermissions checks, before a new cluster is made, that the provider's credential

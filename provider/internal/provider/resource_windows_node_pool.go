@@ -509,7 +509,8 @@ func (r *nodePoolResource) spec(ctx context.Context, m *nodePoolModel, adminPass
 	tmpl, d := nodeConfigTemplate(ctx, m, img.manifest, facts)
 	diags.Append(d...)
 	if a := m.Azure; a != nil && !a.KubeletIdentityID.IsNull() {
-		tmpl.Kubelet.AzureContainerRegistry, d = a.registryCredentials(ctx, r.data)
+		at := pathAzure.AtName("kubelet_identity_id")
+		tmpl.Kubelet.AzureContainerRegistry, d = readKubeletIdentity(ctx, r.data, at, a.KubeletIdentityID.ValueString())
 		diags.Append(d...)
 	}
 	ttl, _ := time.ParseDuration(m.TokenTTL.ValueString())

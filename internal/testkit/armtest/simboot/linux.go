@@ -54,9 +54,12 @@ import (
 //     the token and the CA pin, the download of the shared certificates with the certificate key,
 //     its own certificates and kubeconfigs. It runs no processes: the simulated cluster's control
 //     plane is the first one's.
+//   - the programs the script downloads (kubeadmboot.DownloadsPath) are written as stand-ins,
+//     marked simulated, once the machine's connection to the Internet would be carried;
 //   - a worker runs `kubeadm join` (discovery, kubelet configuration and bootstrap kubeconfig)
 //     without its preflight checks and without its wait for the kubelet; a SIMULATED kubelet
-//     (internal/simkubelet) then does the kubelet's TLS bootstrap with that kubeconfig and keeps
+//     (internal/simkubelet), which refuses an image credential provider the kubelet would not
+//     load, then does the kubelet's TLS bootstrap with that kubeconfig and keeps
 //     its Node Ready, marked simulated; it runs no containers.
 //
 //
@@ -185,6 +188,9 @@ func (b *Booter) bootRole(ctx context.Context, m *linuxMachine, in armtest.Insta
 	if err := reachable(in); err != nil {
 		return "packages", err
 	}
+	if err := m.download(in, doc); err != nil {
+		return "packages", err
+	}
 	endpoint, err := kubeadmboot.EndpointOf([]byte(doc.Files[kubeadmboot.ConfigPath].Content))
 	if err != nil {
 		return "kubeadm", err
@@ -236,6 +242,31 @@ func reachable(in armtest.Instance) error {
 	}
 	if err := reach(in, armtest.PackageMirror); err != nil {
 		return fmt.Errorf("apt-get update: could not connect to the package mirrors (%s has no kubeadm): %w", in.ImageID, err)
+	}
+	return nil
+}
+
+// download does what the bootstrap script's packages phase does with the programs it lists
+// (kubeadmboot.DownloadsPath): one the machine lacks is fetched from its URL, which needs the
+// Internet (armtest.PackageMirror stands for it). The simulated machine fetches nothing: once
+// the connection would be carried it writes a stand-in, marked simulated, at the program's path.
+func (m *linuxMachine) download(in armtest.Instance, doc *kubeadmboot.Document) error {
+	downloads, err := doc.Downloads()
+	if err != nil {
+		return err
+	}
+	for _, d := range downloads {
+		if _, err := m.machine.ReadFile(d.Path); err == nil {
+			continue // the image has it
+		}
+		u := strings.ReplaceAll(d.URL, kubeadmboot.ArchPlaceholder, "amd64")
+		if err := reach(in, armtest.PackageMirror); err != nil {
+			return fmt.Errorf("curl %s: could not connect: %w", u, err)
+		}
+		m.serial("armtest: SIMULATED download of %s to %s: a stand-in is written (the test server has no Internet)", u, d.Path)
+		if err := m.machine.WriteFile(d.Path, []byte("#!/bin/sh\n# SIMULATED download of "+u+"\nexit 1\n"), 0o755); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -500,8 +531,15 @@ func (b *Booter) startKubelet(ctx context.Context, m *linuxMachine, in armtest.I
 	if err != nil {
 		return fmt.Errorf("kubelet flags: %w", err)
 	}
-	external := slices.Contains(strings.Fields(strings.Trim(strings.TrimSpace(strings.TrimPrefix(string(flags), "KUBELET_KUBEADM_ARGS=")), `"`)),
-		"--cloud-provider=external")
+	args := strings.Fields(strings.Trim(strings.TrimSpace(strings.TrimPrefix(string(flags), "KUBELET_KUBEADM_ARGS=")), `"`))
+	external := slices.Contains(args, "--cloud-provider=external")
+	// The kubelet refuses to start on a credential provider it cannot load.
+	credentialConfig, credentialBinDir := flagValue(args, "image-credential-provider-config"), flagValue(args, "image-credential-provider-bin-dir")
+	if credentialConfig != "" || credentialBinDir != "" {
+		if err := simkubelet.CheckCredentialProviders("linux", credentialConfig, credentialBinDir, m.machine.ReadFile); err != nil {
+			return fmt.Errorf("kubelet: %w", err)
+		}
+	}
 	k := &simkubelet.Kubelet{
 		Client: client, NodeIP: in.PrivateIP, MaxPods: 110, Out: serialWriter{m},
 		ExternalCloudProvider: external, Config: cfg, MetadataEndpoint: in.MetadataEndpoint, Sandbox: simkubelet.LinuxContainerd(),
@@ -525,6 +563,16 @@ func (b *Booter) startKubelet(ctx context.Context, m *linuxMachine, in armtest.I
 		}
 	}()
 	return nil
+}
+
+// flagValue is the value of --name=value in args, "" without it.
+func flagValue(args []string, name string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // shutdownLinux stops what the machine runs and removes it.
