@@ -23,12 +23,7 @@ import (
 // deleted with it at the end.
 func TestAccAzureTargetFromEnvironment(t *testing.T) {
 	testServerOnly(t)
-	for _, kv := range armServer.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		if k != "SSL_CERT_FILE" {
-			t.Setenv(k, v)
-		}
-	}
+	setTestServerEnv(t)
 	t.Setenv(azureacc.EnvLocation, armServer.Location())
 	t.Setenv(azureacc.EnvRun, "fake-env")
 	tg, err := azureacc.FromEnv(context.Background())

@@ -95,12 +95,7 @@ func accTarget(t *testing.T) *azureacc.Target {
 	if subscriptionTarget != nil {
 		return subscriptionTarget
 	}
-	for _, kv := range armServer.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		if k != "SSL_CERT_FILE" {
-			t.Setenv(k, v)
-		}
-	}
+	setTestServerEnv(t)
 	tg, err := serverTarget()
 	if err != nil {
 		t.Fatal(err)
@@ -149,17 +144,24 @@ type azureFixture struct {
 	imageA, imageB                string
 }
 
-// newAzureFixture seeds the server for a test and points the provider (running in this
-// process) at it through ARM_* variables, as azurerm reads them.
-func newAzureFixture(t *testing.T, state string) *azureFixture {
+// setTestServerEnv points the provider (running in this process) at the test server through
+// ARM_* variables, as azurerm reads them; the process already trusts the server's CA.
+func setTestServerEnv(t testing.TB) {
 	t.Helper()
-	testServerOnly(t)
 	for _, kv := range armServer.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		if k != "SSL_CERT_FILE" {
 			t.Setenv(k, v)
 		}
 	}
+}
+
+// newAzureFixture seeds the server for a test and points the provider (running in this
+// process) at it through ARM_* variables, as azurerm reads them.
+func newAzureFixture(t *testing.T, state string) *azureFixture {
+	t.Helper()
+	testServerOnly(t)
+	setTestServerEnv(t)
 	return newAzureFixtureTB(t, state)
 }
 

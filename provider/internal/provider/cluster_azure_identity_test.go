@@ -29,12 +29,7 @@ import (
 func TestAccClusterAzure_agentKubeletIdentity(t *testing.T) {
 	testServerOnly(t)
 	_, provider := testAccLocal(t)
-	for _, kv := range armServer.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		if k != "SSL_CERT_FILE" {
-			t.Setenv(k, v)
-		}
-	}
+	setTestServerEnv(t)
 	group := fmt.Sprintf("kubewin-cluster-%d", azureSeq.Add(1))
 	armServer.AddResourceGroup(group)
 	cred, opts := azureClient(t).ARM()

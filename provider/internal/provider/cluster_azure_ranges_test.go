@@ -3,7 +3,6 @@ package provider
 import (
 	"fmt"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -14,12 +13,7 @@ import (
 func TestAccClusterAzure_authorizedRangesExistingSubnets(t *testing.T) {
 	testServerOnly(t)
 	_, provider := testAccLocal(t)
-	for _, kv := range armServer.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		if k != "SSL_CERT_FILE" {
-			t.Setenv(k, v)
-		}
-	}
+	setTestServerEnv(t)
 	vnet := armServer.ResourceGroupID("kubewin-ranges") + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/"
 	config := azureClusterConfig(provider, clusterVersion(t), armServer.Location(), "kubewin-ranges", fmt.Sprintf(`    master_subnet_id = %q
     agent_subnet_id  = %q
