@@ -83,7 +83,7 @@ func Objects(c Config) ([]runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []runtime.Object{
+	return append([]runtime.Object{
 		kubeobjects.ServiceAccount(CloudControllerManager), kubeobjects.ServiceAccount(CloudNodeManager),
 		kubeobjects.ClusterRole("system:"+CloudControllerManager, controllerManagerRules),
 		kubeobjects.ClusterRole("system:"+CloudNodeManager, nodeManagerRules),
@@ -98,7 +98,7 @@ func Objects(c Config) ([]runtime.Object, error) {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: CloudControllerManager, Namespace: Namespace}},
 		},
 		controllerManager(c), linuxNodeManager(c), kubeconfig, windowsNodeManager(c),
-	}, nil
+	}, servicePolicyObjects()...), nil
 }
 
 // controllerManagerRules are what cloud-controller-manager's controllers (service, route,

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -199,6 +200,10 @@ func request(cs kubernetes.Interface, o runtime.Object, verb func(rest.Interface
 		c, resource = cs.StorageV1().RESTClient(), "csidrivers"
 	case *storagev1.StorageClass:
 		c, resource = cs.StorageV1().RESTClient(), "storageclasses"
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		c, resource = cs.AdmissionregistrationV1().RESTClient(), "validatingadmissionpolicies"
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		c, resource = cs.AdmissionregistrationV1().RESTClient(), "validatingadmissionpolicybindings"
 	default:
 		return nil, fmt.Errorf("kubeobjects: no resource for %T", o)
 	}
