@@ -77,6 +77,20 @@ func MustBinary(t testing.TB, name string) string {
 	return p
 }
 
+// AdminClient is a cluster-admin client of the control plane.
+func AdminClient(t testing.TB, cp *controlplane.ControlPlane) kubernetes.Interface {
+	t.Helper()
+	cfg, err := cp.AdminRESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
 // Main runs a test package's tests against one real control plane, which it stores in *cp, and
 // returns the exit code for os.Exit. When a test fails it prints the tail of every component's
 // log. Use it from TestMain.

@@ -12,7 +12,6 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
@@ -52,14 +51,7 @@ func TestVersions(t *testing.T) {
 func TestObjectsApplyAndAuthorize(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg, err := cp.AdminRESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := testenv.AdminClient(t, cp)
 	v, err := ForMinor(kubeversion.NewestMinor)
 	if err != nil {
 		t.Fatal(err)

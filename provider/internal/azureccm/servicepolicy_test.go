@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubewin/kubewin/internal/kubeversion"
+	"github.com/kubewin/kubewin/internal/testkit/testenv"
 )
 
 // The Service policy, applied to a real API server: LoadBalancer Services with annotation values
@@ -23,14 +23,7 @@ import (
 func TestServicePolicy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg, err := cp.AdminRESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := testenv.AdminClient(t, cp)
 	services := cs.CoreV1().Services("default")
 	seq := 0
 	create := func(typ corev1.ServiceType, annotations map[string]string, edit func(*corev1.Service)) error {
@@ -65,7 +58,7 @@ func TestServicePolicy(t *testing.T) {
 	}
 
 	// A Service made before the policy, with a value the cloud provider refuses.
-	err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, ServicePolicy, metav1.DeleteOptions{})
+	err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, ServicePolicy, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}

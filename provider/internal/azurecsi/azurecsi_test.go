@@ -34,14 +34,7 @@ const testCA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 // adminClient is a client of the test control plane as its administrator.
 func adminClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	cfg, err := cp.AdminRESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := testenv.AdminClient(t, cp)
 	return cs
 }
 
