@@ -31,14 +31,28 @@ const (
 	annotationIdleTimeout   = "service.beta.kubernetes.io/azure-load-balancer-tcp-idle-timeout"
 	annotationProbeInterval = "service.beta.kubernetes.io/azure-load-balancer-health-probe-interval"
 	annotationProbeCount    = "service.beta.kubernetes.io/azure-load-balancer-health-probe-num-of-probe"
+	annotationAllowedRanges = "service.beta.kubernetes.io/azure-allowed-ip-ranges"
+	annotationSourceRanges  = "service.beta.kubernetes.io/load-balancer-source-ranges"
 )
 
-// annotationCheck is one validation: the annotations whose values it reads (a value that none
-// of them changed on update is let through), the CEL expression that holds for what the cloud
-// provider accepts, and the message's CEL expression.
+// annotationCheck is one validation: the annotations whose values it reads and, in CEL, what
+// else it reads changed (a Service none of them changed on update is let through), the CEL
+// expression that holds for what the cloud provider accepts, and the message's CEL expression.
 type annotationCheck struct {
-	reads         []string
-	valid, reason string
+	reads                       []string
+	otherChanged, valid, reason string
+}
+
+// validPrefix holds for a CIDR the cloud provider reads as a source range: trimmed, parsed by
+// netip.ParsePrefix and masked (pkg/util/iputil/prefix.go:38-48 ParsePrefix). Kubernetes' CEL
+// isCIDR parses with netip.ParsePrefix too, refusing IPv4-mapped IPv6 and zones.
+func validPrefix(e string) string {
+	return fmt.Sprintf("isCIDR(%s.trim()) && cidr(%s.trim()).masked() == cidr(%s.trim())", e, e, e)
+}
+
+// sourceRangesExpression is spec.loadBalancerSourceRanges of object, or an empty list.
+func sourceRangesExpression(object string) string {
+	return fmt.Sprintf("(has(%s.spec.loadBalancerSourceRanges) ? %s.spec.loadBalancerSourceRanges : [])", object, object)
 }
 
 // value is the CEL expression of an annotation's value, trimmed as the cloud provider trims it
@@ -95,6 +109,19 @@ var annotationChecks = []annotationCheck{
 			`string(variables.probeCount) + ' probes is not below 120: the Azure cloud provider would refuse the Service and make no `+
 			`load balancer for it. Lower either (their defaults are 5 seconds and 2 probes).'`, annotationProbeInterval, annotationProbeCount),
 	},
+	{
+		// pkg/provider/loadbalancer/accesscontrol.go:84-107 and configuration.go:58-118: source
+		// ranges both in the spec and in either annotation (comma-separated), a valid prefix in
+		// each, are refused (ErrSetBothLoadBalancerSourceRangesAndAllowedIPRanges).
+		reads:        []string{annotationAllowedRanges, annotationSourceRanges},
+		otherChanged: fmt.Sprintf("%s != %s", sourceRangesExpression("oldObject"), sourceRangesExpression("object")),
+		valid: fmt.Sprintf("!%s.exists(e, %s) || ![%q, %q].exists(k, k in variables.annotations && "+
+			"variables.annotations[k].trim().split(',').exists(e, %s))", sourceRangesExpression("object"), validPrefix("e"),
+			annotationAllowedRanges, annotationSourceRanges, validPrefix("e")),
+		reason: fmt.Sprintf(`'spec.loadBalancerSourceRanges and annotation %s (or %s) both restrict the sources of the load balancer: `+
+			`the Azure cloud provider refuses a Service with both, and makes no load balancer for it. Keep the ranges in one of them.'`,
+			annotationAllowedRanges, annotationSourceRanges),
+	},
 }
 
 // probedExpression holds when the cloud provider surely makes the Service's health probes from
@@ -118,6 +145,9 @@ func servicePolicyObjects() []runtime.Object {
 	var validations []admissionregistrationv1.Validation
 	for _, c := range annotationChecks {
 		changed := "request.operation != 'UPDATE'"
+		if c.otherChanged != "" {
+			changed += " || " + c.otherChanged
+		}
 		for _, name := range c.reads {
 			changed += fmt.Sprintf(" || !(%q in variables.oldAnnotations) || !(%s) || variables.oldAnnotations[%q] != variables.annotations[%q]",
 				name, isSet(name), name, name)

@@ -86,6 +86,9 @@ func TestServicePolicy(t *testing.T) {
 
 	local := func(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }
 	udp := func(s *corev1.Service) { s.Spec.Ports[0].Protocol = corev1.ProtocolUDP }
+	ranges := func(r ...string) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = r }
+	}
 	for _, tc := range []struct {
 		name        string
 		annotations map[string]string
@@ -116,20 +119,27 @@ func TestServicePolicy(t *testing.T) {
 		{"interval 59 with 2 probes", map[string]string{annotationProbeInterval: "59"}, nil, ""},
 		{"health probe protocol anything", map[string]string{"service.beta.kubernetes.io/azure-load-balancer-health-probe-protocol": "quic"}, nil, ""},
 		{"internal True", map[string]string{"service.beta.kubernetes.io/azure-load-balancer-internal": "True"}, nil, ""},
+		{"source ranges in the spec and allowed ranges", map[string]string{annotationAllowedRanges: "192.168.0.0/16"}, ranges("10.0.0.0/8"),
+			"both restrict the sources"},
+		{"source ranges in the spec and the annotation", map[string]string{annotationSourceRanges: " 10.1.0.0/16 , nonsense"},
+			ranges("10.0.0.0/8"), "both restrict the sources"},
+		{"source ranges in the spec, unmasked allowed ranges", map[string]string{annotationAllowedRanges: "10.0.0.1/8,"}, ranges("10.0.0.0/8"), ""},
+		{"source ranges in the spec only", nil, ranges("10.0.0.0/8", "2001:db8::/32"), ""},
+		{"allowed ranges only", map[string]string{annotationAllowedRanges: "192.168.0.0/16"}, nil, ""},
 	} {
 		err := create(corev1.ServiceTypeLoadBalancer, tc.annotations, tc.edit)
 		switch {
 		case tc.refused == "" && err != nil:
 			t.Errorf("%s: refused: %v", tc.name, err)
 		case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused) ||
-			!strings.Contains(err.Error(), "Write ") && !strings.Contains(err.Error(), "Lower either")):
+			!strings.Contains(err.Error(), "Write ") && !strings.Contains(err.Error(), "Lower either") && !strings.Contains(err.Error(), "Keep the ranges")):
 			t.Errorf("%s: %v, want a refusal saying %q and the fix", tc.name, err, tc.refused)
 		}
 		shape := corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{}}}}
 		if tc.edit != nil {
 			tc.edit(&shape)
 		}
-		if shape.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+		if shape.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal || len(shape.Spec.LoadBalancerSourceRanges) > 0 {
 			continue // only for externally reachable Services
 		}
 		if err := create(corev1.ServiceTypeClusterIP, tc.annotations, tc.edit); err != nil {
