@@ -173,6 +173,63 @@ func TestUserDataRegistry(t *testing.T) {
 	}
 }
 
+// The bootstrap script's download step, run with bash as written (curl and dpkg stand-ins on the
+// PATH): a program the machine lacks is fetched from its URL for the machine's architecture and
+// made executable; one it has is kept.
+func TestScriptDownloads(t *testing.T) {
+	ud, err := UserData(registryCluster, machines[RoleWorker])
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := Parse(ud)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := doc.Files[ScriptPath].Content
+	start, end := strings.Index(script, "arch=$(dpkg"), strings.Index(script, "done <"+DownloadsPath)
+	if start < 0 || end < start {
+		t.Fatalf("the script has no download step:\n%s", script)
+	}
+	dir := t.TempDir()
+	bin, list, program := filepath.Join(dir, "bin"), filepath.Join(dir, "downloads"), filepath.Join(dir, "root", "provider", "acr")
+	calls := filepath.Join(dir, "curl-calls")
+	for name, body := range map[string]string{
+		"dpkg": "#!/bin/sh\necho arm64\n",
+		// curl -fsSL --retry 5 -o FILE URL: writes the URL into FILE and counts its calls.
+		"curl": "#!/bin/sh\nwhile [ $# -gt 2 ]; do shift; done\necho \"$2\" >\"$1\"\necho x >>" + calls + "\n",
+	} {
+		if err := os.MkdirAll(bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(list, []byte(strings.Replace(doc.Files[DownloadsPath].Content,
+		CredentialProviderBinDir+"/"+acrcredential.ProviderName, program, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step := "set -euo pipefail\n" + script[start:end] + "done <" + list + "\n"
+	for range 2 { // the second run finds the program
+		cmd := exec.Command("bash", "-c", step)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":/usr/bin:/bin")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("the download step: %v\n%s\n%s", err, out, step)
+		}
+	}
+	got, err := os.ReadFile(program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.ReplaceAll(registryCluster.Registry.ProviderURL, ArchPlaceholder, "arm64")
+	if info, _ := os.Stat(program); strings.TrimSpace(string(got)) != want || info.Mode().Perm()&0o100 == 0 {
+		t.Errorf("the program holds %q (mode %v), want the download of %s, executable", got, info.Mode(), want)
+	}
+	if n, _ := os.ReadFile(calls); strings.Count(string(n), "x") != 1 {
+		t.Errorf("curl ran %d times for one program over two boots, want 1", strings.Count(string(n), "x"))
+	}
+}
+
 // Behind an internal load balancer every machine maps the endpoint's name in /etc/hosts at every
 // boot: the first control plane to itself, a joining one to the control plane it joins through
 // until it has joined (then to itself, which its bootstrap script sets once kubeadm is done), a

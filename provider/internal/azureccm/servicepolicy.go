@@ -2,6 +2,7 @@ package azureccm
 
 import (
 	"fmt"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,8 +64,8 @@ func value(name string) string { return fmt.Sprintf("variables.annotations[%q].t
 func isSet(name string) string { return fmt.Sprintf("%q in variables.annotations", name) }
 
 // wholeNumber holds for a value strconv.ParseInt(v, 10, 32) reads (an optional sign, decimal
-// digits; nine at most here, which every bound below is within).
-func wholeNumber(v string) string { return v + ".matches('^[+-]?[0-9]{1,9}$')" }
+// digits, leading zeros; nine digits at most after them here, which every bound below is within).
+func wholeNumber(v string) string { return v + ".matches('^[+-]?0*[0-9]{1,9}$')" }
 
 // message is a refusal's CEL message: the annotation, its value, what the cloud provider
 // accepts, and the fix.
@@ -87,14 +88,16 @@ var annotationChecks = []annotationCheck{
 	},
 	{
 		// pkg/provider/azure_loadbalancer_healthprobe.go:227-251: at least 5 (seconds).
-		reads: []string{annotationProbeInterval},
+		reads:        []string{annotationProbeInterval},
+		otherChanged: "!variables.oldProbed",
 		valid: fmt.Sprintf("!variables.probed || !(%s) || (%s && int(%s) >= 5)", isSet(annotationProbeInterval),
 			wholeNumber(value(annotationProbeInterval)), value(annotationProbeInterval)),
 		reason: message(annotationProbeInterval, "a whole number of seconds, 5 or more"),
 	},
 	{
 		// azure_loadbalancer_healthprobe.go:256-280: at least 2.
-		reads: []string{annotationProbeCount},
+		reads:        []string{annotationProbeCount},
+		otherChanged: "!variables.oldProbed",
 		valid: fmt.Sprintf("!variables.probed || !(%s) || (%s && int(%s) >= 2)", isSet(annotationProbeCount),
 			wholeNumber(value(annotationProbeCount)), value(annotationProbeCount)),
 		reason: message(annotationProbeCount, "a whole number, 2 or more"),
@@ -103,8 +106,9 @@ var annotationChecks = []annotationCheck{
 		// azure_loadbalancer_healthprobe.go:217-220: interval × number of probes below 120,
 		// with the defaults 5 and 2 (pkg/consts/consts.go HealthProbeDefault*). The cloud
 		// provider multiplies in 32 bits, so products that wrap pass it; Azure refuses them.
-		reads: []string{annotationProbeInterval, annotationProbeCount},
-		valid: "!variables.probed || !variables.probeNumbers || variables.probeInterval * variables.probeCount < 120",
+		reads:        []string{annotationProbeInterval, annotationProbeCount},
+		otherChanged: "!variables.oldProbed",
+		valid:        "!variables.probed || !variables.probeNumbers || variables.probeInterval * variables.probeCount < 120",
 		reason: fmt.Sprintf(`'annotations %s and %s: ' + string(variables.probeInterval) + ' seconds times ' + `+
 			`string(variables.probeCount) + ' probes is not below 120: the Azure cloud provider would refuse the Service and make no `+
 			`load balancer for it. Lower either (their defaults are 5 seconds and 2 probes).'`, annotationProbeInterval, annotationProbeCount),
@@ -124,18 +128,22 @@ var annotationChecks = []annotationCheck{
 	},
 }
 
-// probedExpression holds when the cloud provider surely makes the Service's health probes from
-// the two probe annotations: always with externalTrafficPolicy Local (its health check node
-// port: azure_loadbalancer.go:3187-3193), else for a TCP port (azure_loadbalancer_healthprobe.go
-// :56-58). Left out, where it may not: a Service with per-port annotations (port_<p>_..., which
-// take precedence or skip the port), one asking for a private link service (which may skip the
-// node port's probe) and one with high-availability ports (whose probe errors are ignored:
+// probedExpression is the CEL expression, over a Service and its annotations, that holds when
+// the cloud provider surely makes the Service's health probes from the two probe annotations:
+// always with externalTrafficPolicy Local (its health check node port:
+// azure_loadbalancer.go:3187-3193), else for a TCP port (azure_loadbalancer_healthprobe.go:56-58).
+// Left out, where it may not: a Service with per-port annotations (port_<p>_..., which take
+// precedence or skip the port), one asking for a private link service (which may skip the node
+// port's probe) and one with high-availability ports (whose probe errors are ignored:
 // azure_loadbalancer.go:3229-3235).
-const probedExpression = `!variables.annotations.exists(k, k.startsWith('service.beta.kubernetes.io/port_')) && ` +
-	`!variables.annotations.exists(k, k in ['service.beta.kubernetes.io/azure-pls-create', ` +
-	`'service.beta.kubernetes.io/azure-load-balancer-enable-high-availability-ports'] && variables.annotations[k].trim().lowerAscii() == 'true') && ` +
-	`((has(object.spec.externalTrafficPolicy) && object.spec.externalTrafficPolicy == 'Local') || ` +
-	`object.spec.ports.exists(p, !has(p.protocol) || p.protocol == 'TCP'))`
+func probedExpression(annotations, object string) string {
+	return strings.NewReplacer("ANNOTATIONS", annotations, "OBJECT", object).Replace(
+		`!ANNOTATIONS.exists(k, k.startsWith('service.beta.kubernetes.io/port_')) && ` +
+			`!ANNOTATIONS.exists(k, k in ['service.beta.kubernetes.io/azure-pls-create', ` +
+			`'service.beta.kubernetes.io/azure-load-balancer-enable-high-availability-ports'] && ANNOTATIONS[k].trim().lowerAscii() == 'true') && ` +
+			`((has(OBJECT.spec.externalTrafficPolicy) && OBJECT.spec.externalTrafficPolicy == 'Local') || ` +
+			`OBJECT.spec.ports.exists(p, !has(p.protocol) || p.protocol == 'TCP'))`)
+}
 
 // servicePolicyObjects are the policy and its binding.
 func servicePolicyObjects() []runtime.Object {
@@ -144,13 +152,15 @@ func servicePolicyObjects() []runtime.Object {
 	}
 	var validations []admissionregistrationv1.Validation
 	for _, c := range annotationChecks {
-		changed := "request.operation != 'UPDATE'"
+		// New to the check: a create, a Service that was not a load balancer of the cloud
+		// provider's, or a change of what the check reads.
+		changed := "request.operation != 'UPDATE' || !variables.wasChecked"
 		if c.otherChanged != "" {
 			changed += " || " + c.otherChanged
 		}
 		for _, name := range c.reads {
-			changed += fmt.Sprintf(" || !(%q in variables.oldAnnotations) || !(%s) || variables.oldAnnotations[%q] != variables.annotations[%q]",
-				name, isSet(name), name, name)
+			changed += fmt.Sprintf(" || (%q in variables.oldAnnotations) != (%s) || (%s && variables.oldAnnotations[%q] != variables.annotations[%q])",
+				name, isSet(name), isSet(name), name, name)
 		}
 		validations = append(validations, admissionregistrationv1.Validation{
 			Expression:        fmt.Sprintf("!(%s) || (%s)", changed, c.valid),
@@ -169,11 +179,16 @@ func servicePolicyObjects() []runtime.Object {
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
 				},
 			}}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "load-balancer", Expression: `object.spec.type == 'LoadBalancer'`}},
+			// The cloud provider's service controller leaves Services of another load balancer
+			// class alone (k8s.io/cloud-provider controllers/service wantsLoadBalancer).
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "load-balancer",
+				Expression: `object.spec.type == 'LoadBalancer' && !has(object.spec.loadBalancerClass)`}},
 			Variables: []admissionregistrationv1.Variable{
 				{Name: "annotations", Expression: `has(object.metadata.annotations) ? object.metadata.annotations : {}`},
 				{Name: "oldAnnotations", Expression: `oldObject != null && has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}`},
-				{Name: "probed", Expression: probedExpression},
+				{Name: "probed", Expression: probedExpression("variables.annotations", "object")},
+				{Name: "wasChecked", Expression: `oldObject != null && oldObject.spec.type == 'LoadBalancer' && !has(oldObject.spec.loadBalancerClass)`},
+				{Name: "oldProbed", Expression: "variables.wasChecked && (" + probedExpression("variables.oldAnnotations", "oldObject") + ")"},
 				{Name: "probeNumbers", Expression: fmt.Sprintf("(!(%s) || %s) && (!(%s) || %s)",
 					isSet(annotationProbeInterval), wholeNumber(value(annotationProbeInterval)),
 					isSet(annotationProbeCount), wholeNumber(value(annotationProbeCount)))},

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/kubeversion"
 	"github.com/kubewin/kubewin/internal/testkit/testenv"
@@ -57,18 +58,37 @@ func TestServicePolicy(t *testing.T) {
 		}
 	}
 
-	// A Service made before the policy, with a value the cloud provider refuses.
+	// Services made before the policy, with values the cloud provider refuses (or would refuse
+	// once they are load balancers, or probed): each holds a finalizer, as the cloud provider's
+	// load balancer cleanup does.
 	err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, ServicePolicy, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	until(false)
-	old, err := services.Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "before-policy", Annotations: map[string]string{annotationIdleTimeout: "200"}},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
+	const finalizer = "service.kubernetes.io/load-balancer-cleanup"
+	before := map[string]*corev1.Service{}
+	for name, edit := range map[string]func(*corev1.Service){
+		"idle":   func(s *corev1.Service) { s.Annotations = map[string]string{annotationIdleTimeout: "200"} },
+		"probes": func(s *corev1.Service) { s.Annotations = map[string]string{annotationProbeCount: "24"} },
+		"ranges": func(s *corev1.Service) {
+			s.Annotations, s.Spec.LoadBalancerSourceRanges = map[string]string{annotationAllowedRanges: "192.168.0.0/16"}, []string{"10.0.0.0/8"}
+		},
+		"cluster-ip": func(s *corev1.Service) {
+			s.Annotations, s.Spec.Type = map[string]string{annotationIdleTimeout: "200"}, corev1.ServiceTypeClusterIP
+		},
+		"udp": func(s *corev1.Service) {
+			s.Annotations, s.Spec.Ports[0].Protocol = map[string]string{annotationProbeInterval: "4"}, corev1.ProtocolUDP
+		},
+	} {
+		s := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "before-" + name, Finalizers: []string{finalizer}},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}},
+		}
+		edit(s)
+		if before[name], err = services.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	v, err := ForMinor(kubeversion.NewestMinor)
 	if err != nil {
@@ -98,6 +118,9 @@ func TestServicePolicy(t *testing.T) {
 		{"idle timeout 4", map[string]string{annotationIdleTimeout: "4"}, nil, ""},
 		{"idle timeout 100, spaces and sign", map[string]string{annotationIdleTimeout: " +100 "}, nil, ""},
 		{"idle timeout 0030", map[string]string{annotationIdleTimeout: "0030"}, nil, ""},
+		{"idle timeout 0000000030", map[string]string{annotationIdleTimeout: "0000000030"}, nil, ""},
+		{"idle timeout 3, another load balancer class", map[string]string{annotationIdleTimeout: "3"},
+			func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") }, ""},
 		{"idle timeout 3", map[string]string{annotationIdleTimeout: "3"}, nil, `tcp-idle-timeout: "3" is not a whole number of minutes from 4 to 100`},
 		{"idle timeout 101", map[string]string{annotationIdleTimeout: "101"}, nil, `"101" is not a whole number of minutes from 4 to 100`},
 		{"idle timeout 5m", map[string]string{annotationIdleTimeout: "5m"}, nil, `"5m" is not a whole number`},
@@ -139,7 +162,8 @@ func TestServicePolicy(t *testing.T) {
 		if tc.edit != nil {
 			tc.edit(&shape)
 		}
-		if shape.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal || len(shape.Spec.LoadBalancerSourceRanges) > 0 {
+		if shape.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal || len(shape.Spec.LoadBalancerSourceRanges) > 0 ||
+			shape.Spec.LoadBalancerClass != nil {
 			continue // only for externally reachable Services
 		}
 		if err := create(corev1.ServiceTypeClusterIP, tc.annotations, tc.edit); err != nil {
@@ -147,18 +171,51 @@ func TestServicePolicy(t *testing.T) {
 		}
 	}
 
-	// The Service made before the policy: changed and deleted, but not given another refused value.
-	old.Labels = map[string]string{"changed": "yes"}
-	if old, err = services.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
-		t.Errorf("a Service with a value it had before the policy cannot be changed: %v", err)
-	}
-	if old != nil {
-		old.Annotations[annotationIdleTimeout] = "300"
-		if _, err := services.Update(ctx, old, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), `"300"`) {
-			t.Errorf("a Service was given another refused value: %v", err)
+	// The Services made before the policy: a load balancer whose values are what they were
+	// can still be changed and lose its finalizer (and so be deleted)...
+	for _, name := range []string{"idle", "probes", "ranges"} {
+		s := before[name]
+		s.Labels = map[string]string{"changed": "yes"}
+		if s, err = services.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("%s: a Service with the values it had before the policy cannot be changed: %v", name, err)
+			continue
+		}
+		s.Finalizers = nil
+		if _, err = services.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("%s: the cloud provider could not remove its finalizer: %v", name, err)
 		}
 	}
-	if err := services.Delete(ctx, "before-policy", metav1.DeleteOptions{}); err != nil {
-		t.Error(err)
+	// ...but is not given another refused value;
+	idle, err := services.Get(ctx, "before-idle", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle.Annotations[annotationIdleTimeout] = "300"
+	if _, err := services.Update(ctx, idle, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), `"300"`) {
+		t.Errorf("a Service was given another refused value: %v", err)
+	}
+	// a Service the check did not apply to is checked once it does: a ClusterIP Service made a
+	// load balancer, a UDP one given a TCP port.
+	ip := before["cluster-ip"]
+	ip.Spec.Type = corev1.ServiceTypeLoadBalancer
+	if _, err := services.Update(ctx, ip, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), `"200"`) {
+		t.Errorf("a ClusterIP Service with a refused value was made a load balancer: %v", err)
+	}
+	probeless := before["udp"]
+	probeless.Spec.Ports = append(probeless.Spec.Ports, corev1.ServicePort{Name: "tcp", Port: 81, Protocol: corev1.ProtocolTCP})
+	probeless.Spec.Ports[0].Name = "udp"
+	if _, err := services.Update(ctx, probeless, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "5 or more") {
+		t.Errorf("a Service whose probe interval was not read was given a TCP port: %v", err)
+	}
+	for name, s := range before {
+		if s, err := services.Get(ctx, s.Name, metav1.GetOptions{}); err == nil && len(s.Finalizers) > 0 {
+			s.Finalizers = nil
+			if _, err := services.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		if err := services.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
