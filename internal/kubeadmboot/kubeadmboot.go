@@ -286,7 +286,7 @@ func KubeadmConfig(c Cluster, m Machine) ([]byte, error) {
 	if c.ExternalCloudProvider {
 		reg.KubeletExtraArgs = []arg{{Name: "cloud-provider", Value: "external"}}
 	}
-	if c.Registry != nil && m.Role == RoleWorker {
+	if registryOf(c, m) != nil {
 		for _, a := range acrcredential.KubeletArgs(CredentialProviderConfigPath, CredentialProviderBinDir) {
 			name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 			reg.KubeletExtraArgs = append(reg.KubeletExtraArgs, arg{Name: name, Value: value})
@@ -412,10 +412,11 @@ func UserData(c Cluster, m Machine) ([]byte, error) {
 			bootCmd = []string{HostsCommand(host, c.EndpointAddress)}
 		}
 	}
+	downloads := downloadsOf(c, m)
 	var sh bytes.Buffer
 	if err := script.Execute(&sh, map[string]any{
 		"Role": m.Role, "Minor": fmt.Sprintf("%d.%d", v.Major(), v.Minor()), "Version": fmt.Sprintf("%d.%d.%d", v.Major(), v.Minor(), v.Patch()),
-		"Config": ConfigPath, "CNITemplate": CNITemplatePath, "OwnEndpoint": ownEndpoint, "Downloads": downloadsOf(c, m) != nil,
+		"Config": ConfigPath, "CNITemplate": CNITemplatePath, "OwnEndpoint": ownEndpoint, "Downloads": downloads != nil,
 		"DownloadsPath": DownloadsPath, "Arch": ArchPlaceholder,
 	}); err != nil {
 		return nil, err
@@ -433,15 +434,15 @@ func UserData(c Cluster, m Machine) ([]byte, error) {
 		// The script's output goes to the log file and the console, as cloud-init's own does.
 		Output: &outputSpec{All: "| tee -a /var/log/cloud-init-output.log"},
 	}
-	if downloads := downloadsOf(c, m); downloads != nil {
+	if downloads != nil {
 		var list strings.Builder
 		for _, d := range downloads {
 			fmt.Fprintf(&list, "%s %s\n", d.URL, d.Path)
 		}
 		doc.WriteFiles = append(doc.WriteFiles, File{Path: DownloadsPath, Content: list.String(), Permissions: "0644"})
 	}
-	if c.Registry != nil && m.Role == RoleWorker {
-		conf, azure, err := acrcredential.Files(&c.Registry.Credentials, RegistryConfigPath)
+	if r := registryOf(c, m); r != nil {
+		conf, azure, err := acrcredential.Files(&r.Credentials, RegistryConfigPath)
 		if err != nil {
 			return nil, err
 		}
@@ -462,12 +463,22 @@ func UserData(c Cluster, m Machine) ([]byte, error) {
 // Download is a program the bootstrap script downloads when the image lacks it.
 type Download struct{ URL, Path string }
 
-// downloadsOf are the programs the machine's script downloads when the image lacks them.
-func downloadsOf(c Cluster, m Machine) []Download {
-	if c.Registry == nil || m.Role != RoleWorker {
+// registryOf is how the machine's kubelet pulls from Azure Container Registry: the cluster's
+// Registry on a worker, nil on a control plane (which runs no workloads).
+func registryOf(c Cluster, m Machine) *Registry {
+	if m.Role != RoleWorker {
 		return nil
 	}
-	return []Download{{URL: c.Registry.ProviderURL, Path: CredentialProviderBinDir + "/" + acrcredential.ProviderName}}
+	return c.Registry
+}
+
+// downloadsOf are the programs the machine's script downloads when the image lacks them.
+func downloadsOf(c Cluster, m Machine) []Download {
+	r := registryOf(c, m)
+	if r == nil {
+		return nil
+	}
+	return []Download{{URL: r.ProviderURL, Path: CredentialProviderBinDir + "/" + acrcredential.ProviderName}}
 }
 
 // Downloads reads the programs the machine's script downloads when the image lacks them.

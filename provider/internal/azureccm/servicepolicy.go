@@ -67,6 +67,17 @@ func isSet(name string) string { return fmt.Sprintf("%q in variables.annotations
 // digits, leading zeros; nine digits at most after them here, which every bound below is within).
 func wholeNumber(v string) string { return v + ".matches('^[+-]?0*[0-9]{1,9}$')" }
 
+// inRange holds when the Service has no annotation name, or a whole number in it from lo to hi
+// (no upper bound when hi is negative).
+func inRange(name string, lo, hi int) string {
+	v := value(name)
+	bounds := fmt.Sprintf("int(%s) >= %d", v, lo)
+	if hi >= 0 {
+		bounds += fmt.Sprintf(" && int(%s) <= %d", v, hi)
+	}
+	return fmt.Sprintf("!(%s) || (%s && %s)", isSet(name), wholeNumber(v), bounds)
+}
+
 // message is a refusal's CEL message: the annotation, its value, what the cloud provider
 // accepts, and the fix.
 func message(name, accepts string) string {
@@ -81,26 +92,23 @@ var annotationChecks = []annotationCheck{
 	{
 		// pkg/provider/azure_loadbalancer.go:3340-3354 getExpectedLoadBalancingRulePropertiesForPort:
 		// an integer from 4 to 100 (minutes), made for every port's load-balancing rule.
-		reads: []string{annotationIdleTimeout},
-		valid: fmt.Sprintf("!(%s) || (%s && int(%s) >= 4 && int(%s) <= 100)", isSet(annotationIdleTimeout),
-			wholeNumber(value(annotationIdleTimeout)), value(annotationIdleTimeout), value(annotationIdleTimeout)),
+		reads:  []string{annotationIdleTimeout},
+		valid:  inRange(annotationIdleTimeout, 4, 100),
 		reason: message(annotationIdleTimeout, "a whole number of minutes from 4 to 100"),
 	},
 	{
 		// pkg/provider/azure_loadbalancer_healthprobe.go:227-251: at least 5 (seconds).
 		reads:        []string{annotationProbeInterval},
 		otherChanged: "!variables.oldProbed",
-		valid: fmt.Sprintf("!variables.probed || !(%s) || (%s && int(%s) >= 5)", isSet(annotationProbeInterval),
-			wholeNumber(value(annotationProbeInterval)), value(annotationProbeInterval)),
-		reason: message(annotationProbeInterval, "a whole number of seconds, 5 or more"),
+		valid:        "!variables.probed || " + inRange(annotationProbeInterval, 5, -1),
+		reason:       message(annotationProbeInterval, "a whole number of seconds, 5 or more"),
 	},
 	{
 		// azure_loadbalancer_healthprobe.go:256-280: at least 2.
 		reads:        []string{annotationProbeCount},
 		otherChanged: "!variables.oldProbed",
-		valid: fmt.Sprintf("!variables.probed || !(%s) || (%s && int(%s) >= 2)", isSet(annotationProbeCount),
-			wholeNumber(value(annotationProbeCount)), value(annotationProbeCount)),
-		reason: message(annotationProbeCount, "a whole number, 2 or more"),
+		valid:        "!variables.probed || " + inRange(annotationProbeCount, 2, -1),
+		reason:       message(annotationProbeCount, "a whole number, 2 or more"),
 	},
 	{
 		// azure_loadbalancer_healthprobe.go:217-220: interval × number of probes below 120,
