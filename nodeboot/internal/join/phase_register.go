@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/nodecmd"
@@ -29,8 +30,13 @@ type registerData interface {
 // changed by the kubelet, so the Node nodeboot creates must carry them.
 func NodeObject(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, name string) *corev1.Node {
 	labels := map[string]string{
-		corev1.LabelOSStable:         "windows",
-		corev1.LabelArchStable:       "amd64",
+		corev1.LabelOSStable:   "windows",
+		corev1.LabelArchStable: "amd64",
+		// initialNode sets the deprecated beta labels too (kubeletapis.LabelOS, LabelArch);
+		// without them kube-controller-manager's node lifecycle controller adds them in a
+		// write of its own, and a workload selecting them waits for it.
+		kubeletapis.LabelOS:          "windows",
+		kubeletapis.LabelArch:        "amd64",
 		corev1.LabelHostname:         name,
 		corev1.LabelWindowsBuild:     m.WindowsBuild.OSVersion(),
 		"node.kubernetes.io/kubewin": "true",

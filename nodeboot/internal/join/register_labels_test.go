@@ -3,6 +3,9 @@ package join
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
+
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 )
 
@@ -21,5 +24,22 @@ func TestNodeObjectHyperVLabel(t *testing.T) {
 	}
 	if len(c.Node.Labels) != 1 {
 		t.Errorf("the NodeConfig's labels were changed: %v", c.Node.Labels)
+	}
+}
+
+// The Node carries the labels the kubelet's initialNode sets, the deprecated beta OS and
+// architecture labels included (kubernetes pkg/kubelet/kubelet_node_status.go): kube-controller-
+// manager would otherwise add them in a Node write of its own.
+func TestNodeObjectKubeletLabels(t *testing.T) {
+	c := &v1alpha1.NodeConfig{}
+	m := &v1alpha1.ImageManifest{WindowsBuild: v1alpha1.WindowsServer2022}
+	got := NodeObject(c, m, "win0").Labels
+	for k, v := range map[string]string{
+		corev1.LabelHostname: "win0", corev1.LabelOSStable: "windows", corev1.LabelArchStable: "amd64",
+		kubeletapis.LabelOS: "windows", kubeletapis.LabelArch: "amd64",
+	} {
+		if got[k] != v {
+			t.Errorf("label %s = %q, want %q (the kubelet's initialNode sets it)", k, got[k], v)
+		}
 	}
 }

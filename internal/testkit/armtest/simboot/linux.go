@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/kubewin/kubewin/internal/controlplane"
 	"github.com/kubewin/kubewin/internal/kubeadmboot"
@@ -546,6 +547,7 @@ func (b *Booter) startKubelet(ctx context.Context, m *linuxMachine, in armtest.I
 		Note: "a simulated Linux machine of the ARM test server: no containers run on it",
 		Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 			corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+			kubeletapis.LabelOS: "linux", kubeletapis.LabelArch: "amd64", // as the kubelet's initialNode
 		}}},
 		Info: corev1.NodeSystemInfo{
 			OperatingSystem: "linux", Architecture: "amd64", OSImage: "Ubuntu 24.04 LTS (simulated)", KernelVersion: "simulated",

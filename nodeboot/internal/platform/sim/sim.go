@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
@@ -212,6 +213,8 @@ func (p *Platform) kubeletLabels() map[string]string {
 	return map[string]string{
 		corev1.LabelOSStable:     "windows",
 		corev1.LabelArchStable:   "amd64",
+		kubeletapis.LabelOS:      "windows",
+		kubeletapis.LabelArch:    "amd64",
 		corev1.LabelWindowsBuild: v1alpha1.WindowsBuild(p.m.Build).OSVersion(),
 	}
 }
