@@ -64,8 +64,8 @@ type keeper struct {
 	peersFailed bool
 }
 
-// keep runs until ctx ends: a check at once, then on every check interval, on every change
-// of a peer Node, and after a failed repair with back-off.
+// keep runs until ctx ends: a check at once, then on every check interval and after a failed
+// repair with back-off; on every change of a peer Node, an update of the peers.
 func (n *Node) keep(ctx context.Context, vtepMAC string) error {
 	k := &keeper{n: n, vtepMAC: vtepMAC, health: Health{Repairs: map[string]int{}}}
 	var err error
@@ -83,10 +83,10 @@ func (n *Node) keep(ctx context.Context, vtepMAC string) error {
 	interval := n.checkInterval()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	peersDue := true
+	peersDue, full := true, true
 	for {
 		var retry <-chan time.Time
-		if k.pass(ctx, peersDue) {
+		if k.passOf(ctx, full, peersDue) {
 			k.failures = 0
 		} else if ctx.Err() == nil {
 			k.failures++
@@ -97,12 +97,16 @@ func (n *Node) keep(ctx context.Context, vtepMAC string) error {
 			}
 		}
 		// An update of the peers that failed (publishing the VTEP, programming) is due again.
-		peersDue = k.peersFailed
+		peersDue, full = k.peersFailed, true
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-nodesChanged:
-			peersDue = true
+			// A peer changed: the peers are updated, and the rest waits for the next check,
+			// unless a repair is waiting for its retry. A pool's joins change every Node several
+			// times, and on Windows a whole check is a run of HNS, SCM and PowerShell calls on
+			// every node for each change.
+			peersDue, full = true, k.failures > 0
 		case <-retry:
 		case <-tick.C:
 		}
@@ -134,6 +138,15 @@ func (k *keeper) pass(ctx context.Context, peersDue bool) bool {
 	}
 	k.probeDNS(ctx)
 	return k.publishLogged(ctx) && ok
+}
+
+// passOf runs a whole check (full), or updates the peers and publishes the conditions only.
+func (k *keeper) passOf(ctx context.Context, full, peersDue bool) bool {
+	if full || k.nodes == nil {
+		return k.pass(ctx, peersDue)
+	}
+	k.peersFailed = !k.keepPeers(ctx, peersDue, false)
+	return k.publishLogged(ctx) && !k.peersFailed
 }
 
 // publishLogged publishes the conditions, logging a failure unless ctx ended; it reports

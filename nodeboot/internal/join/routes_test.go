@@ -205,3 +205,64 @@ func TestOverlayPeers(t *testing.T) {
 		return !inA && !inB && ra[cidrB] == viaB && rb[cidrA] == viaA
 	})
 }
+
+// A change of a peer Node updates the peers and nothing else: the node's network and services
+// are checked on the check interval, not on each of the Node changes a pool's joins make (on
+// Windows every check is a run of HNS, SCM and PowerShell calls).
+func TestPeerChangeUpdatesPeersOnly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := newNode(t, nodeOpts{mode: v1alpha1.NetworkModeHostGateway})
+	a.CheckInterval = time.Hour // no check falls in the test
+	var running sync.WaitGroup
+	defer running.Wait()
+	defer cancel()
+	running.Go(func() {
+		if err := a.Serve(ctx); err != nil && ctx.Err() == nil {
+			t.Errorf("serve %s: %v\n%s", a.Name, err, a.Out)
+		}
+	})
+	waitReady(t, a.Name)
+	routed := func(cidr string) bool {
+		for _, r := range windowsState(t, a).KubewinRoutes() {
+			if r.Destination.String() == cidr {
+				return true
+			}
+		}
+		return false
+	}
+	// The first check is over once the node's conditions are published.
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(output(t, a), "[conditions]"), nil
+	}); err != nil {
+		t.Fatalf("no conditions published: %v\n%s", err, output(t, a))
+	}
+	mark := simWindows(t, a).Mark()
+	peer := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "peer-of-" + a.Name},
+		Spec:       corev1.NodeSpec{PodCIDR: "10.244.249.0/24", PodCIDRs: []string{"10.244.249.0/24"}},
+	}
+	peer, err := admin(t).CoreV1().Nodes().Create(ctx, peer, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := admin(t).CoreV1().Nodes().Delete(context.Background(), peer.Name, metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	}()
+	peer.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.9.9.7"}}
+	if _, err := admin(t).CoreV1().Nodes().UpdateStatus(ctx, peer, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return routed(peer.Spec.PodCIDR), nil
+	}); err != nil {
+		t.Fatalf("node %s has no route to the new peer: %v", a.Name, err)
+	}
+	for _, op := range simWindows(t, a).Log()[mark:] {
+		if op.Backend == "hns" || op.Backend == "scm" {
+			t.Errorf("a peer's change ran %s %s %s: the network and services wait for the check", op.Backend, op.Call, op.Target)
+		}
+	}
+}
