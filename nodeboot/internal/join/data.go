@@ -26,3 +26,5 @@ func (n *Node) out() io.Writer                    { return n.Out }
 
 // learned is what the phases learned so far, recorded in the state file with their outcomes.
 func (n *Node) learned() *Learned { return &n.state.Data }
+
+func (n *Node) rendered() *renderedPlan { return &n.plan }

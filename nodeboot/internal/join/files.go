@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/nodecmd"
@@ -21,6 +22,17 @@ type renderData interface {
 	nodeName() string
 	learned() *Learned
 	machine() platform.Platform
+	// rendered is where the last plan is kept.
+	rendered() *renderedPlan
+}
+
+// renderedPlan is the last plan rendered and the facts it was rendered from: the phases, the
+// boot and every drift check render the node's files and command lines from the same facts,
+// and a render marshals the kubelet's and kube-proxy's configurations.
+type renderedPlan struct {
+	mu    sync.Mutex
+	facts nodefiles.Facts
+	plan  *nodefiles.Plan
 }
 
 // facts are what the network phase learned about the node, and the machine's memory.
@@ -36,13 +48,26 @@ func facts(d renderData) (nodefiles.Facts, error) {
 	return nodefiles.Facts{NodeName: d.nodeName(), NodeIP: l.NodeIP, NodeSubnet: l.Subnet, PodCIDR: l.PodCIDR, Memory: mem}, nil
 }
 
-// plan renders the node's files and service command lines.
+// plan renders the node's files and service command lines, or returns the last plan when it
+// was rendered from the same facts (the NodeConfig, manifest and paths do not change). The plan
+// is shared: its callers only read it.
 func plan(d renderData) (*nodefiles.Plan, error) {
 	f, err := facts(d)
 	if err != nil {
 		return nil, err
 	}
-	return nodefiles.Render(d.config(), d.manifest(), f, d.paths())
+	r := d.rendered()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.plan != nil && r.facts == f {
+		return r.plan, nil
+	}
+	p, err := nodefiles.Render(d.config(), d.manifest(), f, d.paths())
+	if err != nil {
+		return nil, err
+	}
+	r.facts, r.plan = f, p
+	return p, nil
 }
 
 // writeFiles writes the plan's CNI files (cni=true) or the others.

@@ -67,6 +67,7 @@ type Node struct {
 	nodeClient      kubernetes.Interface
 
 	reporter reporter
+	plan     renderedPlan
 }
 
 // Learned is what the phases learn that later phases, `nodeboot run` and a restarted join need;

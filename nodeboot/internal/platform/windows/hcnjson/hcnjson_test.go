@@ -2,6 +2,7 @@ package hcnjson
 
 import (
 	"bytes"
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/printer"
@@ -80,11 +81,17 @@ func parseDecls(t *testing.T, files []string) decls {
 // exactly so: the same fields, field types and JSON tags, so that these requests marshal to
 // the JSON hcn sends and hcn decodes them without losing a field.
 func TestTwinsOfHcn(t *testing.T) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/Microsoft/hcsshim").Output()
+	// go mod download, not go list -m: a module only Windows builds import is not in a fresh
+	// module cache until something downloads it, and go list -m then names no directory.
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/Microsoft/hcsshim").Output()
 	if err != nil {
 		t.Fatalf("locate hcsshim in the module cache: %v", err)
 	}
-	hcnFiles, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "hcn", "hcn*.go"))
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil {
+		t.Fatalf("go mod download -json: %v: %s", err, out)
+	}
+	hcnFiles, err := filepath.Glob(filepath.Join(mod.Dir, "hcn", "hcn*.go"))
 	if err != nil || len(hcnFiles) == 0 {
 		t.Fatalf("hcn sources: %v %v", hcnFiles, err)
 	}

@@ -333,6 +333,11 @@ func (m *Machine) load() error {
 	if m.cfg.StateFile == "" {
 		return nil
 	}
+	// The state is read again only when another process wrote it since: one stat per call.
+	if info, err := os.Stat(m.cfg.StateFile); err == nil && m.known(info) {
+		m.st = m.onDisk.st
+		return nil
+	}
 	f, err := os.Open(m.cfg.StateFile)
 	if err != nil {
 		return fmt.Errorf("the simulated machine's state: %w", err)
@@ -383,11 +388,15 @@ func (m *Machine) save() error {
 			return nil
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(m.cfg.StateFile), 0o700); err != nil {
-		return err
-	}
 	tmp := m.cfg.StateFile + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	err = os.WriteFile(tmp, b, 0o600)
+	if os.IsNotExist(err) {
+		if err := os.MkdirAll(filepath.Dir(m.cfg.StateFile), 0o700); err != nil {
+			return err
+		}
+		err = os.WriteFile(tmp, b, 0o600)
+	}
+	if err != nil {
 		return err
 	}
 	info, err := os.Stat(tmp) // the file keeps its identity through the rename
