@@ -7,8 +7,11 @@ import (
 	"net/netip"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubewin/kubewin/internal/ipam"
@@ -95,6 +98,10 @@ func nodeAddress(d networkData) (netip.Addr, netip.Prefix, error) {
 	return ip, subnet, nil
 }
 
+// waitPodCIDR waits for the pod CIDR node IPAM assigns the node's Node: one read, then a watch
+// of that Node from the read's version (as the kubelet watches its own Node), not a read every
+// 100 ms — a pool's joins all wait here at once, while the controller assigns their CIDRs. A
+// failed read or watch is tried again after 100 ms until the timeout.
 func waitPodCIDR(ctx context.Context, d networkData) (netip.Prefix, error) {
 	if static := d.config().Node.PodCIDR; static != "" {
 		return ipam.ParsePrefix(static)
@@ -104,21 +111,23 @@ func waitPodCIDR(ctx context.Context, d networkData) (netip.Prefix, error) {
 		return netip.Prefix{}, nodestatus.Errorf(nodestatus.CodeNetworkFailed, "%w", err)
 	}
 	name, timeout := d.nodeName(), d.timeouts().PodCIDR
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var cidr string
 	var readErr error // the last read's failure, retried until the timeout; nil once a read answers
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		node, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return false, nil //nolint:nilerr // the wait's own deadline cut the read short: not the cluster's answer
-		case err != nil:
-			readErr = err
-			return false, nil //nolint:nilerr // a failed read is retried until the timeout; readErr keeps it for the message
+	for cidr == "" && wctx.Err() == nil {
+		var failed error
+		cidr, failed = watchPodCIDR(wctx, c, name, &readErr)
+		if failed != nil {
+			select {
+			case <-wctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		readErr = nil
-		cidr = node.Spec.PodCIDR
-		return cidr != "", nil
-	})
+	}
+	if cidr == "" {
+		err = wctx.Err()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return netip.Prefix{}, ctx.Err()
@@ -134,4 +143,49 @@ func waitPodCIDR(ctx context.Context, d networkData) (netip.Prefix, error) {
 		return netip.Prefix{}, nodestatus.Errorf(nodestatus.CodeNetworkFailed, "pod CIDR %q assigned to the node: %w", cidr, err)
 	}
 	return p, nil
+}
+
+// watchPodCIDR reads the Node and, while it has no pod CIDR, watches it until it has one, the
+// watch ends or ctx ends. It returns the pod CIDR, or the failure of the read or the watch to
+// back off from. readErr keeps the last read's failure (nil once a read answers); a read or
+// watch that ctx's deadline cut short is not the cluster's answer and changes nothing.
+func watchPodCIDR(ctx context.Context, c kubernetes.Interface, name string, readErr *error) (string, error) {
+	node, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		if ctx.Err() == nil {
+			*readErr = err
+		}
+		return "", err
+	}
+	*readErr = nil
+	if node.Spec.PodCIDR != "" {
+		return node.Spec.PodCIDR, nil
+	}
+	w, err := c.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: node.ResourceVersion,
+	})
+	if err != nil {
+		return "", err
+	}
+	defer w.Stop()
+	for {
+		var ev watch.Event
+		select {
+		case <-ctx.Done():
+			return "", nil
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return "", nil
+			}
+			ev = e
+		}
+		switch obj := ev.Object.(type) {
+		case *corev1.Node:
+			if obj.Spec.PodCIDR != "" {
+				return obj.Spec.PodCIDR, nil
+			}
+		case *metav1.Status: // the watch failed (its version is too old): read again
+			return "", apierrors.FromObject(obj)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
@@ -237,7 +238,7 @@ func TestPeerChangeUpdatesPeersOnly(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("no conditions published: %v\n%s", err, output(t, a))
 	}
-	mark := simWindows(t, a).Mark()
+	mark, logged := simWindows(t, a).Mark(), len(output(t, a))
 	peer := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "peer-of-" + a.Name},
 		Spec:       corev1.NodeSpec{PodCIDR: "10.244.249.0/24", PodCIDRs: []string{"10.244.249.0/24"}},
@@ -251,8 +252,8 @@ func TestPeerChangeUpdatesPeersOnly(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	peer.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.9.9.7"}}
-	if _, err := admin(t).CoreV1().Nodes().UpdateStatus(ctx, peer, metav1.UpdateOptions{}); err != nil {
+	address := []byte(`{"status":{"addresses":[{"type":"InternalIP","address":"127.9.9.7"}]}}`)
+	if _, err := admin(t).CoreV1().Nodes().Patch(ctx, peer.Name, types.MergePatchType, address, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
@@ -262,7 +263,8 @@ func TestPeerChangeUpdatesPeersOnly(t *testing.T) {
 	}
 	for _, op := range simWindows(t, a).Log()[mark:] {
 		if op.Backend == "hns" || op.Backend == "scm" {
-			t.Errorf("a peer's change ran %s %s %s: the network and services wait for the check", op.Backend, op.Call, op.Target)
+			t.Errorf("a peer's change ran %s %s %s: the network and services wait for the check\n%s", op.Backend, op.Call, op.Target,
+				output(t, a)[logged:])
 		}
 	}
 }
