@@ -33,8 +33,9 @@ func NodeObject(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, name string) 
 		corev1.LabelOSStable:   "windows",
 		corev1.LabelArchStable: "amd64",
 		// initialNode sets the deprecated beta labels too (kubeletapis.LabelOS, LabelArch);
-		// without them kube-controller-manager's node lifecycle controller adds them in a
-		// write of its own, and a workload selecting them waits for it.
+		// without them the kubelet, finding the Node registered, adds them in a write of its
+		// own (updateDefaultLabels), as kube-controller-manager's node lifecycle controller
+		// does, and a workload selecting them waits for it.
 		kubeletapis.LabelOS:          "windows",
 		kubeletapis.LabelArch:        "amd64",
 		corev1.LabelHostname:         name,
