@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubewin/kubewin/internal/ipam"
@@ -118,8 +119,8 @@ func (k *Kubelet) run(ctx context.Context) error {
 		k.Node.Spec.Taints = append(k.Node.Spec.Taints, corev1.Taint{Key: nodecmd.TaintExternalCloudProvider, Value: "true",
 			Effect: corev1.TaintEffectNoSchedule})
 	}
-	if _, err := k.Client.CoreV1().Nodes().Create(ctx, k.Node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("register node %s: %w", name, err)
+	if err := retry.OnError(startBackoff, func(error) bool { return ctx.Err() == nil }, func() error { return k.register(ctx) }); err != nil {
+		return err
 	}
 	// The Node says that it is simulated before it is ever Ready.
 	if err := retry.OnError(startBackoff, func(error) bool { return ctx.Err() == nil }, func() error { return k.markSimulated(ctx) }); err != nil {
@@ -169,6 +170,57 @@ func (k *Kubelet) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// defaultLabels are the labels the kubelet keeps at its own values on a Node it finds registered
+// (kubernetes pkg/kubelet/kubelet_node_status.go updateDefaultLabels).
+var defaultLabels = []string{
+	corev1.LabelHostname, corev1.LabelTopologyZone, corev1.LabelTopologyRegion, corev1.LabelFailureDomainBetaZone,
+	corev1.LabelFailureDomainBetaRegion, corev1.LabelInstanceTypeStable, corev1.LabelInstanceType, corev1.LabelOSStable,
+	corev1.LabelArchStable, corev1.LabelWindowsBuild, kubeletapis.LabelOS, kubeletapis.LabelArch,
+}
+
+// register creates the node's Node, as the kubelet's registration does; when the Node exists
+// (nodeboot registers it first), the kubelet reads it and brings the default labels it has
+// values for to those values, in a write of its own (tryRegisterWithAPIServer,
+// updateDefaultLabels).
+func (k *Kubelet) register(ctx context.Context) error {
+	nodes := k.Client.CoreV1().Nodes()
+	_, err := nodes.Create(ctx, k.Node, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("register node %s: %w", k.Node.Name, err)
+		}
+		return nil
+	}
+	existing, err := nodes.Get(ctx, k.Node.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read registered node %s: %w", k.Node.Name, err)
+	}
+	changed := false
+	for _, label := range defaultLabels {
+		want, ok := k.Node.Labels[label]
+		if !ok {
+			continue
+		}
+		if existing.Labels[label] != want {
+			if existing.Labels == nil {
+				existing.Labels = map[string]string{}
+			}
+			existing.Labels[label] = want
+			changed = true
+		}
+		if existing.Labels[label] == "" {
+			delete(existing.Labels, label)
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if _, err := nodes.Update(ctx, existing, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("reconcile the default labels of registered node %s: %w", k.Node.Name, err)
+	}
+	return nil
 }
 
 // startBackoff spans about a minute of retries.

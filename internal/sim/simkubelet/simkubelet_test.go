@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 )
 
 // The simulated kubelet's status update keeps the conditions other writers set on the Node
@@ -180,5 +181,34 @@ func TestLeaseRenewedWithoutReads(t *testing.T) {
 	}
 	if strings.Join(verbs, ",") != "update leases,get leases,update leases" {
 		t.Errorf("a renewal after a conflict made %v, want the update, a read and an update", verbs)
+	}
+}
+
+// A kubelet that finds its Node registered brings the default labels it has values for to those
+// values, as the kubelet's registration does (updateDefaultLabels); other labels stay.
+func TestRegisteredNodeDefaultLabels(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win1", Labels: map[string]string{
+		corev1.LabelHostname: "WIN1.example", corev1.LabelOSStable: "windows", "example.com/team": "a",
+	}}})
+	k := &Kubelet{Client: c, Out: io.Discard, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win1", Labels: map[string]string{
+		corev1.LabelHostname: "win1", corev1.LabelOSStable: "windows", corev1.LabelArchStable: "amd64", kubeletapis.LabelOS: "windows",
+	}}}}
+	if err := k.register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node, err := c.CoreV1().Nodes().Get(ctx, "win1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{corev1.LabelHostname: "win1", corev1.LabelOSStable: "windows", corev1.LabelArchStable: "amd64",
+		kubeletapis.LabelOS: "windows", "example.com/team": "a"}
+	if len(node.Labels) != len(want) {
+		t.Errorf("labels %v, want %v", node.Labels, want)
+	}
+	for k, v := range want {
+		if node.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, node.Labels[k], v)
+		}
 	}
 }
