@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	proxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -299,6 +300,20 @@ func taints(ts []v1alpha1.Taint) []corev1.Taint {
 		out = append(out, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
 	return out
+}
+
+// KubeletLabels are the labels a Windows kubelet registers its Node with on a machine of build
+// (kubernetes pkg/kubelet/kubelet_node_status.go initialNode, the deprecated beta OS and
+// architecture labels included, and getOSSpecificLabels' Windows build), hostname aside. On a
+// Node it finds registered, the kubelet sets these to its own values (updateDefaultLabels).
+func KubeletLabels(build v1alpha1.WindowsBuild) map[string]string {
+	return map[string]string{
+		corev1.LabelOSStable:     "windows",
+		corev1.LabelArchStable:   "amd64",
+		kubeletapis.LabelOS:      "windows",
+		kubeletapis.LabelArch:    "amd64",
+		corev1.LabelWindowsBuild: build.OSVersion(),
+	}
 }
 
 // NodeLabels are the labels a node sets on its own Node beyond the kubelet's: the NodeConfig's,

@@ -197,6 +197,9 @@ func (k *Kubelet) register(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read registered node %s: %w", k.Node.Name, err)
 	}
+	if existing.Labels == nil {
+		existing.Labels = map[string]string{}
+	}
 	changed := false
 	for _, label := range defaultLabels {
 		want, ok := k.Node.Labels[label]
@@ -204,9 +207,6 @@ func (k *Kubelet) register(ctx context.Context) error {
 			continue
 		}
 		if existing.Labels[label] != want {
-			if existing.Labels == nil {
-				existing.Labels = map[string]string{}
-			}
 			existing.Labels[label] = want
 			changed = true
 		}

@@ -142,7 +142,7 @@ func (k *keeper) pass(ctx context.Context, peersDue bool) bool {
 
 // passOf runs a whole check (full), or updates the peers and publishes the conditions only.
 func (k *keeper) passOf(ctx context.Context, full, peersDue bool) bool {
-	if full || k.nodes == nil {
+	if full {
 		return k.pass(ctx, peersDue)
 	}
 	k.peersFailed = !k.keepPeers(ctx, peersDue, false)

@@ -125,17 +125,14 @@ func waitPodCIDR(ctx context.Context, d networkData) (netip.Prefix, error) {
 			}
 		}
 	}
-	if cidr == "" {
-		err = wctx.Err()
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return netip.Prefix{}, ctx.Err()
-		}
-		if readErr != nil {
-			return netip.Prefix{}, nodestatus.Errorf(nodestatus.CodePodCIDRTimeout, "node %s got no pod CIDR within %s (last read: %v)", name, timeout,
-				readErr)
-		}
+	switch {
+	case cidr != "":
+	case ctx.Err() != nil:
+		return netip.Prefix{}, ctx.Err()
+	case readErr != nil:
+		return netip.Prefix{}, nodestatus.Errorf(nodestatus.CodePodCIDRTimeout, "node %s got no pod CIDR within %s (last read: %v)", name, timeout,
+			readErr)
+	default:
 		return netip.Prefix{}, nodestatus.Errorf(nodestatus.CodePodCIDRTimeout, "node %s got no pod CIDR within %s", name, timeout)
 	}
 	p, err := ipam.ParsePrefix(cidr)

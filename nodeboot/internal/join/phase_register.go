@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
 	"github.com/kubewin/kubewin/internal/nodecmd"
@@ -25,23 +24,15 @@ type registerData interface {
 }
 
 // NodeObject is the Node a kubewin node registers: the NodeConfig's labels and taints, the
-// image's labels (nodecmd.NodeLabels), and the labels and taints a Windows kubelet sets on itself, as the kubelet does when it registers
-// (kubernetes pkg/kubelet/kubelet_node_status.go initialNode). A Node that exists is not
-// changed by the kubelet, so the Node nodeboot creates must carry them.
+// image's labels (nodecmd.NodeLabels), and the labels and taints a Windows kubelet sets on
+// itself, as the kubelet does when it registers (kubernetes pkg/kubelet/kubelet_node_status.go
+// initialNode). The kubelet finds the Node registered and then changes only its default labels
+// (updateDefaultLabels): any of them missing here, the beta OS and architecture labels for one,
+// costs a Node write of its own, and a workload selecting them waits for it.
 func NodeObject(c *v1alpha1.NodeConfig, m *v1alpha1.ImageManifest, name string) *corev1.Node {
-	labels := map[string]string{
-		corev1.LabelOSStable:   "windows",
-		corev1.LabelArchStable: "amd64",
-		// initialNode sets the deprecated beta labels too (kubeletapis.LabelOS, LabelArch);
-		// without them the kubelet, finding the Node registered, adds them in a write of its
-		// own (updateDefaultLabels), as kube-controller-manager's node lifecycle controller
-		// does, and a workload selecting them waits for it.
-		kubeletapis.LabelOS:          "windows",
-		kubeletapis.LabelArch:        "amd64",
-		corev1.LabelHostname:         name,
-		corev1.LabelWindowsBuild:     m.WindowsBuild.OSVersion(),
-		"node.kubernetes.io/kubewin": "true",
-	}
+	labels := nodecmd.KubeletLabels(m.WindowsBuild)
+	labels[corev1.LabelHostname] = name
+	labels["node.kubernetes.io/kubewin"] = "true"
 	maps.Copy(labels, nodecmd.NodeLabels(c, m))
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	for _, t := range c.Node.Taints {

@@ -24,7 +24,6 @@ import (
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
-	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/kubewin/kubewin/internal/api"
 	"github.com/kubewin/kubewin/internal/api/v1alpha1"
@@ -142,7 +141,7 @@ func (p *Platform) runKubelet(service string, args []string) error {
 	}
 	k, err := simkubelet.FromCommandLine(args, simkubelet.Machine{
 		ReadFile: func(win string) ([]byte, error) { return os.ReadFile(p.Path(win)) },
-		Labels:   p.kubeletLabels(),
+		Labels:   nodecmd.KubeletLabels(v1alpha1.WindowsBuild(p.m.Build)),
 		Info:     p.nodeInfo(),
 		Out:      out,
 		// The ARM test server's machines read their instance metadata there, as the cloud
@@ -205,17 +204,6 @@ func (p *Platform) Shutdown() {
 	for _, name := range names {
 		p.stopProgram(name)
 		p.fake.Exited(name, errors.New("nodeboot stopped, and the programs of the simulated machine's services with it"))
-	}
-}
-
-// kubeletLabels are the labels a Windows kubelet sets on its own Node.
-func (p *Platform) kubeletLabels() map[string]string {
-	return map[string]string{
-		corev1.LabelOSStable:     "windows",
-		corev1.LabelArchStable:   "amd64",
-		kubeletapis.LabelOS:      "windows",
-		kubeletapis.LabelArch:    "amd64",
-		corev1.LabelWindowsBuild: v1alpha1.WindowsBuild(p.m.Build).OSVersion(),
 	}
 }
 
