@@ -2,8 +2,6 @@ package simboot
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -92,11 +90,6 @@ type linuxMachine struct {
 	serialMu sync.Mutex
 }
 
-func (b *Booter) linuxDir(in armtest.Instance) string {
-	sum := sha256.Sum256([]byte(strings.ToLower(in.ID)))
-	return filepath.Join(b.Dir, strings.ToLower(in.ComputerName)+"-"+hex.EncodeToString(sum[:4]))
-}
-
 // serial appends lines to the machine's serial console.
 func (m *linuxMachine) serial(format string, args ...any) {
 	m.serialMu.Lock()
@@ -127,7 +120,7 @@ func (m *linuxMachine) run(ctx context.Context, name string, args ...string) err
 }
 
 func (b *Booter) bootLinux(ctx context.Context, in armtest.Instance, doc *kubeadmboot.Document) error {
-	dir := b.linuxDir(in)
+	dir := b.machineDir(in)
 	m := &linuxMachine{
 		dir:     dir,
 		machine: simlinux.Machine{Root: filepath.Join(dir, "root"), Hostname: strings.ToLower(in.ComputerName), Path: []string{b.KubeBin}},
@@ -579,7 +572,7 @@ func flagValue(args []string, name string) string {
 
 // shutdownLinux stops what the machine runs and removes it.
 func (b *Booter) shutdownLinux(ctx context.Context, in armtest.Instance) error {
-	dir := b.linuxDir(in)
+	dir := b.machineDir(in)
 	b.mu.Lock()
 	m := b.linux[dir]
 	delete(b.linux, dir)
@@ -604,7 +597,7 @@ func (b *Booter) shutdownLinux(ctx context.Context, in armtest.Instance) error {
 // runLinux runs a script with sh on the machine.
 func (b *Booter) runLinux(ctx context.Context, in armtest.Instance, script string) ([]byte, []byte, int, error) {
 	b.mu.Lock()
-	m := b.linux[b.linuxDir(in)]
+	m := b.linux[b.machineDir(in)]
 	b.mu.Unlock()
 	if m == nil {
 		return nil, nil, 0, fmt.Errorf("machine %s is not running", in.ComputerName)
@@ -627,6 +620,6 @@ func (b *Booter) runLinux(ctx context.Context, in armtest.Instance, script strin
 }
 
 func (b *Booter) linuxSerial(in armtest.Instance) []byte {
-	data, _ := os.ReadFile(filepath.Join(b.linuxDir(in), "serial.log"))
+	data, _ := os.ReadFile(filepath.Join(b.machineDir(in), "serial.log"))
 	return data
 }

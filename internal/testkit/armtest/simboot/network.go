@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/kubewin/kubewin/internal/sim/simmachine"
@@ -34,7 +33,7 @@ func (b *Booter) Connections() []Connection {
 	return append([]Connection(nil), b.asked...)
 }
 
-func networkPath(in armtest.Instance) string { return "/" + strings.ToLower(in.ComputerName) }
+func networkPath(in armtest.Instance) string { return "/" + instanceName(in) }
 
 // network is the URL of the instance's network, "" when the server gives the instance none (no
 // Reach); the listener starts with the first.

@@ -9,6 +9,8 @@ package simboot
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -72,8 +74,19 @@ func (b *Booter) SetFault(f func(in armtest.Instance, m *simmachine.Machine)) {
 	b.fault = f
 }
 
+// machineDir is the instance's own directory. Computer names are unique within a scale set
+// only: two scale sets (of two resource groups, say) may both name their first instance
+// win000000, and each is a machine of its own, so the directory is named by the instance's
+// resource ID too.
 func (b *Booter) machineDir(in armtest.Instance) string {
-	return filepath.Join(b.Dir, strings.ToLower(in.ComputerName))
+	return filepath.Join(b.Dir, instanceName(in))
+}
+
+// instanceName names an instance's directory and network: its computer name and a hash of its
+// resource ID.
+func instanceName(in armtest.Instance) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(in.ID)))
+	return strings.ToLower(in.ComputerName) + "-" + hex.EncodeToString(sum[:4])
 }
 
 // DefaultSetupTime is how long a simulated Windows machine's setup runs when Booter.SetupTime is
