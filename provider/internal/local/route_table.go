@@ -16,8 +16,10 @@ type Table struct {
 
 var _ route.Table = Table{}
 
-// Key is the table's name in the local backend's namespace.
-func (t Table) Key() string { return "local/" + t.Name }
+// Key names the table among every backend's of the process: a local table is a file of one state
+// directory, and the provider instances of one process (the acceptance tests', which run in
+// parallel) may each have a table pods in a state directory of their own.
+func (t Table) Key() string { return "local/" + t.Backend.StateDir + "/" + t.Name }
 
 // Read reads the table's file.
 func (t Table) Read(context.Context) (*routetable.Table, error) { return t.Backend.RouteTable(t.Name) }

@@ -46,3 +46,21 @@ func TestRouteTable(t *testing.T) {
 		t.Errorf("overlapping route: %v", err)
 	}
 }
+
+// Tables of two state directories are two tables, whatever their names.
+func TestTableKey(t *testing.T) {
+	one, err := New(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := New(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := (Table{Backend: one, Name: "pods"}).Key(), (Table{Backend: other, Name: "pods"}).Key(); a == b {
+		t.Errorf("the tables pods of two state directories have one key, %s", a)
+	}
+	if a, b := (Table{Backend: one, Name: "pods"}).Key(), (Table{Backend: one, Name: "pods"}).Key(); a != b {
+		t.Errorf("one table has two keys, %s and %s", a, b)
+	}
+}

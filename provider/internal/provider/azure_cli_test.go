@@ -64,6 +64,7 @@ func acceptance(t testing.TB) {
 // A provider killed in the middle of an apply, while ARM creates the scale set, leaves machines
 // that the next apply adopts: it waits for them to join and creates no duplicates.
 func TestAccAzureKilledMidApply(t *testing.T) {
+	t.Parallel()
 	acceptance(t)
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
@@ -72,7 +73,7 @@ func TestAccAzureKilledMidApply(t *testing.T) {
 	t.Cleanup(func() { _, _, _ = c.try("destroy", "-auto-approve", "-input=false") })
 	before := f.scaleSetWrites()
 
-	hold := armServer.HoldOperations(armtest.Match{Method: "PUT", Path: `/virtualMachineScaleSets/win$`})
+	hold := armServer.HoldOperations(armtest.Match{Method: "PUT", Path: inGroup(f.group, `/virtualMachineScaleSets/win$`)})
 	var out bytes.Buffer
 	cmd := exec.Command(c.tf, "-chdir="+c.dir, "apply", "-auto-approve", "-input=false")
 	cmd.Env, cmd.Stdout, cmd.Stderr = c.env, &out, &out
@@ -102,6 +103,7 @@ func TestAccAzureKilledMidApply(t *testing.T) {
 // A pool on a subnet without an outbound path (the fixture's: no NAT gateway, no default route to
 // an appliance) is warned about at plan, naming the subnet and the fix (azure.SubnetOutbound).
 func TestAccAzurePoolSubnetWithoutOutbound(t *testing.T) {
+	t.Parallel()
 	acceptance(t)
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
@@ -120,6 +122,7 @@ func TestAccAzurePoolSubnetWithoutOutbound(t *testing.T) {
 // No credential reaches the state, a saved plan or the logs: not the ARM client secret, not the
 // VMs' administrator password (write-only), not the pools' bootstrap tokens.
 func TestAccAzureNoSecretsInStateOrLogs(t *testing.T) {
+	t.Parallel()
 	acceptance(t)
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
@@ -233,9 +236,10 @@ func (s secretScan) check(t *testing.T, secrets map[string]string) {
 // A plan warns when a route's Azure route table is associated with no subnet holding its next
 // hop: the nodes' traffic would not use it.
 func TestAccAzureRouteTableNotAssociated(t *testing.T) {
+	t.Parallel()
 	acceptance(t)
 	state, provider := testAccLocal(t)
-	f := newAzureFixtureTB(t, state)
+	f := newAzureFixture(t, state)
 	lonely, err := armServer.AddRouteTable(f.group, "lonely")
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +279,7 @@ func tail(s string, n int) string {
 // plane), and counts the ARM writes for the scale set: the same for every size.
 func BenchmarkAzurePoolApply(b *testing.B) {
 	state, provider := testAccLocal(b)
-	f := newAzureFixtureTB(b, state)
+	f := newAzureFixture(b, state)
 	c := azurePoolCLI(b, f, provider, "")
 	c.run(b, "apply", "-auto-approve", "-input=false", "-target=kubewin_cluster.test")
 	defer c.run(b, "destroy", "-auto-approve", "-input=false")

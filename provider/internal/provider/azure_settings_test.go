@@ -112,6 +112,7 @@ func deref[T any](p *T) T {
 // its zones grow, no node is replaced, and a node added later goes to the new zone. Dropping a zone
 // is refused at plan time.
 func TestAccWindowsNodePool_azureInPlace(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	var first []string
@@ -167,6 +168,7 @@ func TestAccWindowsNodePool_azureInPlace(t *testing.T) {
 // The VM size, accelerated networking, the OS disk and the spot price replace the nodes surge-first with the new settings in the scale
 // set's model, and the new nodes are made with them. An evicted Spot instance is replaced by the next apply.
 func TestAccWindowsNodePool_azureSurgeFirst(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	admin := adminClient(t, testBackend(t, state), "pooltest")
@@ -261,6 +263,7 @@ func TestAccWindowsNodePool_azureSurgeFirst(t *testing.T) {
 // Settings the scale set cannot take are refused at plan time, naming what to do instead, and the
 // scale set is left as it is.
 func TestAccWindowsNodePool_azureRefused(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	base := f.settingsConfig(provider, 1, `    admin_username = "kubewin"`)

@@ -23,7 +23,6 @@ import (
 // deleted with it at the end.
 func TestAccAzureTargetFromEnvironment(t *testing.T) {
 	testServerOnly(t)
-	setTestServerEnv(t)
 	t.Setenv(azureacc.EnvLocation, armServer.Location())
 	t.Setenv(azureacc.EnvRun, "fake-env")
 	tg, err := azureacc.FromEnv(context.Background())
@@ -73,6 +72,7 @@ func TestAzureTargetNeedsLocation(t *testing.T) {
 // server's subscription as a real one (the route suites, which run there, are
 // TestAccAzureTargetFromEnvironment's).
 func TestAccAzureSuitesOnSubscription(t *testing.T) {
+	t.Parallel()
 	acceptance(t)
 	testServerOnly(t)
 	timeout := 10 * time.Minute

@@ -49,7 +49,9 @@ var (
 
 // startARM chooses the azure target: the subscription the environment names, or the test
 // binary's ARM server. The server must start before anything reads the system's certificate
-// pool, which SSL_CERT_FILE then names.
+// pool, which SSL_CERT_FILE then names. The provider (running in this process) reaches the server
+// through the ARM_* variables, as azurerm reads them: they are set here, once for every test, so
+// that the tests can run in parallel (a parallel test cannot change the environment).
 func startARM(dir string) error {
 	var err error
 	if subscriptionTarget, err = azureacc.FromEnv(context.Background()); err != nil || subscriptionTarget != nil {
@@ -60,12 +62,22 @@ func startARM(dir string) error {
 		return err
 	}
 	armBooter = &simboot.Booter{Dir: filepath.Join(dir, "instances"), Nodeboot: filepath.Join(dir, "nodeboot"), KubeBin: bin}
-	s, err := armtest.New(armtest.Options{Dir: dir, Booter: armBooter, RetryAfter: 20 * time.Millisecond})
+	// Operations are polled every 20 ms instead of every second (RetryAfter), and Azure's clock,
+	// which refills the throttling budgets, runs as much faster (TimeScale): the parallel tests'
+	// polls spend the subscription's read budget at the rate Azure's clients spend it.
+	const retryAfter = 20 * time.Millisecond
+	s, err := armtest.New(armtest.Options{Dir: dir, Booter: armBooter, RetryAfter: retryAfter, TimeScale: float64(time.Second / retryAfter)})
 	if err != nil {
 		return err
 	}
 	armServer = s
-	return os.Setenv("SSL_CERT_FILE", s.CAFile())
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var azureSeq atomic.Int64
@@ -89,13 +101,12 @@ var serverTarget = sync.OnceValues(func() (*azureacc.Target, error) {
 })
 
 // accTarget is where the suites that need only ARM run: real Azure when the environment names
-// it, else the test server, whose ARM_* variables the provider then reads.
+// it, else the test server, whose ARM_* variables the provider reads (startARM).
 func accTarget(t *testing.T) *azureacc.Target {
 	t.Helper()
 	if subscriptionTarget != nil {
 		return subscriptionTarget
 	}
-	setTestServerEnv(t)
 	tg, err := serverTarget()
 	if err != nil {
 		t.Fatal(err)
@@ -144,29 +155,16 @@ type azureFixture struct {
 	imageA, imageB                string
 }
 
-// setTestServerEnv points the provider (running in this process) at the test server through
-// ARM_* variables, as azurerm reads them; the process already trusts the server's CA.
-func setTestServerEnv(t testing.TB) {
-	t.Helper()
-	for _, kv := range armServer.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		if k != "SSL_CERT_FILE" {
-			t.Setenv(k, v)
-		}
-	}
+// inGroup is an armtest.Match path for the requests of a resource group's resources whose paths
+// end as suffix (a regular expression) says: the package's tests share the test server and run in
+// parallel, so a test's fault must reach its own resources only.
+func inGroup(group, suffix string) string {
+	return "/resourceGroups/" + regexp.QuoteMeta(group) + "/.*(?:" + suffix + ")"
 }
 
-// newAzureFixture seeds the server for a test and points the provider (running in this
-// process) at it through ARM_* variables, as azurerm reads them.
-func newAzureFixture(t *testing.T, state string) *azureFixture {
-	t.Helper()
-	testServerOnly(t)
-	setTestServerEnv(t)
-	return newAzureFixtureTB(t, state)
-}
-
-// newAzureFixtureTB seeds the server, for a provider in another process.
-func newAzureFixtureTB(t testing.TB, state string) *azureFixture {
+// newAzureFixture seeds the server for a test; the provider, in this process or another, reaches
+// it through the ARM_* variables startARM set.
+func newAzureFixture(t testing.TB, state string) *azureFixture {
 	t.Helper()
 	testServerOnly(t)
 	f := &azureFixture{group: fmt.Sprintf("kubewin-test-%d", azureSeq.Add(1))}
@@ -250,6 +248,7 @@ func (f *azureFixture) scaleSetWrites() int {
 
 // The pool suite of the local backend, on a scale set through the ARM test server.
 func TestAccWindowsNodePool_azure(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	testAccWindowsNodePool(t, state, provider, f.poolBackend())
@@ -293,6 +292,7 @@ resource "kubewin_pod_route" "node" {
 // Routes in an Azure route table: created in parallel (written together per table), updated in place,
 // removed, imported by resource ID; the table's limit holds at plan time.
 func TestAccPodRoute_azure(t *testing.T) {
+	t.Parallel()
 	testAccPodRouteAzure(t, accTarget(t))
 }
 
@@ -356,6 +356,7 @@ func testAccPodRouteAzure(t *testing.T, tg *azureacc.Target) {
 
 // A route of an Azure route table is imported by its resource ID.
 func TestAccPodRoute_azureImport(t *testing.T) {
+	t.Parallel()
 	_, provider := testAccLocal(t)
 	f := newRouteFixture(t, accTarget(t))
 	config := provider + fmt.Sprintf(`resource "kubewin_pod_route" "test" {
@@ -381,6 +382,7 @@ func TestAccPodRoute_azureImport(t *testing.T) {
 // tenant; with it, the scale set is made from the image (ARM checks the auxiliary token) and its
 // node joins.
 func TestAccWindowsNodePool_azureAuxiliaryTenant(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	other := armServer.AddTenant(armtest.Tenant{ClientIDs: []string{armServer.Credentials().ClientID}})
@@ -420,6 +422,7 @@ func TestAccWindowsNodePool_azureAuxiliaryTenant(t *testing.T) {
 // SAC's (the ARM test server's rule for Windows), the pool runs nodeboot diagnose on it by run
 // command, whose summary ends the error.
 func TestAccWindowsNodePool_azureJoinFailure(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	dir := testImage(t, testBackend(t, state), f.group+"-tampered")
@@ -453,6 +456,7 @@ func TestAccWindowsNodePool_azureJoinFailure(t *testing.T) {
 // is in preflight, before the node trusts the cluster, and the Windows machine's serial console is
 // SAC's: the pool learns of it from the report nodeboot writes after discovering the cluster.
 func TestAccWindowsNodePool_azureJoinRetried(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	be := f.poolBackend()
@@ -490,10 +494,11 @@ func TestAccWindowsNodePool_azureJoinRetried(t *testing.T) {
 // ARM faults: throttling with Retry-After and server errors are retried; an operation that ends
 // Failed fails the apply with ARM's error, and the next apply repairs the pool without duplicates.
 func TestAccWindowsNodePool_azureFaults(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	be := f.poolBackend()
-	scaleSet := `/virtualMachineScaleSets/win$`
+	scaleSet := inGroup(f.group, `/virtualMachineScaleSets/win$`)
 	var faults []*armtest.Fault
 	instances := func(want int) checkFunc {
 		return func() error {
@@ -513,7 +518,7 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 				PreConfig: func() {
 					faults = []*armtest.Fault{
 						armServer.Throttle(armtest.Match{Method: "PUT", Path: scaleSet, Times: 2}, 300*time.Millisecond),
-						armServer.FailRequests(armtest.Match{Method: "GET", Path: scaleSet + `|/virtualMachines$`, Times: 2}, 503, "ServiceUnavailable",
+						armServer.FailRequests(armtest.Match{Method: "GET", Path: inGroup(f.group, `/virtualMachineScaleSets/win$|/virtualMachines$`), Times: 2}, 503, "ServiceUnavailable",
 							"The service is temporarily unavailable."),
 					}
 				},
@@ -552,7 +557,7 @@ func TestAccWindowsNodePool_azureComputeFailures(t *testing.T) {
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	be := f.poolBackend()
-	scaleSet := `/virtualMachineScaleSets/win$`
+	scaleSet := inGroup(f.group, `/virtualMachineScaleSets/win$`)
 	var fault *armtest.Fault
 	var timedOut string // the instance whose provisioning timed out
 	instances := func(want int) checkFunc {
@@ -626,6 +631,7 @@ func TestAccWindowsNodePool_azureComputeFailures(t *testing.T) {
 // A new admin_password_wo_version on an existing pool is refused at plan time: Azure sets the
 // administrator's password only when it creates the scale set, so the new one would be ignored.
 func TestAccWindowsNodePool_azurePasswordVersion(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	be := f.poolBackend()

@@ -126,6 +126,7 @@ func lastPathSegments(p string) string {
 // the ARM client secret, not the Windows administrator password (write-only), not the bootstrap
 // tokens and certificate keys the machines join with, not the cluster CA's private key.
 func TestAccAzureClusterNoSecrets(t *testing.T) {
+	t.Parallel()
 	acceptance(t)
 	state, provider := testAccLocal(t)
 	g := newClusterGroup(t, state)

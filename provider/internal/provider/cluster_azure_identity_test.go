@@ -27,9 +27,9 @@ import (
 // loader would not load, or without the provider the script downloads), the machine's instance
 // metadata service serves the identity's tokens, and another identity is refused at plan time.
 func TestAccClusterAzure_agentKubeletIdentity(t *testing.T) {
+	t.Parallel()
 	testServerOnly(t)
 	_, provider := testAccLocal(t)
-	setTestServerEnv(t)
 	group := fmt.Sprintf("kubewin-cluster-%d", azureSeq.Add(1))
 	armServer.AddResourceGroup(group)
 	cred, opts := azureClient(t).ARM()

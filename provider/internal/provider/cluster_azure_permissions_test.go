@@ -2,7 +2,6 @@ package provider
 
 import (
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -22,18 +21,8 @@ func TestAccClusterAzure_permissions(t *testing.T) {
 	if err := armServer.SetCallerRoles(app.ClientID, "Contributor"); err != nil {
 		t.Fatal(err)
 	}
-	for _, kv := range armServer.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "SSL_CERT_FILE":
-		case "ARM_CLIENT_ID":
-			t.Setenv(k, app.ClientID)
-		case "ARM_CLIENT_SECRET":
-			t.Setenv(k, app.Secret)
-		default:
-			t.Setenv(k, v)
-		}
-	}
+	t.Setenv("ARM_CLIENT_ID", app.ClientID)
+	t.Setenv("ARM_CLIENT_SECRET", app.Secret)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{

@@ -11,9 +11,9 @@ import (
 // api_server_authorized_ip_ranges with existing subnets is refused at plan time: kubewin makes
 // no security group in subnets it does not own, so the ranges would be silently ignored.
 func TestAccClusterAzure_authorizedRangesExistingSubnets(t *testing.T) {
+	t.Parallel()
 	testServerOnly(t)
 	_, provider := testAccLocal(t)
-	setTestServerEnv(t)
 	vnet := armServer.ResourceGroupID("kubewin-ranges") + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/"
 	config := azureClusterConfig(provider, clusterVersion(t), armServer.Location(), "kubewin-ranges", fmt.Sprintf(`    master_subnet_id = %q
     agent_subnet_id  = %q

@@ -12,6 +12,7 @@ import (
 )
 
 func TestAccImageManifestDataSource(t *testing.T) {
+	t.Parallel()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
@@ -52,6 +53,7 @@ func TestAccImageManifestDataSource(t *testing.T) {
 // archives deleted after their import), says which workload image runs Hyper-V isolated only:
 // the one of an earlier build than the image's.
 func TestAccImageManifestDataSource_hyperVOnly(t *testing.T) {
+	t.Parallel()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
@@ -69,6 +71,7 @@ func TestAccImageManifestDataSource_hyperVOnly(t *testing.T) {
 }
 
 func TestAccImageManifestDataSource_content(t *testing.T) {
+	t.Parallel()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
@@ -81,6 +84,7 @@ func TestAccImageManifestDataSource_content(t *testing.T) {
 }
 
 func TestAccImageManifestDataSource_errors(t *testing.T) {
+	t.Parallel()
 	invalid := `{"apiVersion":"kubewin.io/v1alpha1","kind":"ImageManifest","windowsBuild":14393,"kubernetesVersion":"v1.30.0",` +
 		`"runtime":{"name":"docker","version":"24.0.7"},"pauseImage":{"reference":"registry.k8s.io/pause:3.10","digest":"sha256:x"},` +
 		`"nodebootVersion":"0.1.0","files":[{"path":"../x","sha256":"00","size":1}],` +

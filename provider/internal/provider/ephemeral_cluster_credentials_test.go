@@ -18,6 +18,7 @@ import (
 // The credential reaches another provider during the run (the echo provider shows what it got),
 // and never the state of the cluster resource.
 func TestAccClusterCredentials(t *testing.T) {
+	t.Parallel()
 	_, provider := testAccLocal(t)
 	resource.Test(t, resource.TestCase{
 		TerraformVersionChecks: []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_10_0)},
@@ -55,6 +56,7 @@ resource "echo" "admin" {}
 // A cluster_id that names no cluster is an error on cluster_id that says what to set: a local
 // name the state_dir has no cluster of, and an azure cluster ID whose cluster is gone.
 func TestAccClusterCredentials_noCluster(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	gone := armServer.ResourceGroupID(f.group) + "/providers/Microsoft.Network/loadBalancers/gone-apiserver"

@@ -48,7 +48,7 @@ var runnableExamples = map[string]exampleSetup{
 	"examples/acs-engine": acsEngineExample,
 	// Through the ARM test server, into a cluster kubewin did not create.
 	"examples/azure": func(t *testing.T, work, _ string) ([]string, []string) {
-		f := newAzureFixtureTB(t, filepath.Join(work, "state"))
+		f := newAzureFixture(t, filepath.Join(work, "state"))
 		bin, _ := testenv.BinDir()
 		cp, err := controlplane.Start(context.Background(), controlplane.Config{Dir: filepath.Join(work, "existing"), BinDir: bin, ClusterName: "existing"})
 		if err != nil {
@@ -76,6 +76,7 @@ func exampleImage(t *testing.T, work string) string {
 // Every Terraform example validates — each directory of examples/ and each terraform block of
 // docs/ — and every example that can run here applies and destroys.
 func TestAccExamples(t *testing.T) {
+	t.Parallel()
 	dirs := exampleDirs(t)
 	for _, name := range slices.Sorted(maps.Keys(runnableExamples)) {
 		if !slices.Contains(dirs, name) {
@@ -84,6 +85,7 @@ func TestAccExamples(t *testing.T) {
 	}
 	for _, dir := range dirs {
 		t.Run(dir, func(t *testing.T) {
+			t.Parallel()
 			work := scratchTree(t)
 			dst := filepath.Join(work, dir)
 			copyDir(t, filepath.Join(repoRoot, dir), dst)
@@ -117,6 +119,7 @@ func TestAccExamples(t *testing.T) {
 	exampleFiles := exampleFileDirs(t, dirs)
 	for i, block := range docBlocks(t) {
 		t.Run(block.source, func(t *testing.T) {
+			t.Parallel()
 			work := scratchTree(t)
 			dst := filepath.Join(work, "doc", strings.ReplaceAll(block.source, "/", "_")+"_"+string(rune('a'+i%26)))
 			name := "main.tf"

@@ -11,6 +11,7 @@ import (
 // the password, dropped with a warning, reaches neither the state, the saved plan (as JSON)
 // nor a TF_LOG=TRACE log. Terraform stores a function's result, never its arguments.
 func TestAccACSAPIModelSecretsStayOut(t *testing.T) {
+	t.Parallel()
 	acceptance(t)
 	const password = "replacepassword1234$" // aks-engine's examples/windows/kubernetes.json, as published
 	dir := t.TempDir()

@@ -97,6 +97,7 @@ func scheduledOn(c kubernetes.Interface, name string) (string, error) {
 // has no node; refused once no Hyper-V pool is left, the RuntimeClass going with the last one.
 // A pool of a process-only image stands next to it all along, its node free for any Windows pod.
 func TestAccWindowsNodePool_hyperV(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
 	processImage := testImage(t, b, "process")

@@ -30,6 +30,7 @@ import (
 // Simulated machines join a cluster kubewin did not create, reached with host, CA and a client
 // certificate, only with the opt-in that says so; the nodes say they are simulated.
 func TestAccWindowsNodePool_existingCluster(t *testing.T) {
+	t.Parallel()
 	state, _ := testAccLocal(t)
 	b := testBackend(t, state)
 	bin, _ := testenv.BinDir()
@@ -145,6 +146,7 @@ resource "kubewin_windows_node_pool" "win" {
 }
 
 func TestAccProvider_kubernetesInvalid(t *testing.T) {
+	t.Parallel()
 	state, _ := testAccLocal(t)
 	block := func(attrs string) string {
 		return fmt.Sprintf(`
@@ -217,6 +219,7 @@ func TestKubernetesNetworks(t *testing.T) {
 // The Terraform Cloud guide's RBAC manifest gives the cluster token all a pool needs: a pool
 // joins, scales in and is destroyed with a token of its service account alone.
 func TestAccWindowsNodePool_guideRBAC(t *testing.T) {
+	t.Parallel()
 	state, _ := testAccLocal(t)
 	b := testBackend(t, state)
 	bin, _ := testenv.BinDir()

@@ -28,6 +28,7 @@ import (
 
 // A pool on a scale set of the ARM test server keeps its nodes' routes in an Azure route table.
 func TestAccWindowsNodePool_azurePodRoutes(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	rt, err := azureClient(t).OpenRouteTable(f.routeTableID)
@@ -48,6 +49,7 @@ func TestAccWindowsNodePool_azurePodRoutes(t *testing.T) {
 
 // A pool of the local backend keeps its nodes' routes in a local route table.
 func TestAccWindowsNodePool_localPodRoutes(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
 	be := poolBackend{

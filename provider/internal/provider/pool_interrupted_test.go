@@ -18,6 +18,7 @@ import (
 // followed by one apply that converges to exactly the count: the machines keep the bootstrap
 // token they boot with, and the next apply finds them joined.
 func TestAccWindowsNodePoolInterrupted(t *testing.T) {
+	t.Parallel()
 	acceptance(t)
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)

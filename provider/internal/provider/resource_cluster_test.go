@@ -41,6 +41,7 @@ func testAccLocal(t testing.TB) (string, string) {
 }
 
 func TestAccCluster(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	dir := state + "/clusters/acc"
 	config := provider + `resource "kubewin_cluster" "test" {
@@ -119,6 +120,7 @@ func TestAccCluster(t *testing.T) {
 }
 
 func TestAccCluster_invalid(t *testing.T) {
+	t.Parallel()
 	_, provider := testAccLocal(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

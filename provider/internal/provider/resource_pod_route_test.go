@@ -38,6 +38,7 @@ resource "kubewin_pod_route" "node" {
 }
 
 func TestAccPodRoute(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	b, _ := local.New(state, nil)
 	tableHas := func(want int) func() error {
@@ -97,6 +98,7 @@ func TestAccPodRoute(t *testing.T) {
 }
 
 func TestAccPodRoute_import(t *testing.T) {
+	t.Parallel()
 	_, provider := testAccLocal(t)
 	config := provider + `resource "kubewin_pod_route" "test" {
   local {
@@ -116,6 +118,7 @@ func TestAccPodRoute_import(t *testing.T) {
 }
 
 func TestAccPodRoute_limits(t *testing.T) {
+	t.Parallel()
 	_, provider := testAccLocal(t)
 	tooMany := map[string][2]string{}
 	for i := range routetable.MaxRoutes + 1 {

@@ -120,6 +120,7 @@ resource "kubewin_windows_node_pool" "win" {
 }
 
 func TestAccWindowsNodePool(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
 	testAccWindowsNodePool(t, state, provider, poolBackend{
@@ -467,6 +468,7 @@ func countTrue(m map[string]bool) int {
 }
 
 func TestAccWindowsNodePool_invalid(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
 	image := testImage(t, b, "a")
@@ -550,6 +552,7 @@ resource "kubewin_windows_node_pool" "win" {
 // A pool larger than the room left in the cluster's pod network is refused at plan time: node
 // IPAM gives each Node a pod CIDR, and the other nodes hold theirs.
 func TestAccWindowsNodePool_podNetworkFull(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	image := testImage(t, testBackend(t, state), "cidr")
 	config := func(win int) string {
@@ -600,6 +603,7 @@ resource "kubewin_windows_node_pool" "win" {
 // phase and the error code; the error ends with the machine's diagnostics summary and where
 // its bundle, fetched from the machine's directory, was saved.
 func TestAccWindowsNodePool_joinFailure(t *testing.T) {
+	t.Parallel()
 	state, provider := testAccLocal(t)
 	b := testBackend(t, state)
 	image := testImage(t, b, "tampered")

@@ -366,6 +366,7 @@ func badServer(t *testing.T, srv *serverstest.WinRM, password, node string, want
 
 // Nothing answers at the address.
 func TestAccWindowsNode_unreachable(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -396,6 +397,7 @@ resource "kubewin_windows_node" "srv" {
 
 // The password is wrong: the server refuses it, and the error says where to set it.
 func TestAccWindowsNode_wrongPassword(t *testing.T) {
+	t.Parallel()
 	srv, _ := winrmServer(t)
 	badServer(t, srv, "not-the-password", winrmNodeConfig(srv, `  cluster_id = "lab"`),
 		`(?s)Server Refused the Credentials.*HTTP 401 Unauthorized.*`+
@@ -407,6 +409,7 @@ func TestAccWindowsNode_wrongPassword(t *testing.T) {
 
 // The server's certificate is signed by no CA the provider trusts (no ca_certificate).
 func TestAccWindowsNode_untrustedCertificate(t *testing.T) {
+	t.Parallel()
 	srv, _ := winrmServer(t)
 	node := strings.Replace(winrmNodeConfig(srv, `  cluster_id = "lab"`), fmt.Sprintf("ca_certificate = %q", srv.CA), "", 1)
 	badServer(t, srv, winrmPassword, node, `(?s)Untrusted Server Certificate.*certificate signed by unknown authority.*Set\s+winrm.ca_certificate`, 0)
@@ -414,6 +417,7 @@ func TestAccWindowsNode_untrustedCertificate(t *testing.T) {
 
 // Windows Server 2016 cannot be a node.
 func TestAccWindowsNode_windowsServer2016(t *testing.T) {
+	t.Parallel()
 	srv, m := winrmServer(t)
 	m.Facts.Build, m.Facts.Files = 14393, []string{`C:\ProgramData\kubewin\image-manifest.json`}
 	badServer(t, srv, winrmPassword, winrmNodeConfig(srv, `  cluster_id = "lab"`),
@@ -423,6 +427,7 @@ func TestAccWindowsNode_windowsServer2016(t *testing.T) {
 // The server already runs a kubelet: another Kubernetes installation. Every other problem is
 // reported with it.
 func TestAccWindowsNode_kubeletRunning(t *testing.T) {
+	t.Parallel()
 	srv, m := winrmServer(t)
 	m.Facts.Services = []guest.Service{{Name: "kubelet", Running: true}}
 	m.Facts.PortsInUse = []int{10250}
