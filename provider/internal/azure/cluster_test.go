@@ -48,6 +48,7 @@ func testClusterSpec(t *testing.T, group, name string) ClusterSpec {
 // a Linux agent that joins it and goes Ready, an admin credential from a run command; the agents
 // scale in place, control planes are added in place, and delete removes exactly what it made.
 func TestAzureClusterLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	group := "cluster-lifecycle"
@@ -200,7 +201,7 @@ func reachFromCluster(t *testing.T, c *Cluster, table *RouteTable) {
 // script, which counts its runs, runs once.
 func runOnceAnswerLost(ctx context.Context, t *testing.T, c *Cluster) {
 	t.Helper()
-	lost := server.LoseResponses(armtest.Match{Method: "POST", Path: "/virtualMachines/" + c.masterName(0) + "/runCommand$", Times: 1})
+	lost := server.LoseResponses(armtest.Match{Method: "POST", Path: inGroup(c.Spec.ResourceGroup, "/virtualMachines/"+c.masterName(0)+"/runCommand$"), Times: 1})
 	defer lost.Remove()
 	out, err := c.RunScript(ctx, 0, "set -eu\necho run >>/var/lib/kubewin-test-runs\nsleep 1\nwc -l </var/lib/kubewin-test-runs")
 	if err != nil || lost.Hits() != 1 {
@@ -217,6 +218,7 @@ func runOnceAnswerLost(ctx context.Context, t *testing.T, c *Cluster) {
 // API server through the endpoint's name mapped to itself, a Linux agent through the frontend.
 // The test reaches the frontend through the server's stand-in for it.
 func TestAzureClusterInternal(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	group := "cluster-internal"

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,12 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	s, err := armtest.New(armtest.Options{RetryAfter: 10 * time.Millisecond, Booter: &simboot.Booter{Dir: dir, KubeBin: bin}})
+	// Operations are polled every 10 ms instead of every second (RetryAfter), and Azure's clock,
+	// which refills the throttling budgets, runs as much faster (TimeScale): the tests, some in
+	// parallel, spend the subscription's read budget at the rate Azure's clients spend it.
+	const retryAfter = 10 * time.Millisecond
+	s, err := armtest.New(armtest.Options{RetryAfter: retryAfter, TimeScale: float64(time.Second / retryAfter),
+		Booter: &simboot.Booter{Dir: dir, KubeBin: bin}})
 	if err != nil {
 		panic(err)
 	}
@@ -61,6 +67,13 @@ func TestMain(m *testing.M) {
 	}
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// inGroup is an armtest.Match path for the requests of a resource group's resources whose paths
+// end as suffix (a regular expression) says: some tests share the server in parallel, so a test's
+// fault must reach its own resources only.
+func inGroup(group, suffix string) string {
+	return "/resourceGroups/" + regexp.QuoteMeta(group) + "/.*(?:" + suffix + ")"
 }
 
 // base is a configuration reaching the server with nothing but its metadata host.

@@ -58,6 +58,7 @@ func (b *joinBooter) RunCommand(context.Context, armtest.Instance, string) ([]by
 // world runs 8 times faster than the wall clock: the server's throttling clock, the machines'
 // boots and the pool's intervals alike.
 func TestPoolCreateWithinComputeBudgets(t *testing.T) {
+	t.Parallel()
 	const scale = 8
 	scaled := func(d time.Duration) time.Duration { return time.Duration(float64(d) / scale) }
 	k8s := fake.NewClientset()

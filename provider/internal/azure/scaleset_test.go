@@ -86,6 +86,7 @@ func secretClient(ctx context.Context, t *testing.T, auxiliary ...string) *Clien
 // A deleteInstances whose answer is lost (it ran; the connection reset) is not sent again for
 // instances it is deleting, which Compute would refuse: the instances are listed and waited for.
 func TestScaleSetDeleteAnswerLost(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s := testScaleSet(t, "pool-lost")
@@ -94,7 +95,7 @@ func TestScaleSetDeleteAnswerLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lost := server.LoseResponses(armtest.Match{Method: "POST", Path: `/virtualMachineScaleSets/win/delete$`, Times: 1})
+	lost := server.LoseResponses(armtest.Match{Method: "POST", Path: inGroup("pool-lost", `/virtualMachineScaleSets/win/delete$`), Times: 1})
 	defer lost.Remove()
 	if err := s.Delete(ctx, names[1:]); err != nil {
 		t.Fatal(err)
