@@ -518,7 +518,8 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 				PreConfig: func() {
 					faults = []*armtest.Fault{
 						armServer.Throttle(armtest.Match{Method: "PUT", Path: scaleSet, Times: 2}, 300*time.Millisecond),
-						armServer.FailRequests(armtest.Match{Method: "GET", Path: inGroup(f.group, `/virtualMachineScaleSets/win$|/virtualMachines$`), Times: 2}, 503, "ServiceUnavailable",
+						armServer.FailRequests(armtest.Match{Method: "GET", Path: inGroup(f.group, `/virtualMachineScaleSets/win$|/virtualMachines$`), Times: 2},
+							503, "ServiceUnavailable",
 							"The service is temporarily unavailable."),
 					}
 				},
