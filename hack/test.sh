@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# make test's tests: every package under terraform (go test ./...) and, at the same time, the
-# provider's acceptance tests under OpenTofu, from a test binary compiled first (go test's own
-# build of that package then finds its compiled packages in the build cache). The acceptance tests
-# spend about half their time waiting on the processes they start (the CLIs, control planes,
-# simulated machines), so the two passes side by side take far less than one after the other on
-# two cores. Each pass starts its own ARM test server, and its clusters listen on ports and
-# loopback addresses of their own.
+# make test's tests: the provider's acceptance tests under terraform and, at the same time, under
+# OpenTofu, from one test binary compiled first, and every other package (go test). The provider's
+# passes are the longest tests and start first, so that the other packages fill the time they
+# spend waiting on the processes they start (the CLIs, control planes, simulated machines). Each
+# pass starts its own ARM test server, and its clusters listen on ports and loopback addresses of
+# their own.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${TESTBIN:-$root/.testbin}
 cd "$root"
 mkdir -p bin
-log=bin/test-opentofu.log
+tofulog=bin/test-opentofu.log
+tflog=bin/test-terraform.log
 
 # The tests' temporary files go to a directory of this run's, which is removed at the end (an
 # interrupted or leaking test would otherwise fill the disk run after run); what they left is listed.
@@ -25,16 +25,29 @@ cleanup() {
 trap cleanup EXIT
 export TMPDIR=$tmp
 
-go test -c -o "$tmp/provider-acceptance.test" ./provider/internal/provider || exit 1
-echo "make test: the provider's acceptance tests under OpenTofu run alongside, into $log"
-(cd provider/internal/provider && TF_ACC=1 TF_ACC_TERRAFORM_PATH="$bin/tofu" TF_ACC_PROVIDER_HOST=registry.opentofu.org \
-	"$tmp/provider-acceptance.test" -test.count=1 -test.timeout=45m) >"$log" 2>&1 &
+pkg=./provider/internal/provider
+go test -c -o "$tmp/provider-acceptance.test" "$pkg" || exit 1
+# acceptance CLI LOG [ENV...] runs the provider's acceptance tests under the CLI named, into LOG.
+acceptance() {
+	local cli=$1 log=$2
+	shift 2
+	(cd "$pkg" && env TF_ACC=1 TF_ACC_TERRAFORM_PATH="$bin/$cli" "$@" "$tmp/provider-acceptance.test" -test.count=1 -test.timeout=45m) >"$log" 2>&1
+}
+echo "make test: the provider's acceptance tests run under terraform and OpenTofu alongside, into $tflog and $tofulog"
+acceptance terraform "$tflog" &
+terraform=$!
+acceptance tofu "$tofulog" TF_ACC_PROVIDER_HOST=registry.opentofu.org &
 tofu=$!
 
-TF_ACC=1 go test -timeout 45m ./...
+TF_ACC=1 go test -timeout 45m $(go list ./... | grep -vx "github.com/kubewin/kubewin/${pkg#./}")
 rc=$?
-wait "$tofu"
-trc=$?
-echo "==== the provider's acceptance tests under OpenTofu (exit status $trc):"
-cat "$log"
-[ "$rc" -eq 0 ] && [ "$trc" -eq 0 ]
+status=0
+for pass in "terraform $terraform $tflog" "OpenTofu $tofu $tofulog"; do
+	read -r name pid file <<<"$pass"
+	wait "$pid"
+	prc=$?
+	echo "==== the provider's acceptance tests under $name (exit status $prc):"
+	cat "$file"
+	[ "$prc" -eq 0 ] || status=1
+done
+[ "$rc" -eq 0 ] && [ "$status" -eq 0 ]
