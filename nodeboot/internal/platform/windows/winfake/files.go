@@ -27,15 +27,19 @@ func (f files) Write(win string, data []byte, sddl string) error {
 		if !changed {
 			return false, nil
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return false, err
-		}
 		perm := os.FileMode(0o644)
 		if sddl != "" {
 			perm = 0o600
 		}
 		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, data, perm); err != nil {
+		err := os.WriteFile(tmp, data, perm)
+		if os.IsNotExist(err) { // the directory is made on the first write into it
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return false, err
+			}
+			err = os.WriteFile(tmp, data, perm)
+		}
+		if err != nil {
 			return false, err
 		}
 		if err := os.Rename(tmp, path); err != nil {
