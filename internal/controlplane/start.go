@@ -128,6 +128,10 @@ kind: ClusterConfiguration
 kubernetesVersion: {{.Version}}
 clusterName: {{.ClusterName}}
 certificatesDir: {{.PKIDir}}
+# ECDSA keys, as kubewin's Azure clusters have (kubeadmboot): kubeadm's default RSA-2048 keys cost
+# most of a start's CPU to generate, and the API server's TLS handshakes and the controller
+# manager's CSR signing cost more with them.
+encryptionAlgorithm: ECDSA-P256
 controlPlaneEndpoint: 127.0.0.1:{{.Ports.APIServer}}
 networking:
   serviceSubnet: {{.ServiceCIDR}}
