@@ -133,6 +133,11 @@ func (m *Manager) assess(ctx context.Context, s Spec, members []member, now time
 				action: "the next apply deletes the machine and adds one in its place"}
 		case r == nil || r.State != nodestatus.StateDone:
 			out[x.Name] = finding{verdict: joining, state: "it is joining", action: "the next apply waits until it is Ready"}
+		case neverReady(x.Node) && now.Sub(r.Updated) < h.timeout():
+			// The kubelet starts at the end of the join: until it posts the node's first status,
+			// a node whose join is done (an apply interrupted then, say) is still joining.
+			out[x.Name] = finding{verdict: joining, state: "its join is done and its kubelet has not posted the node's first status yet",
+				action: "the next apply waits until it is Ready"}
 		default:
 			since := notReadySince(x.Node, r)
 			f := finding{verdict: kept, since: since, unreachable: unreachable(x.Node)}
@@ -199,6 +204,17 @@ func readyCondition(n *corev1.Node) *corev1.NodeCondition {
 		}
 	}
 	return nil
+}
+
+// neverReady reports whether a node's kubelet has never posted its status: the Node has no
+// Ready condition, or the node lifecycle controller's for a kubelet that never posted
+// (NodeStatusNeverUpdated, kubernetes pkg/controller/nodelifecycle/node_lifecycle_controller.go).
+func neverReady(n *corev1.Node) bool {
+	if n == nil {
+		return false
+	}
+	c := readyCondition(n)
+	return c == nil || c.Status == corev1.ConditionUnknown && c.Reason == "NodeStatusNeverUpdated"
 }
 
 // unreachable reports whether a node's kubelet stopped posting its status: its Ready condition

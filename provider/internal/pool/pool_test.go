@@ -610,6 +610,39 @@ func TestReconcileJoinFails(t *testing.T) {
 	}
 }
 
+// A machine whose join is done but whose kubelet has not posted the node's first status yet (an
+// apply interrupted between the two) is still joining: the next apply waits until it is Ready
+// rather than counting it as a NotReady node.
+func TestReconcileWaitsForFirstStatus(t *testing.T) {
+	ss := newScaleSet(t)
+	m := ss.manager()
+	ss.boot = func(string) bootOutcome { return bootPending }
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := m.Reconcile(ctx, spec(1, 1, "a")); err == nil {
+		t.Fatal("the interrupted apply succeeded")
+	}
+	if err := nodestatus.Write(context.Background(), ss.client, &nodestatus.Report{Node: "win000000", State: nodestatus.StateDone,
+		Updated: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		node, err := ss.client.CoreV1().Nodes().Get(context.Background(), "win000000", metav1.GetOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		if _, err := ss.client.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+	}()
+	if nodes := reconcile(t, m, spec(1, 1, "a")); !slices.Equal(nodeNames(nodes), []string{"win000000"}) {
+		t.Errorf("Ready nodes after the apply: %v, want win000000 (the apply waits for its first status)", nodeNames(nodes))
+	}
+}
+
 // A node that never goes Ready fails at the deadline, saying where each join stands.
 func TestReconcileTimeout(t *testing.T) {
 	ss := newScaleSet(t)
