@@ -39,7 +39,7 @@ terraform=$!
 acceptance tofu "$tofulog" TF_ACC_PROVIDER_HOST=registry.opentofu.org &
 tofu=$!
 
-TF_ACC=1 go test -timeout 45m $(go list ./... | grep -vx "github.com/kubewin/kubewin/${pkg#./}")
+TF_ACC=1 go test -timeout 45m $(go list ./... | grep -vx "$(go list "$pkg")")
 rc=$?
 status=0
 for pass in "terraform $terraform $tflog" "OpenTofu $tofu $tofulog"; do

@@ -23,6 +23,13 @@ type Match struct {
 	Times int
 }
 
+// InGroup is a Match path for the requests to a resource group's resources whose paths end as
+// suffix (a regular expression) says: tests that share a server in parallel match their own
+// resources only.
+func InGroup(group, suffix string) string {
+	return "/resourceGroups/" + regexp.QuoteMeta(group) + "/.*(?:" + suffix + ")"
+}
+
 type faultKind int
 
 const (

@@ -201,7 +201,7 @@ func reachFromCluster(t *testing.T, c *Cluster, table *RouteTable) {
 // script, which counts its runs, runs once.
 func runOnceAnswerLost(ctx context.Context, t *testing.T, c *Cluster) {
 	t.Helper()
-	run := inGroup(c.Spec.ResourceGroup, "/virtualMachines/"+c.masterName(0)+"/runCommand$")
+	run := armtest.InGroup(c.Spec.ResourceGroup, "/virtualMachines/"+c.masterName(0)+"/runCommand$")
 	lost := server.LoseResponses(armtest.Match{Method: "POST", Path: run, Times: 1})
 	defer lost.Remove()
 	out, err := c.RunScript(ctx, 0, "set -eu\necho run >>/var/lib/kubewin-test-runs\nsleep 1\nwc -l </var/lib/kubewin-test-runs")

@@ -15,7 +15,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -67,13 +66,6 @@ func TestMain(m *testing.M) {
 	}
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// inGroup is an armtest.Match path for the requests of a resource group's resources whose paths
-// end as suffix (a regular expression) says: some tests share the server in parallel, so a test's
-// fault must reach its own resources only.
-func inGroup(group, suffix string) string {
-	return "/resourceGroups/" + regexp.QuoteMeta(group) + "/.*(?:" + suffix + ")"
 }
 
 // base is a configuration reaching the server with nothing but its metadata host.

@@ -95,7 +95,7 @@ func TestScaleSetDeleteAnswerLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lost := server.LoseResponses(armtest.Match{Method: "POST", Path: inGroup("pool-lost", `/virtualMachineScaleSets/win/delete$`), Times: 1})
+	lost := server.LoseResponses(armtest.Match{Method: "POST", Path: armtest.InGroup("pool-lost", `/virtualMachineScaleSets/win/delete$`), Times: 1})
 	defer lost.Remove()
 	if err := s.Delete(ctx, names[1:]); err != nil {
 		t.Fatal(err)

@@ -317,6 +317,24 @@ func (s *scaleSet) resetCalls() {
 	s.observeReady()
 }
 
+// readyAfter has the Nodes of the running machines report Ready after d, as their kubelets would.
+func (s *scaleSet) readyAfter(d time.Duration) {
+	go func() {
+		time.Sleep(d)
+		for _, name := range s.running() {
+			node, err := s.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				s.t.Error(err)
+				return
+			}
+			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+			if _, err := s.client.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{}); err != nil {
+				s.t.Error(err)
+			}
+		}
+	}()
+}
+
 func (s *scaleSet) manager() *Manager {
 	if s.fake == nil {
 		return &Manager{Client: s.client, Compute: s, Poll: 10 * time.Millisecond, MachineReportsAfter: 20 * time.Millisecond}
@@ -626,18 +644,7 @@ func TestReconcileWaitsForFirstStatus(t *testing.T) {
 		Updated: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		node, err := ss.client.CoreV1().Nodes().Get(context.Background(), "win000000", metav1.GetOptions{})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-		if _, err := ss.client.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{}); err != nil {
-			t.Error(err)
-		}
-	}()
+	ss.readyAfter(300 * time.Millisecond)
 	if nodes := reconcile(t, m, spec(1, 1, "a")); !slices.Equal(nodeNames(nodes), []string{"win000000"}) {
 		t.Errorf("Ready nodes after the apply: %v, want win000000 (the apply waits for its first status)", nodeNames(nodes))
 	}
@@ -663,21 +670,8 @@ func TestReconcileWaitWatches(t *testing.T) {
 	ss := newScaleSet(t)
 	m := ss.manager()
 	ss.boot = func(string) bootOutcome { return bootPending }
-	go func() {
-		// The nodes go Ready a while after their machines were created (Poll is 1 ms).
-		time.Sleep(500 * time.Millisecond)
-		for _, name := range ss.running() {
-			node, err := ss.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-			if _, err := ss.client.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{}); err != nil {
-				t.Error(err)
-			}
-		}
-	}()
+	// The nodes go Ready a while after their machines were created (Poll is 1 ms).
+	ss.readyAfter(500 * time.Millisecond)
 	if nodes := reconcile(t, m, spec(20, 1, "a")); len(nodeNames(nodes)) != 20 {
 		t.Fatalf("nodes = %v", nodeNames(nodes))
 	}

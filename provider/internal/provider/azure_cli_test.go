@@ -73,7 +73,7 @@ func TestAccAzureKilledMidApply(t *testing.T) {
 	t.Cleanup(func() { _, _, _ = c.try("destroy", "-auto-approve", "-input=false") })
 	before := f.scaleSetWrites()
 
-	hold := armServer.HoldOperations(armtest.Match{Method: "PUT", Path: inGroup(f.group, `/virtualMachineScaleSets/win$`)})
+	hold := armServer.HoldOperations(armtest.Match{Method: "PUT", Path: armtest.InGroup(f.group, `/virtualMachineScaleSets/win$`)})
 	var out bytes.Buffer
 	cmd := exec.Command(c.tf, "-chdir="+c.dir, "apply", "-auto-approve", "-input=false")
 	cmd.Env, cmd.Stdout, cmd.Stderr = c.env, &out, &out

@@ -155,13 +155,6 @@ type azureFixture struct {
 	imageA, imageB                string
 }
 
-// inGroup is an armtest.Match path for the requests of a resource group's resources whose paths
-// end as suffix (a regular expression) says: the package's tests share the test server and run in
-// parallel, so a test's fault must reach its own resources only.
-func inGroup(group, suffix string) string {
-	return "/resourceGroups/" + regexp.QuoteMeta(group) + "/.*(?:" + suffix + ")"
-}
-
 // newAzureFixture seeds the server for a test; the provider, in this process or another, reaches
 // it through the ARM_* variables startARM set.
 func newAzureFixture(t testing.TB, state string) *azureFixture {
@@ -498,7 +491,7 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	be := f.poolBackend()
-	scaleSet := inGroup(f.group, `/virtualMachineScaleSets/win$`)
+	scaleSet := armtest.InGroup(f.group, `/virtualMachineScaleSets/win$`)
 	var faults []*armtest.Fault
 	instances := func(want int) checkFunc {
 		return func() error {
@@ -518,8 +511,8 @@ func TestAccWindowsNodePool_azureFaults(t *testing.T) {
 				PreConfig: func() {
 					faults = []*armtest.Fault{
 						armServer.Throttle(armtest.Match{Method: "PUT", Path: scaleSet, Times: 2}, 300*time.Millisecond),
-						armServer.FailRequests(armtest.Match{Method: "GET", Path: inGroup(f.group, `/virtualMachineScaleSets/win$|/virtualMachines$`), Times: 2},
-							503, "ServiceUnavailable",
+						armServer.FailRequests(armtest.Match{Method: "GET", Path: armtest.InGroup(f.group, `/virtualMachineScaleSets/win$|/virtualMachines$`),
+							Times: 2}, 503, "ServiceUnavailable",
 							"The service is temporarily unavailable."),
 					}
 				},
@@ -558,7 +551,7 @@ func TestAccWindowsNodePool_azureComputeFailures(t *testing.T) {
 	state, provider := testAccLocal(t)
 	f := newAzureFixture(t, state)
 	be := f.poolBackend()
-	scaleSet := inGroup(f.group, `/virtualMachineScaleSets/win$`)
+	scaleSet := armtest.InGroup(f.group, `/virtualMachineScaleSets/win$`)
 	var fault *armtest.Fault
 	var timedOut string // the instance whose provisioning timed out
 	instances := func(want int) checkFunc {

@@ -302,7 +302,7 @@ func TestAccClusterAzure(t *testing.T) {
 				// for the second) taints the cluster: the error says how to keep it.
 				SkipFunc: onlyTestServer,
 				PreConfig: inject(func() *armtest.Fault {
-					return armServer.FailAllocation(armtest.Match{Method: http.MethodPut, Path: inGroup(group, `/virtualMachines/acc-master-1$`)})
+					return armServer.FailAllocation(armtest.Match{Method: http.MethodPut, Path: armtest.InGroup(group, `/virtualMachines/acc-master-1$`)})
 				}),
 				Config: config("    linux_pool = { node_count = 1 }\n    masters = { count = 3 }"),
 				ExpectError: regexp.MustCompile(`(?s)AllocationFailed.*The\s+cluster\s+runs.*marks\s+it\s+tainted.*terraform\s+untaint.*` +
@@ -368,7 +368,7 @@ func TestAccClusterAzure(t *testing.T) {
 				// No credential from the control planes: the error says what to check.
 				SkipFunc: onlyTestServer,
 				PreConfig: inject(func() *armtest.Fault {
-					return armServer.FailRequests(armtest.Match{Method: http.MethodPost, Path: inGroup(group, `/runCommand$`)}, http.StatusForbidden,
+					return armServer.FailRequests(armtest.Match{Method: http.MethodPost, Path: armtest.InGroup(group, `/runCommand$`)}, http.StatusForbidden,
 						"AuthorizationFailed", "The client does not have authorization to perform action "+
 							"'Microsoft.Compute/virtualMachines/runCommand/action'.")
 				}),
@@ -380,7 +380,7 @@ func TestAccClusterAzure(t *testing.T) {
 				// Compute has no capacity for the third control plane: its VM is left Failed.
 				SkipFunc: onlyTestServer,
 				PreConfig: inject(func() *armtest.Fault {
-					return armServer.FailAllocation(armtest.Match{Method: http.MethodPut, Path: inGroup(group, `/virtualMachines/acc-master-2$`), Times: 1})
+					return armServer.FailAllocation(armtest.Match{Method: http.MethodPut, Path: armtest.InGroup(group, `/virtualMachines/acc-master-2$`), Times: 1})
 				}),
 				Config:      three,
 				ExpectError: regexp.MustCompile(`(?s)Cannot Add Control Planes.*AllocationFailed`),
