@@ -76,10 +76,11 @@ func launch(cfg Config, cp *ControlPlane, steps func(*ControlPlane) []step) (_ *
 			err = fmt.Errorf("%w\n%s", err, cp.LogTails(20))
 		}
 	}()
-	ports, err := freePorts(5)
+	ports, release, err := freePorts(5, randomBelow(ephemeralLow()))
 	if err != nil {
 		return cp, err
 	}
+	defer release()
 	apiServer := cp.Ports.APIServer
 	cp.Ports = Ports{EtcdClient: ports[0], EtcdPeer: ports[1], APIServer: ports[2], KCM: ports[3], Scheduler: ports[4]}
 	if apiServer != 0 {
@@ -460,41 +461,68 @@ func httpOK(c *http.Client, url string) error {
 	return nil
 }
 
-// freePorts finds n free loopback ports below the kernel's ephemeral port range
-// (/proc/sys/net/ipv4/ip_local_port_range, 32768-60999 by default). A port of that range found
-// free and released can be taken as the source port of any outbound connection before the
-// component binds it: beside busy tests, etcd failed with "bind: address already in use".
-// Where the range cannot be read, the kernel picks (port 0).
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
+// freePorts finds n free loopback ports, trying the ports pick returns, and holds each until
+// release is called: the caller releases them once its components have bound them.
+//   - A port is free when a listener can bind it (nothing listens there).
+//   - A port is held through proc.TryLock("port-N"), a lock every local control plane of this
+//     user takes. The listener itself is closed before the component binds, and in that gap
+//     another process starting a control plane could find the port free too: beside busy tests,
+//     etcd failed with "bind: address already in use".
+//
+// randomBelow picks the ports below the kernel's ephemeral range, so that no outbound
+// connection's source port takes one in that gap either.
+func freePorts(n int, pick func() int) (ports []int, release func(), err error) {
+	var held []func()
+	releaseAll := func() {
+		for _, r := range held {
+			r()
+		}
+	}
 	defer func() {
-		for _, l := range ls {
-			_ = l.Close() // a listener only held to reserve its port
+		if err != nil {
+			releaseAll()
 		}
 	}()
-	low := ephemeralLow()
 	for range n {
-		var l net.Listener
-		err := fmt.Errorf("no free port below %d", low)
-		for try := 0; l == nil && try < 200; try++ {
-			port := 0
-			if low > 0 {
-				port = low - 1 - rand.IntN(min(low-1024, 16384))
+		port, free, err := 0, false, error(nil)
+		for try := 0; !free && try < 200; try++ {
+			port = pick()
+			free, err = reservePort(port, &held)
+			if err != nil {
+				return nil, nil, err
 			}
-			l, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		}
-		if l == nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
+		if !free {
+			return nil, nil, fmt.Errorf("no free loopback port after 200 tries (last tried %d)", port)
 		}
-		ls = append(ls, l)
-		addr, ok := l.Addr().(*net.TCPAddr)
-		if !ok {
-			return nil, fmt.Errorf("find a free port: listener address %v is not TCP", l.Addr())
-		}
-		ports = append(ports, addr.Port)
+		ports = append(ports, port)
 	}
-	return ports, nil
+	return ports, releaseAll, nil
+}
+
+// reservePort takes port's lock, adding its release to held, if nothing listens on port.
+func reservePort(port int, held *[]func()) (bool, error) {
+	unlock, ok, err := proc.TryLock("port-" + strconv.Itoa(port))
+	if err != nil || !ok {
+		return false, err
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		unlock()
+		return false, nil //nolint:nilerr // something listens there: the port is taken, which is an answer, not an error
+	}
+	_ = l.Close() // it only showed that the port is free
+	*held = append(*held, unlock)
+	return true, nil
+}
+
+// randomBelow picks ports at random below low, down to 1025, at most 16384 of them; where low is
+// 0 (the range cannot be read), it picks from the 16384 ports below the default range's 32768.
+func randomBelow(low int) func() int {
+	if low == 0 {
+		low = 32768
+	}
+	return func() int { return low - 1 - rand.IntN(min(low-1025, 16384)) }
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range; 0 when it cannot be read.

@@ -23,3 +23,6 @@ func Terminate(int) error { return errUnsupported }
 
 // Kill is only relevant on Unix.
 func Kill(int) error { return errUnsupported }
+
+// TryLock is only relevant on Unix.
+func TryLock(string) (func(), bool, error) { return nil, false, errUnsupported }

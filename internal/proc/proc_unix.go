@@ -4,6 +4,9 @@ package proc
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -34,4 +37,41 @@ func ignoreGone(err error) error {
 		return nil
 	}
 	return err
+}
+
+// TryLock takes the lock called name without waiting, and reports whether it got it. The lock
+// is shared by every process of this user that sees the same os.TempDir(): a file there held
+// with flock(2), which the kernel releases when the process exits, whatever the way. Release
+// removes the file while it still holds it; a process that opened the file before that finds,
+// once it has the lock, that the path names another file or none, and reports the lock taken.
+func TryLock(name string) (release func(), ok bool, err error) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("kubewin-%d-locks", os.Getuid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, false, err
+	}
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close() // never locked
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	held, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, false, err
+	}
+	if named, err := os.Stat(path); err != nil || !os.SameFile(held, named) {
+		_ = f.Close()
+		return nil, false, nil //nolint:nilerr // the file was removed by its holder's release: someone else's lock now
+	}
+	return func() {
+		_ = os.Remove(path)
+		_ = f.Close() // closing the file releases its lock
+	}, true, nil
 }
