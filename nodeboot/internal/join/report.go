@@ -25,6 +25,8 @@ type reporter struct {
 	flushed chan struct{}
 	// warned is set once a failed write has been told on Out.
 	warned bool
+	// unprepared says the last write found no report object, or no access to it, yet.
+	unprepared bool
 }
 
 // Report builds the node's report from its state.
@@ -77,7 +79,11 @@ func (n *Node) report(*workflow.State[Learned]) {
 // reportLag is how long the report in the cluster may lag a change of the state.
 const reportLag = time.Second
 
-// flushReports waits until the last change is written and stops the reporter.
+// flushReports waits until the last change is written and stops the reporter. When that write
+// found the report object not prepared yet, it is tried again in the background until it is
+// (writeWhenPrepared): the pool makes the object, and grants the node its access, once the cloud
+// has answered its scale-out, and a join can be over before that; without it the cluster kept no
+// report of such a join at all.
 func (n *Node) flushReports() {
 	r := &n.reporter
 	r.mu.Lock()
@@ -89,6 +95,14 @@ func (n *Node) flushReports() {
 	}
 	close(pending)
 	<-flushed
+	r.mu.Lock()
+	unprepared := r.unprepared
+	r.mu.Unlock()
+	if unprepared {
+		go func() {
+			_ = n.writeWhenPrepared(context.Background(), func(ctx context.Context) error { return n.writeReport(ctx) })
+		}()
+	}
 }
 
 func (n *Node) reportLoop(pending <-chan struct{}, flushed chan<- struct{}) {
@@ -107,7 +121,7 @@ func (n *Node) reportLoop(pending <-chan struct{}, flushed chan<- struct{}) {
 			}
 		}
 		lag.Stop()
-		n.writeReport()
+		n.writeReportNow()
 	}
 }
 
@@ -141,12 +155,29 @@ func (n *Node) reportBeforeTrust(ctx context.Context) {
 	client := n.bootstrapClient
 	n.mu.Unlock()
 	// The pool makes the report object, and grants the token its access, once the cloud has
-	// answered its scale-out, which may be after a machine that failed at once got here: the write
-	// is tried until both exist.
+	// answered its scale-out, which may be after a machine that failed at once got here.
+	if err := n.writeWhenPrepared(ctx, func(ctx context.Context) error { return nodestatus.Write(ctx, client, failed) }); err != nil {
+		_, _ = fmt.Fprintf(n.Out, "[report] the failure stays on this machine: %v\n", err)
+		return
+	}
+	_, _ = fmt.Fprintf(n.Out, "[report] the failure is reported to the cluster at %s\n", res.Server)
+}
+
+// reportBackoff spans about three minutes: the time a cloud's scale-out may still take to answer
+// once its first machines run. A node joined by hand has no report object: its report stays on
+// the machine after that wait.
+var reportBackoff = wait.Backoff{Duration: time.Second, Factor: 1.5, Cap: 30 * time.Second, Steps: 13}
+
+// notPrepared says a report write found no report object (ErrNotPrepared) or no access to it
+// (Forbidden): the pool has not prepared it yet.
+func notPrepared(err error) bool { return errors.Is(err, nodestatus.ErrNotPrepared) || apierrors.IsForbidden(err) }
+
+// writeWhenPrepared runs write until the report object is there to take it, on reportBackoff.
+func (n *Node) writeWhenPrepared(ctx context.Context, write func(context.Context) error) error {
 	told := false
-	err = wait.ExponentialBackoffWithContext(ctx, reportBackoff, func(ctx context.Context) (bool, error) {
-		err := nodestatus.Write(ctx, client, failed)
-		if errors.Is(err, nodestatus.ErrNotPrepared) || apierrors.IsForbidden(err) {
+	return wait.ExponentialBackoffWithContext(ctx, reportBackoff, func(ctx context.Context) (bool, error) {
+		err := write(ctx)
+		if notPrepared(err) {
 			if !told {
 				told = true
 				_, _ = fmt.Fprintf(n.Out, "[report] waiting up to 3 minutes for the report object %s/%s, which the node pool makes: %v\n",
@@ -156,24 +187,14 @@ func (n *Node) reportBeforeTrust(ctx context.Context) {
 		}
 		return true, err
 	})
-	if err != nil {
-		_, _ = fmt.Fprintf(n.Out, "[report] the failure stays on this machine: %v\n", err)
-		return
-	}
-	_, _ = fmt.Fprintf(n.Out, "[report] the failure is reported to the cluster at %s\n", res.Server)
 }
-
-// reportBackoff spans about three minutes: the time a cloud's scale-out may still take to answer
-// once its first machines run. A node joined by hand has no report object: its failure stays on
-// the machine after that wait.
-var reportBackoff = wait.Backoff{Duration: time.Second, Factor: 1.5, Cap: 30 * time.Second, Steps: 13}
 
 // writeReport writes the report over the connection the join has open: the bootstrap token's
 // until a phase uses the node's own credential (register and after), so that the TLS bootstrap
 // opens no connection with the new credential only to report, and the node's own after that,
 // or when the token is refused (it expired while a resumed join ran). Before the cluster is
 // trusted there is neither, and the state file and consoles are the only record.
-func (n *Node) writeReport() {
+func (n *Node) writeReport(ctx context.Context) error {
 	n.mu.Lock()
 	c, byToken := n.nodeClient, false
 	if c == nil {
@@ -182,9 +203,9 @@ func (n *Node) writeReport() {
 	report := n.Report()
 	n.mu.Unlock()
 	if c == nil {
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := nodestatus.Write(ctx, c, report)
 	if byToken && apierrors.IsUnauthorized(err) {
@@ -192,19 +213,25 @@ func (n *Node) writeReport() {
 			err = nodestatus.Write(ctx, own, report)
 		}
 	}
-	if err == nil {
-		return
-	}
+	return err
+}
+
+// writeReportNow is the reporter's write: a failure is told once on Out, and one that found
+// the report object not prepared is remembered for flushReports.
+func (n *Node) writeReportNow() {
+	err := n.writeReport(context.Background())
 	r := &n.reporter
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.warned {
-		r.warned = true
-		if errors.Is(err, nodestatus.ErrNotPrepared) {
-			_, _ = fmt.Fprintf(n.Out, "[report] no report object %s/%s: progress is recorded locally only\n", nodestatus.Namespace,
-				nodestatus.ObjectName(n.Name))
-			return
-		}
-		_, _ = fmt.Fprintf(n.Out, "[report] cannot write the report: %v\n", err)
+	r.unprepared = notPrepared(err)
+	if err == nil || r.warned {
+		return
 	}
+	r.warned = true
+	if r.unprepared {
+		_, _ = fmt.Fprintf(n.Out, "[report] no report object %s/%s yet (the node pool makes it): %v\n", nodestatus.Namespace,
+			nodestatus.ObjectName(n.Name), err)
+		return
+	}
+	_, _ = fmt.Fprintf(n.Out, "[report] cannot write the report: %v\n", err)
 }

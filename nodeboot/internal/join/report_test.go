@@ -96,6 +96,39 @@ func TestFailureBeforeTrustReported(t *testing.T) {
 	}
 }
 
+// A join that is over before the pool made its report object (a scale-out the cloud answered
+// after the machine joined; every machine of a 50-node local pool) still leaves its report in
+// the cluster: the last write is tried again until the object is there. The cluster kept no
+// report of such a join.
+func TestReportWrittenOnceObjectMade(t *testing.T) {
+	ctx := context.Background()
+	o := nodeOpts{pool: "report-late"}
+	n := newNode(t, o)
+	if err := nodeaccess.Cleanup(ctx, admin(t), o.pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Join(ctx); err != nil {
+		t.Fatalf("join: %v\n%s", err, output(t, n))
+	}
+	if err := nodeaccess.Prepare(ctx, admin(t), o.pool, []string{n.Name}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := nodestatus.Read(ctx, admin(t), n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != nil && r.State == nodestatus.StateDone {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the report in the cluster is still %+v\n%s", r, output(t, n))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Discovery and the TLS bootstrap open the connections the minimal kubeadm-style join of the
 // bench does (floorJoin), three: one for each anonymous read of cluster-info, since the API
 // server keeps no connection of an unauthenticated client open (UnauthenticatedHTTP2DOSMitigation,
