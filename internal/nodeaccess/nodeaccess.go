@@ -40,11 +40,24 @@ func Prepare(ctx context.Context, c kubernetes.Interface, pool string, nodes []s
 		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", nodestatus.Namespace, err)
 	}
+	// The pool's objects as they are: one read, rather than a create refused for each node that
+	// has its object already.
+	list, err := c.CoreV1().ConfigMaps(nodestatus.Namespace).List(ctx, metav1.ListOptions{LabelSelector: PoolLabel + "=" + pool})
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, cm := range list.Items {
+		have[cm.Name] = true
+	}
 	names := make([]string, 0, len(nodes))
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: PoolGroup(pool)}}
 	for _, n := range nodes {
 		names = append(names, nodestatus.ObjectName(n))
 		subjects = append(subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:node:" + n})
+		if have[nodestatus.ObjectName(n)] {
+			continue
+		}
 		if _, err := c.CoreV1().ConfigMaps(nodestatus.Namespace).Create(ctx, nodestatus.ReportObject(PoolLabel, pool, n),
 			metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create report object for node %s: %w", n, err)
@@ -82,10 +95,6 @@ func Prepare(ctx context.Context, c kubernetes.Interface, pool string, nodes []s
 		return fmt.Errorf("grant report access for pool %s: %w", pool, err)
 	}
 	// Remove the objects of nodes that left the pool.
-	list, err := c.CoreV1().ConfigMaps(nodestatus.Namespace).List(ctx, metav1.ListOptions{LabelSelector: PoolLabel + "=" + pool})
-	if err != nil {
-		return err
-	}
 	for _, cm := range list.Items {
 		if !slices.Contains(names, cm.Name) {
 			if err := c.CoreV1().ConfigMaps(nodestatus.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

@@ -340,8 +340,9 @@ func (s *ScaleSet) List(ctx context.Context) ([]pool.Machine, error) {
 // Add raises the scale set's capacity by n with customData in its model — creating the scale
 // set on the pool's first machines — in one ARM write, waits for the operation, and returns the
 // new instances' names. A machine whose provisioning timed out is returned with the others: the
-// pool's wait for its node tells whether it serves.
-func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte) ([]string, error) {
+// pool's wait for its node tells whether it serves. The scale set names its instances, so named
+// is not called: the names are known once Azure has answered.
+func (s *ScaleSet) Add(ctx context.Context, n int, customData []byte, _ func([]string) error) ([]string, error) {
 	before, err := s.instances(ctx, false)
 	if err != nil {
 		return nil, err

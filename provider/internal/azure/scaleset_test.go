@@ -41,7 +41,7 @@ func TestScaleSetModelsStayBounded(t *testing.T) {
 	s := testScaleSet(t, "pool-models")
 	t.Cleanup(func() { _ = s.Destroy(context.Background()) })
 	for i := range 12 {
-		if _, err := s.Add(ctx, 1, []byte(fmt.Sprintf("config-%d", i))); err != nil {
+		if _, err := s.Add(ctx, 1, []byte(fmt.Sprintf("config-%d", i)), nil); err != nil {
 			t.Fatalf("add %d: %v", i, err)
 		}
 	}
@@ -60,10 +60,10 @@ func TestScaleSetBeyondOnePlacementGroup(t *testing.T) {
 	defer cancel()
 	s := testScaleSet(t, "pool-large")
 	t.Cleanup(func() { _ = s.Destroy(context.Background()) })
-	if _, err := s.Add(ctx, 60, []byte("config-1")); err != nil {
+	if _, err := s.Add(ctx, 60, []byte("config-1"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Add(ctx, 60, []byte("config-2")); err != nil {
+	if _, err := s.Add(ctx, 60, []byte("config-2"), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -91,7 +91,7 @@ func TestScaleSetDeleteAnswerLost(t *testing.T) {
 	defer cancel()
 	s := testScaleSet(t, "pool-lost")
 	t.Cleanup(func() { _ = s.Destroy(context.Background()) })
-	names, err := s.Add(ctx, 3, []byte("config"))
+	names, err := s.Add(ctx, 3, []byte("config"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

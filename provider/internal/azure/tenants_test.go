@@ -33,7 +33,7 @@ func TestImageOfAnotherTenant(t *testing.T) {
 	if _, err := s.Client.ImageTags(ctx, image); !names(err) || !strings.Contains(err.Error(), "InvalidAuthenticationTokenTenant") {
 		t.Errorf("reading the image without the auxiliary tenant: %v", err)
 	}
-	_, err := s.Add(ctx, 1, []byte("config"))
+	_, err := s.Add(ctx, 1, []byte("config"), nil)
 	var ae *pool.ActionError
 	if !errors.As(err, &ae) || ae.Summary != "Image in Another Tenant" || !names(errors.New(ae.Remedy)) ||
 		!strings.Contains(err.Error(), "LinkedAuthorizationFailed") {
@@ -45,7 +45,7 @@ func TestImageOfAnotherTenant(t *testing.T) {
 	if err != nil || tags["kubewin.io/runtime"] != "containerd" {
 		t.Errorf("reading the image with the auxiliary tenant: %v, %v", tags, err)
 	}
-	if added, err := s.Add(ctx, 1, []byte("config")); err != nil || len(added) != 1 {
+	if added, err := s.Add(ctx, 1, []byte("config"), nil); err != nil || len(added) != 1 {
 		t.Errorf("creating the scale set with the auxiliary tenant: %v, %v", added, err)
 	}
 }

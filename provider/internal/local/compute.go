@@ -51,7 +51,7 @@ var joinsAtOnce = 16 * runtime.NumCPU()
 // Add provisions n machines and starts their nodeboot, at most joinsAtOnce joining at a time:
 // the next starts when an earlier one's join is done or failed, or its nodeboot stopped. It
 // returns once the last has started; the pool waits for their nodes.
-func (c *Compute) Add(ctx context.Context, n int, customData []byte) ([]string, error) {
+func (c *Compute) Add(ctx context.Context, n int, customData []byte, named func([]string) error) ([]string, error) {
 	if err := c.checkCluster(customData); err != nil {
 		return nil, err
 	}
@@ -64,6 +64,9 @@ func (c *Compute) Add(ctx context.Context, n int, customData []byte) ([]string, 
 		if names[i], err = winname.ComputerName(c.Prefix, first+i); err != nil {
 			return nil, err
 		}
+	}
+	if err := named(names); err != nil {
+		return nil, err
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop() // the last machines' joins are the pool's to wait for

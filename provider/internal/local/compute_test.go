@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 )
 
 // Add has at most joinsAtOnce machines joining at once: the next machine boots when an earlier
-// one's join report says the join is over.
+// one's join report says the join is over. It names the machines before any boots, so that the
+// pool prepares their report objects before their joins write to them.
 func TestAddBoundsJoinsAtOnce(t *testing.T) {
 	defer func(n int) { joinsAtOnce = n }(joinsAtOnce)
 	joinsAtOnce = 2
@@ -47,10 +49,20 @@ func TestAddBoundsJoinsAtOnce(t *testing.T) {
 	}
 	c := &Compute{Backend: b, Pool: "p", Prefix: "win", ImageDir: image, AnyCluster: true}
 	ctx := context.Background()
-	names, err := c.Add(ctx, 5, []byte(`{}`))
+	var named []string
+	names, err := c.Add(ctx, 5, []byte(`{}`), func(names []string) error {
+		if _, err := os.Stat(events); !os.IsNotExist(err) {
+			t.Errorf("a machine booted before Add named its machines (%s: %v)", events, err)
+		}
+		named = names
+		return nil
+	})
 	t.Cleanup(func() { _ = c.Delete(ctx, names) })
 	if err != nil || len(names) != 5 {
 		t.Fatalf("add: %v %v", names, err)
+	}
+	if !slices.Equal(named, names) {
+		t.Errorf("Add named %v, created %v", named, names)
 	}
 	// At most two were joining at any time (the last three have begun once Add returns: wait
 	// until their nodeboot says so).

@@ -51,8 +51,10 @@ type Compute interface {
 	// List returns the pool's machines.
 	List(ctx context.Context) ([]Machine, error)
 	// Add creates n machines from the pool's image that boot with customData (the pool's
-	// NodeConfig, with a fresh token) and returns their names.
-	Add(ctx context.Context, n int, customData []byte) ([]string, error)
+	// NodeConfig, with a fresh token) and returns their names. A backend that names its machines
+	// before it creates them calls named with those names first, and creates none when it fails:
+	// the pool prepares their report objects and access there, before any of them joins.
+	Add(ctx context.Context, n int, customData []byte, named func([]string) error) ([]string, error)
 	// Delete removes the named machines.
 	Delete(ctx context.Context, names []string) error
 	// Destroy removes what is left of the pool at the backend once it has no machines.
@@ -325,14 +327,26 @@ func (m *Manager) add(ctx context.Context, s Spec, gen, token string, existing [
 }
 
 // create adds n machines booting with data, and prepares their report objects and the pool's
-// access as soon as their names are known.
+// access as soon as their names are known: before the machines boot where the backend names them
+// first, else once it has created them (a join that is over by then writes its report when the
+// object appears).
 func (m *Manager) create(ctx context.Context, s Spec, existing []string, n int, data []byte) ([]string, error) {
-	added, err := m.Compute.Add(ctx, n, data)
+	prepare := func(names []string) error {
+		return nodeaccess.Prepare(ctx, m.Client, s.Pool, append(slices.Clone(existing), names...))
+	}
+	var prepared []string
+	added, err := m.Compute.Add(ctx, n, data, func(names []string) error {
+		prepared = names
+		return prepare(names)
+	})
 	if err != nil {
 		return added, fmt.Errorf("add %d machines to pool %s: %w", n, s.Pool, err)
 	}
 	tflog.Info(ctx, "machines created; waiting for their nodes", map[string]any{"machines": added})
-	return added, nodeaccess.Prepare(ctx, m.Client, s.Pool, append(slices.Clone(existing), added...))
+	if slices.Equal(prepared, added) {
+		return added, nil
+	}
+	return added, prepare(added)
 }
 
 // remove drains the members, deletes their machines in one batch, then their Node objects and,

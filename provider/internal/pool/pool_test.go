@@ -112,7 +112,7 @@ func (s *scaleSet) List(context.Context) ([]Machine, error) {
 	return out, nil
 }
 
-func (s *scaleSet) Add(ctx context.Context, n int, customData []byte) ([]string, error) {
+func (s *scaleSet) Add(ctx context.Context, n int, customData []byte, _ func([]string) error) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.failing("Add"); err != nil {
