@@ -226,9 +226,8 @@ func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error
 		if len(pending) == 0 {
 			return nil
 		}
-		reports := w.joinReports()
 		for _, name := range pending {
-			if r := reports[name]; r != nil && r.State == nodestatus.StateFailed {
+			if r := w.report(name); r != nil && r.State == nodestatus.StateFailed {
 				return &JoinError{Report: *r, Log: m.Compute.Log(ctx, name)}
 			}
 		}
@@ -245,7 +244,7 @@ func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error
 		if !time.Now().Before(nextLocal) {
 			var unreported []string
 			for _, name := range pending {
-				if reports[name] == nil {
+				if w.report(name) == nil {
 					unreported = append(unreported, name)
 				}
 			}

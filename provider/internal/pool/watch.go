@@ -25,6 +25,13 @@ type poolWatch struct {
 
 	mu      sync.Mutex
 	lastErr error // the last list or watch error, for the timeout's message
+	// parsed holds each node's report as decoded from the object's version.
+	parsed map[string]parsedReport
+}
+
+type parsedReport struct {
+	version string
+	report  *nodestatus.Report
 }
 
 // watchPool starts following the pool and returns once both lists arrived, or ctx ended.
@@ -33,7 +40,7 @@ func (m *Manager) watchPool(ctx context.Context, s Spec) (*poolWatch, error) {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = nodeaccess.PoolLabel + "=" + s.Pool }))
 	ctx, cancel := context.WithCancel(ctx)
 	w := &poolWatch{nodes: f.Core().V1().Nodes().Informer(), reports: f.Core().V1().ConfigMaps().Informer(), changed: make(chan struct{}, 1),
-		stop: cancel}
+		stop: cancel, parsed: map[string]parsedReport{}}
 	signal := func() {
 		select {
 		case w.changed <- struct{}{}:
@@ -82,19 +89,26 @@ func (w *poolWatch) node(name string) *corev1.Node {
 	return n
 }
 
-// joinReports are the pool's join reports as last seen, by node.
-func (w *poolWatch) joinReports() map[string]*nodestatus.Report {
-	out := map[string]*nodestatus.Report{}
-	for _, obj := range w.reports.GetStore().List() {
-		cm, ok := obj.(*corev1.ConfigMap) // the informer lists ConfigMaps only
-		if !ok {
-			continue
-		}
-		if r := parseReport(cm); r != nil {
-			out[r.Node] = r
-		}
+// report is the named node's join report as last seen, nil when it has none. Each version of a
+// report object is decoded once: a wait reads the reports of its pending nodes after every change
+// of the pool, and decoding all of them each time grew with the square of the pool's size.
+func (w *poolWatch) report(name string) *nodestatus.Report {
+	obj, ok, _ := w.reports.GetStore().GetByKey(nodestatus.Namespace + "/" + nodestatus.ObjectName(name))
+	if !ok {
+		return nil
 	}
-	return out
+	cm, _ := obj.(*corev1.ConfigMap) // the informer lists ConfigMaps only
+	if cm == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p, ok := w.parsed[name]; ok && p.version == cm.ResourceVersion {
+		return p.report
+	}
+	r := parseReport(cm)
+	w.parsed[name] = parsedReport{version: cm.ResourceVersion, report: r}
+	return r
 }
 
 // err is the last list or watch error, nil when none.
