@@ -170,7 +170,9 @@ var reportBackoff = wait.Backoff{Duration: time.Second, Factor: 1.5, Cap: 30 * t
 
 // notPrepared says a report write found no report object (ErrNotPrepared) or no access to it
 // (Forbidden): the pool has not prepared it yet.
-func notPrepared(err error) bool { return errors.Is(err, nodestatus.ErrNotPrepared) || apierrors.IsForbidden(err) }
+func notPrepared(err error) bool {
+	return errors.Is(err, nodestatus.ErrNotPrepared) || apierrors.IsForbidden(err)
+}
 
 // writeWhenPrepared runs write until the report object is there to take it, on reportBackoff.
 func (n *Node) writeWhenPrepared(ctx context.Context, write func(context.Context) error) error {
