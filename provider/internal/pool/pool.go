@@ -340,6 +340,9 @@ func (m *Manager) create(ctx context.Context, s Spec, existing []string, n int, 
 		return prepare(names)
 	})
 	if err != nil {
+		if prepared != nil && !slices.Equal(prepared, added) {
+			err = errors.Join(err, prepare(added)) // the objects of machines that were not created go
+		}
 		return added, fmt.Errorf("add %d machines to pool %s: %w", n, s.Pool, err)
 	}
 	tflog.Info(ctx, "machines created; waiting for their nodes", map[string]any{"machines": added})
