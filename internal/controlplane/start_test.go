@@ -1,7 +1,10 @@
 package controlplane
 
 import (
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -54,5 +57,10 @@ func TestFreePortsHeldUntilReleased(t *testing.T) {
 	releaseAgain()
 	if again[0] != port {
 		t.Fatalf("after release, freePorts = %v; want [%d]", again, port)
+	}
+	// Nothing of the lock is left behind in the temp directory.
+	lock := filepath.Join(os.TempDir(), fmt.Sprintf("kubewin-%d-locks", os.Getuid()), fmt.Sprintf("port-%d", port))
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("after release, %s: %v; want it gone", lock, err)
 	}
 }

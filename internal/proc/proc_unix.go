@@ -46,13 +46,16 @@ func ignoreGone(err error) error {
 // once it has the lock, that the path names another file or none, and reports the lock taken.
 func TryLock(name string) (release func(), ok bool, err error) {
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("kubewin-%d-locks", os.Getuid()))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, false, err
-	}
 	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, false, err
+	var f *os.File
+	for try := 0; f == nil; try++ {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, false, err
+		}
+		// The last holder's release removes the directory when it empties it, maybe in between.
+		if f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600); err != nil && (!errors.Is(err, os.ErrNotExist) || try == 2) {
+			return nil, false, err
+		}
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = f.Close() // never locked
@@ -72,6 +75,7 @@ func TryLock(name string) (release func(), ok bool, err error) {
 	}
 	return func() {
 		_ = os.Remove(path)
-		_ = f.Close() // closing the file releases its lock
+		_ = f.Close()      // closing the file releases its lock
+		_ = os.Remove(dir) // when no other lock is held: nothing is left in the temp directory
 	}, true, nil
 }
