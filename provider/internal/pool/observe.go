@@ -157,6 +157,14 @@ func (m *Manager) waitReady(ctx context.Context, s Spec, waiting []string) error
 	// serial console: EMS holds COM1) fails the wait as a JoinError; the others' summaries
 	// say where they stand.
 	timeout := func(w *poolWatch) error {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// Stopped (terraform's interrupt, StopProvider), not timed out: return at once. Diagnosing
+			// the machines (a run command each on Azure, tens of seconds) would keep the apply
+			// running after the interrupt, and a second interrupt then exits terraform while it
+			// writes its state, which leaves the state file empty (hashicorp/terraform#34266).
+			return fmt.Errorf("stopped while nodes %s were joining: %w; they go on joining, and the next apply waits for them", strings.Join(pending, ", "),
+				ctx.Err())
+		}
 		ctx := context.WithoutCancel(ctx)
 		msg := fmt.Sprintf("nodes %s were not Ready in time: %s", strings.Join(pending, ", "), m.progress(ctx, s, pending))
 		if w != nil && w.err() != nil {

@@ -51,8 +51,8 @@ type scaleSet struct {
 	calls []string
 	// log, when set, records the writes too, among the cluster's evictions.
 	log *eventLog
-	// lists counts the List calls.
-	lists int
+	// lists counts the List calls, and diagnosed the Diagnose calls.
+	lists, diagnosed int
 	// leastReady is the fewest Ready, schedulable nodes seen after any change.
 	leastReady int
 	// lateCIDR makes nodes register (Ready) without a pod CIDR, which allocateCIDR gives them
@@ -224,6 +224,7 @@ func (s *scaleSet) Log(_ context.Context, name string) string { return "log of "
 func (s *scaleSet) Diagnose(_ context.Context, name string) (*Diagnosis, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.diagnosed++
 	m := s.machines[name]
 	if m == nil {
 		return nil, fmt.Errorf("no machine %s", name)
@@ -757,6 +758,27 @@ func TestReconcileInterrupted(t *testing.T) {
 	reconcile(t, m, spec(4, 1, "a"))
 	if tokens := poolTokens(t, ss.client); len(tokens) != 1 {
 		t.Errorf("the pool has tokens %v, want only the one the interrupted change left", tokens)
+	}
+}
+
+// A wait that is stopped (terraform's interrupt cancels the context; a timeout's deadline is
+// not that) returns at once, saying so, without diagnosing the machines: the diagnosis kept the
+// provider running after an interrupt, and terraform's second interrupt then emptied its state
+// file (TestAccWindowsNodePoolInterrupted).
+func TestReconcileStoppedDoesNotDiagnose(t *testing.T) {
+	ss := newScaleSet(t)
+	m := ss.manager()
+	ss.boot = func(string) bootOutcome { return bootJoining }
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err := m.Reconcile(ctx, spec(2, 1, "a"))
+	if err == nil || !strings.Contains(err.Error(), "stopped while nodes win000000, win000001 were joining") {
+		t.Fatalf("error = %v", err)
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.diagnosed != 0 {
+		t.Errorf("the stopped wait diagnosed %d machines", ss.diagnosed)
 	}
 }
 
