@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kubewin/kubewin/internal/nodeaccess"
 )
 
 // credentials runs a join from discovery to the kubelet credential, with the state file and
@@ -70,12 +72,18 @@ func BenchmarkConcurrentJoins(b *testing.B) {
 	b.ReportMetric(percentile(walls, 50)/percentile(floors, 50), "wall-x-floor")
 }
 
-// poolOf prepares nodes of one pool, sharing its token.
+// poolOf prepares nodes of one pool, sharing its token, with the report objects and access of
+// all of them, as a pool makes them (newNode prepares its pool for its one node).
 func poolOf(b *testing.B, nodes int) []*Node {
 	first := newNode(b, nodeOpts{})
-	ns := []*Node{first}
+	pool := first.Config.Node.Labels[nodeaccess.PoolLabel]
+	ns, names := []*Node{first}, []string{first.Name}
 	for len(ns) < nodes {
-		ns = append(ns, newNode(b, nodeOpts{pool: first.Config.Node.Labels["kubewin.io/pool"], token: first.Config.Cluster.BootstrapToken}))
+		n := newNode(b, nodeOpts{pool: pool, token: first.Config.Cluster.BootstrapToken})
+		ns, names = append(ns, n), append(names, n.Name)
+	}
+	if err := nodeaccess.Prepare(context.Background(), admin(b), pool, names); err != nil {
+		b.Fatal(err)
 	}
 	return ns
 }
