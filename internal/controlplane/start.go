@@ -484,11 +484,10 @@ func freePorts(n int, pick func() int) (ports []int, release func(), err error) 
 		}
 	}()
 	for range n {
-		port, free, err := 0, false, error(nil)
+		port, free := 0, false
 		for try := 0; !free && try < 200; try++ {
 			port = pick()
-			free, err = reservePort(port, &held)
-			if err != nil {
+			if free, err = reservePort(port, &held); err != nil {
 				return nil, nil, err
 			}
 		}

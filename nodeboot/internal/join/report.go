@@ -99,9 +99,7 @@ func (n *Node) flushReports() {
 	unprepared := r.unprepared
 	r.mu.Unlock()
 	if unprepared {
-		go func() {
-			_ = n.writeWhenPrepared(context.Background(), func(ctx context.Context) error { return n.writeReport(ctx) })
-		}()
+		go func() { _ = n.writeWhenPrepared(context.Background(), n.writeReport) }()
 	}
 }
 
