@@ -58,6 +58,10 @@ type Options struct {
 	WriteFile func(path string, data []byte) error
 	// Dial opens the connections (rest.Config.Dial). Default: client-go's.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Client, when set, is the caller's client with Token, trusting CACert, over whose
+	// connection the request is made and waited for; otherwise one is made from Server, CACert,
+	// Token, ServerName and Dial.
+	Client kubernetes.Interface
 }
 
 // Result is the node's credential. KeyPEM is the certificate store's combined file when the
@@ -80,10 +84,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "kubelet client key: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: o.Server, BearerToken: o.Token, TLSClientConfig: rest.TLSClientConfig{CAData: o.CACert,
-		ServerName: o.ServerName}, Timeout: 30 * time.Second, Dial: o.Dial})
-	if err != nil {
-		return nil, nodestatus.Errorf(nodestatus.CodeInternal, "%w", err)
+	client := o.Client
+	if client == nil {
+		if client, err = kubernetes.NewForConfig(&rest.Config{Host: o.Server, BearerToken: o.Token, TLSClientConfig: rest.TLSClientConfig{CAData: o.CACert,
+			ServerName: o.ServerName}, Timeout: 30 * time.Second, Dial: o.Dial}); err != nil {
+			return nil, nodestatus.Errorf(nodestatus.CodeInternal, "%w", err)
+		}
 	}
 	csrPEM, err := certutil.MakeCSR(key, &pkix.Name{CommonName: "system:node:" + o.NodeName, Organization: []string{"system:nodes"}}, nil, nil)
 	if err != nil {

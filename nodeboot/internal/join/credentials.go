@@ -63,6 +63,14 @@ func (n *Node) setBootstrapClient(server string, ca []byte) error {
 	return nil
 }
 
+// tokenClient is the client with the bootstrap token (nil before trusted made it, or with no
+// token): the TLS bootstrap's request and the reports share its connection.
+func (n *Node) tokenClient() kubernetes.Interface {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.bootstrapClient
+}
+
 // trusted returns the discovered server and CA, re-reading them after a restart.
 func (n *Node) trusted() (string, []byte, error) {
 	ca, err := os.ReadFile(n.Platform.Path(n.Paths.ClusterCA))

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/util/certificate/csr"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/cluster-bootstrap/token/jws"
+
+	"github.com/kubewin/kubewin/nodeboot/internal/platform"
 )
 
 // floorJoin is the least a correct kubeadm-style join does, for the bench to measure nodeboot's
@@ -28,13 +30,15 @@ import (
 // the anonymous, unverified read of kube-public/cluster-info, the token's JWS signature over
 // it, the CA pin, the verified re-read, and a kubelet client certificate requested with the
 // bootstrap token and waited for with a watch. It keeps nothing on disk and reports nothing.
-func floorJoin(ctx context.Context, endpoint, token, pin, nodeName string) error {
+// Its connections are dial's, the joining machine's own: kubeadm and the kubelet run on the
+// machine that joins, so no two joins share a connection.
+func floorJoin(ctx context.Context, endpoint, token, pin, nodeName string, dial platform.DialFunc) error {
 	id, secret, ok := strings.Cut(token, ".")
 	if !ok {
 		return fmt.Errorf("token %q is not of the form id.secret", token)
 	}
 	server := "https://" + endpoint
-	insecure, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: -1})
+	insecure, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: -1, Dial: dial})
 	if err != nil {
 		return err
 	}
@@ -62,7 +66,7 @@ func floorJoin(ctx context.Context, endpoint, token, pin, nodeName string) error
 	if "sha256:"+hex.EncodeToString(sum[:]) != pin {
 		return fmt.Errorf("the cluster CA does not match the pin")
 	}
-	verified, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: -1})
+	verified, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: -1, Dial: dial})
 	if err != nil {
 		return err
 	}
@@ -73,7 +77,8 @@ func floorJoin(ctx context.Context, endpoint, token, pin, nodeName string) error
 	if again.Data[bootstrapapi.KubeConfigKey] != kubeconfig {
 		return fmt.Errorf("cluster-info changed between the reads")
 	}
-	bootstrap, err := kubernetes.NewForConfig(&rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: -1})
+	bootstrap, err := kubernetes.NewForConfig(&rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: -1,
+		Dial: dial})
 	if err != nil {
 		return err
 	}
@@ -94,10 +99,10 @@ func floorJoin(ctx context.Context, endpoint, token, pin, nodeName string) error
 	return err
 }
 
-// floorNode runs floorJoin with a node's token, pin and name.
+// floorNode runs floorJoin with a node's token, pin, name and dialer.
 func floorNode(ctx context.Context, n *Node) error {
 	c := n.Config.Cluster
-	return floorJoin(ctx, c.APIServerEndpoint, c.BootstrapToken, c.CACertHashes[0], n.Name)
+	return floorJoin(ctx, c.APIServerEndpoint, c.BootstrapToken, c.CACertHashes[0], n.Name, n.Platform.Dialer())
 }
 
 // percentile returns the p-th percentile (0–100) of sorted durations, in milliseconds.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -179,6 +180,16 @@ func newNode(t testing.TB, o nodeOpts) *Node {
 		t.Fatal(err)
 	}
 	p.Out = out
+	if p.Dial == nil {
+		// The machine dials its own connections, as a machine of its own does. client-go gives
+		// clients of one process with equal configurations one transport, and with it one HTTP/2
+		// connection, unless they dial for themselves (k8s.io/client-go/transport/cache.go); the
+		// API server closes an unauthenticated client's HTTP/2 connection after each request
+		// (feature UnauthenticatedHTTP2DOSMitigation), so nodes of one test process sharing it
+		// have their concurrent discovery reads refused, retried 1, 2 and 4 s later.
+		var d net.Dialer
+		p.Dial = d.DialContext
+	}
 	t.Cleanup(p.Shutdown) // the machine's kubelet stops with the test
 	n := &Node{
 		Config: c, Manifest: m, Name: name, Paths: nodecmd.DefaultPaths(), Platform: p,

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -24,6 +25,7 @@ type tlsBootstrapData interface {
 	timeouts() Timeouts
 	learned() *Learned
 	trusted() (string, []byte, error)
+	tokenClient() kubernetes.Interface
 	bootstrapKeyFile() string
 	currentPEM() string
 }
@@ -32,7 +34,8 @@ type tlsBootstrapData interface {
 // kubelet's certificate store holds a valid one of the bootstrap key, and writes the kubelet's
 // kubeconfig. As the kubelet's own TLS bootstrap does (pkg/kubelet/certificate/bootstrap,
 // LoadClientCert), the key is written before the request and the signed pair straight into the
-// certificate store: no certificate file of its own.
+// certificate store: no certificate file of its own. The request goes over the connection of the
+// node's client with the token, which its reports use too.
 func runTLSBootstrap(ctx context.Context, d tlsBootstrapData) error {
 	server, ca, err := d.trusted()
 	if err != nil {
@@ -45,6 +48,7 @@ func runTLSBootstrap(ctx context.Context, d tlsBootstrapData) error {
 		ReadFile:  func(win string) ([]byte, error) { return os.ReadFile(p.Path(win)) },
 		WriteFile: p.WriteSecret,
 		Dial:      p.Dialer(),
+		Client:    d.tokenClient(),
 		Store:     func(certPEM, keyPEM []byte) error { return writeClientPair(d, certPEM, keyPEM, time.Now()) },
 	})
 	if err != nil {
