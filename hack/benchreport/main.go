@@ -54,10 +54,26 @@ var figures = map[string]string{
 // writesByType is a benchmark's ARM writes of one resource type: writes-<type>/<step>.
 var writesByType = regexp.MustCompile(`^(Benchmark\S+) writes-(\S+)/(\S+)$`)
 
-// name is a metric's figure: its name in figures, ARM writes by resource type, or the key itself.
+// poolFloor is a local pool apply's figure beside the floor: poolFloorFigures's, for n nodes.
+var poolFloor = regexp.MustCompile(`^BenchmarkPoolApply/nodes=(\d+) (\S+)$`)
+
+var poolFloorFigures = map[string]string{
+	"floor-s":              "%s minimal nodes joining the same control plane at once and going Ready (floor, s)",
+	"x-floor":              "pool of %s local nodes / floor of %[1]s",
+	"cp-cpu-ms/node":       "control plane CPU per node, pool of %s local nodes (ms)",
+	"floor-cp-cpu-ms/node": "control plane CPU per node, floor of %s (ms)",
+}
+
+// name is a metric's figure: its name in figures, ARM writes by resource type, a pool's figure
+// beside its floor, or the key itself.
 func name(key string) string {
 	if label, ok := figures[key]; ok {
 		return label
+	}
+	if m := poolFloor.FindStringSubmatch(key); m != nil {
+		if format, ok := poolFloorFigures[m[2]]; ok {
+			return fmt.Sprintf(format, m[1])
+		}
 	}
 	if m := writesByType.FindStringSubmatch(key); m != nil {
 		if total, ok := figures[m[1]+" arm-writes/"+m[3]]; ok {

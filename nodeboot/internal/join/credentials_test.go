@@ -9,18 +9,13 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
-	"net"
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/util/certificate"
-
-	"github.com/kubewin/kubewin/internal/nodestatus"
-	"github.com/kubewin/kubewin/nodeboot/internal/platform/sim"
 )
 
 // TestKubeletCertificateStoreRotates drives the kubelet's own certificate store (client-go's
@@ -160,33 +155,4 @@ func bootstrapped(t *testing.T) (*Node, string) {
 		t.Fatal(err)
 	}
 	return n, n.Platform.Path(n.Paths.KubeletCertDir)
-}
-
-// TestCredentialsConnections counts the connections a join opens up to its kubelet credential:
-// three, as kubeadm's discovery and the kubelet's TLS bootstrap open (an anonymous one for the
-// unverified read of cluster-info, one verified with the pinned CA, one with the bootstrap
-// token). The certificate is requested, and the report written, over the token's one connection.
-func TestCredentialsConnections(t *testing.T) {
-	n := newNode(t, nodeOpts{})
-	p, ok := n.Platform.(*sim.Platform)
-	if !ok {
-		t.Fatalf("the node's platform is a %T", n.Platform)
-	}
-	dial := p.Dial
-	var dials atomic.Int32
-	p.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
-		dials.Add(1)
-		return dial(ctx, network, address)
-	}
-	ctx := context.Background()
-	if err := n.RunPhase(ctx, PhaseTLSBootstrap); err != nil {
-		t.Fatalf("join: %v\n%s", err, n.Out)
-	}
-	r, err := nodestatus.Read(ctx, admin(t), n.Name)
-	if err != nil || !slices.ContainsFunc(r.Phases, func(p nodestatus.PhaseRecord) bool { return p.Name == PhaseTLSBootstrap }) {
-		t.Fatalf("the report in the cluster has no TLS bootstrap phase: %+v, %v", r, err)
-	}
-	if got := dials.Load(); got != 3 {
-		t.Errorf("the join opened %d connections to its cluster, want 3", got)
-	}
 }

@@ -21,7 +21,7 @@ func credentials(ctx context.Context, n *Node) (time.Duration, error) {
 }
 
 // BenchmarkJoin measures one join at a time, from discovery to the kubelet credential, and,
-// alternating with it against the same control plane, the floor (floorJoin). It reports p50
+// alternating with it against the same control plane, the floor (floor.Join). It reports p50
 // and p95 of both and nodeboot's as ratios to the floor.
 func BenchmarkJoin(b *testing.B) {
 	var joins, floors []float64
@@ -52,7 +52,7 @@ func BenchmarkJoin(b *testing.B) {
 }
 
 // BenchmarkConcurrentJoins measures the wall time of 100 nodes joining at once, and of 100
-// floor joins at once (floorJoin) in the same iteration, and reports the ratio.
+// floor joins at once (floor.Join) in the same iteration, and reports the ratio.
 func BenchmarkConcurrentJoins(b *testing.B) {
 	const nodes = 100
 	var walls, floors []float64

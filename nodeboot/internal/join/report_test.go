@@ -130,7 +130,7 @@ func TestReportWrittenOnceObjectMade(t *testing.T) {
 }
 
 // Discovery and the TLS bootstrap open the connections the minimal kubeadm-style join of the
-// bench does (floorJoin), three: one for each anonymous read of cluster-info, since the API
+// bench does (floor.Join), three: one for each anonymous read of cluster-info, since the API
 // server keeps no connection of an unauthenticated client open (UnauthenticatedHTTP2DOSMitigation,
 // kubernetes/kubernetes#121120), and the bootstrap token's, which the certificate's request, its
 // watch and the report share; the report opens no fourth with the new credential. Once the token

@@ -1,10 +1,26 @@
 package provider
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"net"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubewin/kubewin/internal/bootstraptoken"
+	"github.com/kubewin/kubewin/internal/capin"
+	"github.com/kubewin/kubewin/internal/controlplane"
+	"github.com/kubewin/kubewin/internal/testkit/floor"
 )
 
 // BenchmarkPoolApply measures terraform apply creating a node pool of 1, 10, 50 and 500 simulated
@@ -12,6 +28,11 @@ import (
 // each as a multiple of one node's), and terraform plan of a pool of 500. The cluster's pod
 // network has room for 512 nodes (/25 each of a /16); 500 machines take about 4 GiB of this
 // host's memory.
+//
+// After each apply and its destroy, as many nodes join the same control plane and go Ready the
+// least way a node can (poolFloor): the cluster's own cost of that many nodes, without kubewin,
+// Terraform or the simulated machines. Each size reports that floor, the apply as a multiple of
+// it, and the control plane's CPU per node in both (its processes' CPU time over the run).
 func BenchmarkPoolApply(b *testing.B) {
 	state, provider := testAccLocal(b)
 	image := testImage(b, testBackend(b, state), "bench")
@@ -37,23 +58,36 @@ resource "kubewin_windows_node_pool" "win" {
 `, image))
 	c.run(b, "apply", "-auto-approve", "-input=false", "-target=kubewin_cluster.bench", "-var", "node_count=1")
 	defer c.run(b, "destroy", "-auto-approve", "-input=false", "-var", "node_count=1")
+	cp, err := controlplane.Load(filepath.Join(state, "clusters", "bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	var one time.Duration
 	for _, n := range []int{1, 10, 50, 500} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			var total time.Duration
-			for range b.N {
+			var total, floors, applyCPU, floorCPU time.Duration
+			for i := range b.N {
+				before := cpuTime(b, cp)
 				total += c.run(b, "apply", "-auto-approve", "-input=false", "-var", fmt.Sprintf("node_count=%d", n))
+				applyCPU += cpuTime(b, cp) - before
 				b.StopTimer()
 				c.run(b, "destroy", "-auto-approve", "-input=false", "-target=kubewin_windows_node_pool.win", "-var", fmt.Sprintf("node_count=%d", n))
+				took, cpu := poolFloor(b, cp, fmt.Sprintf("floor%d-%d", n, i), n)
+				floors, floorCPU = floors+took, floorCPU+cpu
 				b.StartTimer()
 			}
-			per := total / time.Duration(b.N)
+			per, least := total/time.Duration(b.N), floors/time.Duration(b.N)
 			b.ReportMetric(per.Seconds(), "s/apply")
 			if n == 1 {
 				one = per
 			} else if one > 0 {
 				b.ReportMetric(float64(per)/float64(one), "x-1-node")
 			}
+			b.ReportMetric(least.Seconds(), "floor-s")
+			b.ReportMetric(float64(per)/float64(least), "x-floor")
+			perNode := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N*n) }
+			b.ReportMetric(perNode(applyCPU), "cp-cpu-ms/node")
+			b.ReportMetric(perNode(floorCPU), "floor-cp-cpu-ms/node")
 		})
 	}
 	// A plan of a pool of 500 machines: what the plan reads and checks before any machine exists.
@@ -64,6 +98,91 @@ resource "kubewin_windows_node_pool" "win" {
 		}
 		b.ReportMetric((total / time.Duration(b.N)).Seconds(), "s/plan")
 	})
+}
+
+// poolFloor makes n nodes named prefix-<i> join the control plane at once and go Ready the least
+// way (floor.Join and floor.Register, each node with connections of its own), returns the wall
+// time that took and the control plane's CPU time meanwhile, and removes the nodes (their Leases
+// go with them) and their token.
+func poolFloor(b *testing.B, cp *controlplane.ControlPlane, prefix string, n int) (time.Duration, time.Duration) {
+	b.Helper()
+	ctx := context.Background()
+	cfg, err := cp.AdminRESTConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	token, err := bootstraptoken.Create(ctx, admin, prefix, 10*time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = bootstraptoken.Delete(ctx, admin, token) }()
+	ca, err := cp.CACert()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pin, err := capin.HashPEM(ca)
+	if err != nil {
+		b.Fatal(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := floor.WaitSigned(waitCtx, admin, token); err != nil {
+		b.Fatal(err)
+	}
+	names := make([]string, n)
+	errs := make([]error, n)
+	cpu, start := cpuTime(b, cp), time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+		wg.Go(func() {
+			var d net.Dialer
+			cred, err := floor.Join(ctx, cp.HostPort(), token, pin, names[i], d.DialContext)
+			if err == nil {
+				err = floor.Register(ctx, cred, names[i], net.IPv4(127, 2, byte(i>>8), byte(i)), d.DialContext)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	took, cpu := time.Since(start), cpuTime(b, cp)-cpu
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range names {
+		if err := admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return took, cpu
+}
+
+// cpuTime is the CPU time the control plane's processes have used so far (utime and stime of
+// /proc/<pid>/stat, in clock ticks of 10 ms).
+func cpuTime(b *testing.B, cp *controlplane.ControlPlane) time.Duration {
+	b.Helper()
+	var ticks int64
+	for _, pid := range cp.PIDs {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The fields after the command name, which is in parentheses: utime and stime are the
+		// 12th and 13th of them (proc(5)).
+		fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+		for _, f := range fields[11:13] {
+			t, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ticks += t
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // BenchmarkPlanRoutes measures terraform plan for a route table at its limit: 400 routes.
