@@ -288,8 +288,8 @@ func TestWindowsRequestSequences(t *testing.T) {
 				t.Errorf("%s: %v", n.currentPEM(), err)
 			}
 			for _, f := range []string{n.Paths.KubeletCertDir + `\` + pair, n.Paths.KubeletKubeconfig, n.statePath()} {
-				if st.ACLs[f] != windows.OwnerOnly {
-					t.Errorf("%s was written with security descriptor %q", f, st.ACLs[f])
+				if sddl, err := simWindows(t, n).ACL(f); sddl != windows.OwnerOnly {
+					t.Errorf("%s was written with security descriptor %q (%v)", f, sddl, err)
 				}
 			}
 			if mode == v1alpha1.NetworkModeOverlay {

@@ -2,6 +2,7 @@ package winfake
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,12 +21,12 @@ var _ windows.Files = files{}
 func (f files) Path(win string) string { return simmachine.Path(f.m.cfg.Root, win) }
 
 func (f files) Write(win string, data []byte, sddl string) error {
-	return f.m.do(Op{Backend: "files", Call: "Write", Target: win, Body: sddl}, true, func(st *State) (bool, error) {
+	return f.m.change(Op{Backend: "files", Call: "Write", Target: win, Body: sddl}, true, func(st *State) (bool, bool, error) {
 		path := f.Path(win)
-		old, readErr := os.ReadFile(path)
-		changed := readErr != nil || !bytes.Equal(old, data) || st.ACLs[win] != sddl
-		if !changed {
-			return false, nil
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+			if had, err := acl(st, path, win); err == nil && had == sddl {
+				return false, false, nil
+			}
 		}
 		perm := os.FileMode(0o644)
 		if sddl != "" {
@@ -35,23 +36,62 @@ func (f files) Write(win string, data []byte, sddl string) error {
 		err := os.WriteFile(tmp, data, perm)
 		if os.IsNotExist(err) { // the directory is made on the first write into it
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return false, err
+				return false, false, err
 			}
 			err = os.WriteFile(tmp, data, perm)
 		}
 		if err != nil {
-			return false, err
+			return false, false, err
+		}
+		// The descriptor goes with the file, as NTFS keeps it, where the host's file system can
+		// keep it; otherwise in the state.
+		inFile := false
+		if sddl != "" {
+			switch err := setFileACL(tmp, sddl); {
+			case err == nil:
+				inFile = true
+			case !errors.Is(err, errNoFileACLs):
+				_ = os.Remove(tmp)
+				return false, false, err
+			}
 		}
 		if err := os.Rename(tmp, path); err != nil {
-			return false, err
+			return false, false, err
 		}
-		if sddl == "" {
+		before, had := st.ACLs[win]
+		if sddl == "" || inFile {
 			delete(st.ACLs, win)
-		} else {
-			st.ACLs[win] = sddl
+			return true, had, nil
 		}
-		return true, nil
+		st.ACLs[win] = sddl
+		return true, before != sddl, nil
 	})
+}
+
+// errNoFileACLs says the host's file system keeps no security descriptor with a file.
+var errNoFileACLs = errors.New("the file system keeps no extended attributes")
+
+// acl is the security descriptor a file was written with: the one it keeps, or the state's.
+func acl(st *State, path, win string) (string, error) {
+	if sddl, ok := st.ACLs[win]; ok {
+		return sddl, nil
+	}
+	sddl, err := fileACL(path)
+	if errors.Is(err, errNoFileACLs) {
+		return "", nil
+	}
+	return sddl, err
+}
+
+// ACL returns the security descriptor the file win was written with ("" for none).
+func (m *Machine) ACL(win string) (string, error) {
+	var sddl string
+	err := m.do(Op{Backend: "files", Call: "ACL", Target: win}, false, func(st *State) (bool, error) {
+		var err error
+		sddl, err = acl(st, files{m}.Path(win), win)
+		return false, err
+	})
+	return sddl, err
 }
 
 // Remove removes a file, and its security descriptor with it.
@@ -89,22 +129,23 @@ func (f files) RemoveAll(win string) error {
 // the target. A target outside the link's directory is refused: the platform only links
 // files side by side, and a relative target is what keeps the link valid under the root.
 func (f files) Symlink(win, target string) error {
-	return f.m.do(Op{Backend: "files", Call: "Symlink", Target: win, Body: target}, true, func(st *State) (bool, error) {
+	return f.m.change(Op{Backend: "files", Call: "Symlink", Target: win, Body: target}, true, func(st *State) (bool, bool, error) {
 		if strings.ContainsAny(target, `\/:`) {
-			return false, fmt.Errorf("symlink %s: target %q is not a file name in the link's directory", win, target)
+			return false, false, fmt.Errorf("symlink %s: target %q is not a file name in the link's directory", win, target)
 		}
 		path := f.Path(win)
 		if old, err := os.Readlink(path); err == nil && old == target {
-			return false, nil
+			return false, false, nil
 		}
 		tmp := path + ".link"
 		if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
-			return false, err
+			return false, false, err
 		}
 		if err := os.Symlink(target, tmp); err != nil {
-			return false, err
+			return false, false, err
 		}
+		_, had := st.ACLs[win]
 		delete(st.ACLs, win)
-		return true, os.Rename(tmp, path)
+		return true, had, os.Rename(tmp, path)
 	})
 }

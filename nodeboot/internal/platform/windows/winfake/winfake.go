@@ -191,7 +191,8 @@ type State struct {
 	Firewall   []FirewallRule      `json:"firewall,omitempty"`
 	Exclusions []string            `json:"exclusions,omitempty"`
 	Images     []string            `json:"images,omitempty"`
-	// ACLs are the security descriptors files were created with, by Windows path.
+	// ACLs are the security descriptors files were created with, by Windows path, where the
+	// host's file system cannot keep them with the file (Machine.ACL reads either).
 	ACLs map[string]string `json:"acls,omitempty"`
 	// Events are the machine's event log entries, oldest first: the Service Control Manager's
 	// about service state changes, and those a test logs (LogEvent).
@@ -439,8 +440,18 @@ func (m *Machine) Hosted(name string, pid int) error {
 }
 
 // do runs one request on the state under the lock, records it (when record is set) and runs
-// the hooks it queued once the lock is released.
+// the hooks it queued once the lock is released. f reports whether it changed the machine, which
+// for do's requests is a change of the state.
 func (m *Machine) do(op Op, record bool, f func(*State) (bool, error)) error {
+	return m.change(op, record, func(st *State) (bool, bool, error) {
+		changed, err := f(st)
+		return changed, changed, err
+	})
+}
+
+// change is do for a request that may change the machine without changing the state (a file's
+// content): f reports both, and the state file is written only when the state changed.
+func (m *Machine) change(op Op, record bool, f func(*State) (machine, state bool, err error)) error {
 	m.mu.Lock()
 	if m.cfg.StateFile != "" {
 		if err := m.load(); err != nil {
@@ -451,8 +462,8 @@ func (m *Machine) do(op Op, record bool, f func(*State) (bool, error)) error {
 	reaped := m.reap()
 	recovered := m.recover(m.st)
 	attached := m.hostVNICs(m.st)
-	changed, err := f(m.st)
-	if err == nil && (changed || reaped || recovered || attached) && m.cfg.StateFile != "" {
+	changed, stateChanged, err := f(m.st)
+	if err == nil && (stateChanged || reaped || recovered || attached) && m.cfg.StateFile != "" {
 		err = m.save()
 	}
 	if m.cfg.StateFile != "" {

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package winfake
+
+func setFileACL(string, string) error { return errNoFileACLs }
+
+func fileACL(string) (string, error) { return "", errNoFileACLs }
