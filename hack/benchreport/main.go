@@ -55,7 +55,7 @@ var figures = map[string]string{
 var writesByType = regexp.MustCompile(`^(Benchmark\S+) writes-(\S+)/(\S+)$`)
 
 // poolFloor is a local pool apply's figure beside the floor: poolFloorFigures's, for n nodes.
-var poolFloor = regexp.MustCompile(`^BenchmarkPoolApply/nodes=(\d+) (\S+)$`)
+var poolFloor = regexp.MustCompile(`^BenchmarkPoolApply/(?:floor-)?nodes=(\d+) (\S+)$`)
 
 var poolFloorFigures = map[string]string{
 	"floor-s":              "%s minimal nodes joining the same control plane at once and going Ready (floor, s)",
