@@ -11,13 +11,9 @@ import (
 // temporary file before the rename, the attribute does too.
 const aclAttr = "user.kubewin.sddl"
 
-func setFileACL(path, sddl string) error {
-	err := unix.Setxattr(path, aclAttr, []byte(sddl), 0)
-	if errors.Is(err, unix.EOPNOTSUPP) { // a file system without user attributes (tmpfs before Linux 6.6)
-		return errNoFileACLs
-	}
-	return err
-}
+// setFileACL keeps sddl with the file at path. It fails on a file system without user
+// attributes (tmpfs before Linux 6.6, some network and FUSE file systems).
+func setFileACL(path, sddl string) error { return unix.Setxattr(path, aclAttr, []byte(sddl), 0) }
 
 func fileACL(path string) (string, error) {
 	n, err := unix.Getxattr(path, aclAttr, nil)

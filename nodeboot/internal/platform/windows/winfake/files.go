@@ -44,17 +44,8 @@ func (f files) Write(win string, data []byte, sddl string) error {
 			return false, false, err
 		}
 		// The descriptor goes with the file, as NTFS keeps it, where the host's file system can
-		// keep it; otherwise in the state.
-		inFile := false
-		if sddl != "" {
-			switch err := setFileACL(tmp, sddl); {
-			case err == nil:
-				inFile = true
-			case !errors.Is(err, errNoFileACLs):
-				_ = os.Remove(tmp)
-				return false, false, err
-			}
-		}
+		// keep it; otherwise (whatever the reason) in the state.
+		inFile := sddl != "" && setFileACL(tmp, sddl) == nil
 		if err := os.Rename(tmp, path); err != nil {
 			return false, false, err
 		}
