@@ -9,9 +9,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -23,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,13 +31,9 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/cluster-bootstrap/token/jws"
 	"k8s.io/utils/ptr"
-)
 
-// Dial opens a machine's connections. Each joining machine has its own: kubeadm and the kubelet
-// run on the machine that joins, so no two joins share a connection. Within one process,
-// client-go shares a transport between clients of equal configuration unless they dial for
-// themselves (k8s.io/client-go/transport/cache.go).
-type Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	"github.com/kubewin/kubewin/internal/capin"
+)
 
 // Credential is what a join ends with: the trusted server and CA, and the kubelet's client
 // certificate and key.
@@ -52,7 +47,13 @@ type Credential struct {
 // bootstrap: the anonymous, unverified read of kube-public/cluster-info, the token's JWS
 // signature over it, the CA pin, the verified re-read, and a kubelet client certificate
 // requested with the bootstrap token and waited for with a watch.
-func Join(ctx context.Context, endpoint, token, pin, nodeName string, dial Dial) (*Credential, error) {
+//
+// dial opens the joining machine's connections, its own: kubeadm and the kubelet run on the
+// machine that joins, so no two joins share a connection. Within one process, client-go shares a
+// transport between clients of equal configuration unless they dial for themselves
+// (k8s.io/client-go/transport/cache.go).
+func Join(ctx context.Context, endpoint, token, pin, nodeName string, dial func(ctx context.Context, network, address string) (net.Conn, error)) (
+	*Credential, error) {
 	id, secret, ok := strings.Cut(token, ".")
 	if !ok {
 		return nil, fmt.Errorf("token %q is not of the form id.secret", token)
@@ -78,13 +79,12 @@ func Join(ctx context.Context, endpoint, token, pin, nodeName string, dial Dial)
 	for _, c := range cfg.Clusters {
 		ca = c.CertificateAuthorityData
 	}
-	certs, err := certutil.ParseCertsPEM(ca)
+	certs, err := capin.ParseCertificates(ca)
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(certs[0].RawSubjectPublicKeyInfo)
-	if "sha256:"+hex.EncodeToString(sum[:]) != pin {
-		return nil, fmt.Errorf("the cluster CA does not match the pin")
+	if err := capin.Verify([]string{pin}, certs); err != nil {
+		return nil, err
 	}
 	verified, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: -1, Dial: dial})
 	if err != nil {
@@ -131,7 +131,8 @@ func Join(ctx context.Context, endpoint, token, pin, nodeName string, dial Dial)
 // k8s.io/component-helpers/apimachinery/lease): it creates its Node, patches the Node's status
 // with its address, capacity and a Ready condition, and creates its Lease, owned by the Node.
 // The client speaks protobuf, as the kubelet's does by default.
-func Register(ctx context.Context, c *Credential, nodeName string, address net.IP, dial Dial) error {
+func Register(ctx context.Context, c *Credential, nodeName string, address net.IP,
+	dial func(ctx context.Context, network, address string) (net.Conn, error)) error {
 	client, err := kubernetes.NewForConfig(&rest.Config{
 		Host: c.Server, TLSClientConfig: rest.TLSClientConfig{CAData: c.CA, CertData: c.CertPEM, KeyData: c.KeyPEM}, QPS: -1, Dial: dial,
 		ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"},
@@ -177,15 +178,12 @@ func Register(ctx context.Context, c *Credential, nodeName string, address net.I
 // bootstrap signer adds it shortly after the token is made.
 func WaitSigned(ctx context.Context, admin kubernetes.Interface, token string) error {
 	id, _, _ := strings.Cut(token, ".")
-	for {
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		info, err := admin.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
-		if err == nil && info.Data[bootstrapapi.JWSSignatureKeyPrefix+id] != "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster-info has no signature for token %s: %w", id, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+		return err == nil && info.Data[bootstrapapi.JWSSignatureKeyPrefix+id] != "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("cluster-info has no signature for token %s: %w", id, err)
 	}
+	return nil
 }

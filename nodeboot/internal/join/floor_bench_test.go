@@ -11,7 +11,7 @@ import (
 // a node's token, pin, name and dialer.
 func floorNode(ctx context.Context, n *Node) error {
 	c := n.Config.Cluster
-	_, err := floor.Join(ctx, c.APIServerEndpoint, c.BootstrapToken, c.CACertHashes[0], n.Name, floor.Dial(n.Platform.Dialer()))
+	_, err := floor.Join(ctx, c.APIServerEndpoint, c.BootstrapToken, c.CACertHashes[0], n.Name, n.Platform.Dialer())
 	return err
 }
 

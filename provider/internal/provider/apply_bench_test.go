@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubewin/kubewin/internal/bootstraptoken"
@@ -37,7 +38,8 @@ import (
 // and over the floor's joins).
 func BenchmarkPoolApply(b *testing.B) {
 	state, provider := testAccLocal(b)
-	image := testImage(b, testBackend(b, state), "bench")
+	backend := testBackend(b, state)
+	image := testImage(b, backend, "bench")
 	c := newCLI(b, b.TempDir(), provider+fmt.Sprintf(`
 variable "node_count" {
   type = number
@@ -60,10 +62,11 @@ resource "kubewin_windows_node_pool" "win" {
 `, image))
 	c.run(b, "apply", "-auto-approve", "-input=false", "-target=kubewin_cluster.bench", "-var", "node_count=1")
 	defer c.run(b, "destroy", "-auto-approve", "-input=false", "-var", "node_count=1")
-	cp, err := controlplane.Load(filepath.Join(state, "clusters", "bench"))
+	cp, err := backend.Cluster("bench")
 	if err != nil {
 		b.Fatal(err)
 	}
+	admin := adminClient(b, backend, "bench")()
 	sizes := []int{1, 10, 50, 500}
 	applied := map[int]time.Duration{}
 	for _, n := range sizes {
@@ -99,7 +102,7 @@ resource "kubewin_windows_node_pool" "win" {
 		b.Run(fmt.Sprintf("floor-nodes=%d", n), func(b *testing.B) {
 			var total, cpu time.Duration
 			for i := range b.N {
-				took, used := poolFloor(b, cp, fmt.Sprintf("floor%d-%d", n, i), n)
+				took, used := poolFloor(b, cp, admin, fmt.Sprintf("floor%d-%d", n, i), n)
 				total, cpu = total+took, cpu+used
 			}
 			least := total / time.Duration(b.N)
@@ -116,17 +119,9 @@ resource "kubewin_windows_node_pool" "win" {
 // way (floor.Join and floor.Register, each node with connections of its own), returns the wall
 // time that took and the control plane's CPU time meanwhile, and removes the nodes (their Leases
 // go with them) and their token.
-func poolFloor(b *testing.B, cp *controlplane.ControlPlane, prefix string, n int) (time.Duration, time.Duration) {
+func poolFloor(b *testing.B, cp *controlplane.ControlPlane, admin kubernetes.Interface, prefix string, n int) (time.Duration, time.Duration) {
 	b.Helper()
 	ctx := context.Background()
-	cfg, err := cp.AdminRESTConfig()
-	if err != nil {
-		b.Fatal(err)
-	}
-	admin, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
 	token, err := bootstraptoken.Create(ctx, admin, prefix, 10*time.Minute)
 	if err != nil {
 		b.Fatal(err)
@@ -178,19 +173,17 @@ func poolFloor(b *testing.B, cp *controlplane.ControlPlane, prefix string, n int
 // of the Nodes deleted before, and with that the controllers are done with them.
 func settle(ctx context.Context, b *testing.B, admin kubernetes.Interface) {
 	b.Helper()
-	for {
+	var left int
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		leases, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			b.Fatal(err)
+			return false, err
 		}
-		if len(leases.Items) == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			b.Fatalf("%d Node Leases are still there: %v", len(leases.Items), ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+		left = len(leases.Items)
+		return left == 0, nil
+	})
+	if err != nil {
+		b.Fatalf("%d Node Leases are still there: %v", left, err)
 	}
 }
 
